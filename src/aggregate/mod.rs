@@ -1,0 +1,9 @@
+//! Turns per-request records into run figures: per-thread sinks merged into a `BenchResult`.
+
+pub mod intervals;
+pub mod progress;
+pub mod result;
+pub mod summary;
+
+pub use result::BenchReport;
+pub use summary::Summary;

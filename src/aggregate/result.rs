@@ -1,0 +1,144 @@
+//! The result of a bench run as plain data: the stable contract that exporters read and the
+//! JSON schema (schema/bench-report.v1.json) describes. Change it only with a schema bump.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA_ID: &str = "webtune.bench.v1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchReport {
+    /// Always SCHEMA_ID for this layout.
+    pub schema: String,
+    pub webtune_version: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub target: TargetInfo,
+    pub options: Options,
+    /// Ctrl-C ended the run early; the figures cover what finished.
+    pub interrupted: bool,
+    pub result: BenchResult,
+    /// Successful requests per second, sampled each second of the run (httperf's reply rate).
+    pub reply_rate: Option<RateStats>,
+    pub client_cpu: ClientCpu,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub url: String,
+    pub method: String,
+    /// The Server header of the first response.
+    pub server: Option<String>,
+    /// Body length of the first successful response (ab's "Document Length").
+    pub document_length: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    pub connections: usize,
+    pub threads: usize,
+    pub keepalive: bool,
+    /// The -n limit, when the run was bounded by a request count.
+    pub requests: Option<u64>,
+    /// The -d limit in seconds, when the run was bounded by time.
+    pub duration_s: Option<f64>,
+    pub timeout_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchResult {
+    pub duration_s: f64,
+    /// Attempts that finished, successful or not.
+    pub requests: u64,
+    /// Requests that got a complete response (any status).
+    pub succeeded: u64,
+    pub failed: u64,
+    /// Successful requests per second.
+    pub requests_per_s: f64,
+    /// Responses whose body length differed from the first one; not failures.
+    pub length_differed: u64,
+    /// Count per status code ("other" for codes outside 1-599).
+    pub status: BTreeMap<String, u64>,
+    /// Count per error class (every class listed, zeros included).
+    pub errors: BTreeMap<String, u64>,
+    pub bytes: Bytes,
+    pub connections: Connections,
+    pub latency_ms: PhaseLatency,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Bytes {
+    pub headers: u64,
+    pub body: u64,
+    pub total: u64,
+    pub per_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Connections {
+    pub opened: u64,
+    /// Kept-alive connections the server closed between requests (retried, not failures).
+    pub server_closed_idle: u64,
+}
+
+/// Latency per phase, all measured from the request's start (its connect, when it opened one).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhaseLatency {
+    pub connect: Option<LatencyStats>,
+    pub first_byte: Option<LatencyStats>,
+    pub total: Option<LatencyStats>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientCpu {
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// CPU time over wall time, as a share of the cores the engine could use.
+    pub percent_of_available: f64,
+    pub cores_available: usize,
+    /// CPU per successful request, in microseconds.
+    pub us_per_request: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RateStats {
+    pub samples: usize,
+    pub min: f64,
+    pub mean: f64,
+    pub max: f64,
+    pub stdev: f64,
+}
+
+impl RateStats {
+    pub fn from_samples(samples: &[f64]) -> Option<RateStats> {
+        if samples.is_empty() {
+            return None;
+        }
+        let n = samples.len() as f64;
+        let mean = samples.iter().sum::<f64>() / n;
+        let var = samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        Some(RateStats {
+            samples: samples.len(),
+            min: samples.iter().cloned().fold(f64::INFINITY, f64::min),
+            mean,
+            max: samples.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+            stdev: var.sqrt(),
+        })
+    }
+}

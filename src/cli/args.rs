@@ -1,0 +1,97 @@
+//! The raw command line, as clap parses it. Validation into plans happens in the command
+//! modules, so every check and its error message live in one place.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "webtune",
+    version,
+    about = "Find, by measurement, the server configuration that serves the most within its memory"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load-test a URL: closed loop over N connections, latency in HDR histograms.
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The URL to request (http:// or https://).
+    pub url: String,
+
+    /// Concurrent connections (virtual clients).
+    #[arg(short = 'c', long = "connections", default_value_t = 10)]
+    pub connections: u64,
+
+    /// Stop after this many requests (successful or failed), as ab -n.
+    #[arg(short = 'n', long = "requests", conflicts_with = "duration")]
+    pub requests: Option<u64>,
+
+    /// Stop after this long (e.g. 30s, 2m, 500ms; a bare number is seconds). Default 10s.
+    #[arg(short = 'd', long = "duration")]
+    pub duration: Option<String>,
+
+    /// Engine threads (default: one per core available to this process).
+    #[arg(short = 't', long = "threads")]
+    pub threads: Option<u64>,
+
+    /// Keep connections alive between requests (the default; accepted for ab compatibility).
+    #[arg(short = 'k', long = "keepalive", overrides_with = "no_keepalive")]
+    pub keepalive: bool,
+
+    /// A new connection for every request, as ab without -k.
+    #[arg(long = "no-keepalive", overrides_with = "keepalive")]
+    pub no_keepalive: bool,
+
+    /// The request method.
+    #[arg(short = 'm', long = "method", default_value = "GET")]
+    pub method: String,
+
+    /// A request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+
+    /// Send this file as the request body (POST unless -m says otherwise), as ab -p.
+    #[arg(short = 'p', long = "post-file", conflicts_with = "body")]
+    pub post_file: Option<PathBuf>,
+
+    /// The body's Content-Type, as ab -T.
+    #[arg(short = 'T', long = "content-type")]
+    pub content_type: Option<String>,
+
+    /// The request body as text, or @FILE to read it from a file.
+    #[arg(long = "body")]
+    pub body: Option<String>,
+
+    /// A request not answered completely within this time fails as a timeout.
+    #[arg(long = "timeout", default_value = "10s")]
+    pub timeout: String,
+
+    /// Connection establishment limit (default: the request timeout).
+    #[arg(long = "connect-timeout")]
+    pub connect_timeout: Option<String>,
+
+    /// Accept any TLS certificate (self-signed test servers).
+    #[arg(long = "insecure")]
+    pub insecure: bool,
+
+    /// Print the report as JSON (schema/bench-report.v1.json) instead of text.
+    #[arg(long = "json")]
+    pub json: bool,
+
+    /// Write per-second latency histograms to FILE in the HdrHistogram log format.
+    #[arg(long = "hdr-log")]
+    pub hdr_log: Option<PathBuf>,
+
+    /// No progress line.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}

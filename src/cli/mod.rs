@@ -1,0 +1,61 @@
+//! The command line: parse, dispatch to a command, map errors to exit codes
+//! (2 for bad input, 1 for a run that failed, 0 otherwise).
+
+pub mod args;
+pub mod bench;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+/// Bad input from the user: reported in one line, exit status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let code = if e.downcast_ref::<UsageError>().is_some() { 2 } else { 1 };
+            eprintln!("webtune: {}", one_line(&e));
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Bench(a) => {
+            let plan = bench::BenchPlan::from_args(&a)?;
+            let report = bench::run(&plan)?;
+            let mut out = std::io::stdout().lock();
+            let written = if plan.json {
+                crate::report::json::write(&report, &mut out)
+            } else {
+                crate::report::text::write(&report, &mut out)
+            };
+            match written {
+                Ok(()) => {}
+                // A closed pipe (| head) is not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(e) => return Err(e.into()),
+            }
+            let _ = out.flush();
+            if report.result.succeeded == 0 {
+                eprintln!("webtune: no request succeeded");
+                return Ok(ExitCode::from(1));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Errors print as one line: the context chain joined with ": ".
+fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace('\n', " ")
+}

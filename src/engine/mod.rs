@@ -1,0 +1,148 @@
+//! The load engine: one event loop per thread drives HTTP/1.1 requests over its share of the
+//! connections and hands one `Record` per request to that thread's `Sink`. It never prints.
+//!
+//! Hot-path choices (measured against wrk, see bench/): request bytes are rendered once;
+//! sockets are registered once for readability and written to directly, so a kept-alive
+//! request costs one write, one read and a share of one epoll_wait; response bodies are
+//! counted in a per-thread scratch buffer, never copied or stored.
+
+pub mod record;
+pub mod request;
+pub mod response;
+pub mod sink;
+pub mod transport;
+mod worker;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+pub use record::{ConnEvent, ErrorClass, Record};
+pub use sink::Sink;
+pub use transport::TlsSettings;
+
+/// Where requests go and what they are.
+#[derive(Clone)]
+pub struct Target {
+    pub addr: SocketAddr,
+    pub tls: Option<TlsSettings>,
+    /// The full request, rendered once.
+    pub request: Arc<[u8]>,
+    /// HEAD responses carry no body whatever their headers say.
+    pub head_request: bool,
+}
+
+/// When a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// After this many request attempts (successes and failures), as ab's -n.
+    Requests(u64),
+    /// After this long; requests still in flight then are abandoned, as wrk does.
+    Duration(Duration),
+}
+
+#[derive(Clone)]
+pub struct Plan {
+    pub target: Target,
+    pub connections: usize,
+    pub threads: usize,
+    pub stop: Stop,
+    pub keepalive: bool,
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+/// State the threads share: written rarely, read cheaply.
+pub struct Shared {
+    /// Set by Ctrl-C (or the caller) to end the run early.
+    pub interrupt: AtomicBool,
+    /// Requests started so far, for `Stop::Requests`.
+    issued: AtomicU64,
+    /// Body length of the first successful response; u64::MAX until there is one.
+    first_body_len: AtomicU64,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            interrupt: AtomicBool::new(false),
+            issued: AtomicU64::new(0),
+            first_body_len: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl Shared {
+    pub fn interrupted(&self) -> bool {
+        self.interrupt.load(Ordering::Relaxed)
+    }
+
+    /// The body length of the first successful response, once there was one.
+    pub fn document_length(&self) -> Option<u64> {
+        Some(self.first_body_len.load(Ordering::Relaxed)).filter(|&n| n != u64::MAX)
+    }
+
+    /// Whether `len` differs from the first successful response's body length (ab's
+    /// "Length" failures, which are not failures when pages vary).
+    #[inline]
+    fn length_differs(&self, len: u64) -> bool {
+        let first = self.first_body_len.load(Ordering::Relaxed);
+        if first != u64::MAX {
+            return first != len;
+        }
+        match self.first_body_len.compare_exchange(u64::MAX, len, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => false,
+            Err(first) => first != len,
+        }
+    }
+}
+
+/// What a run produced besides the sinks' contents.
+pub struct Outcome<S> {
+    pub sinks: Vec<S>,
+    pub started: Instant,
+    pub elapsed: Duration,
+    pub interrupted: bool,
+    /// The Server header of the first response, for the report.
+    pub server: Option<String>,
+}
+
+/// Runs the plan with one sink per thread (`sinks.len()` threads, which must equal
+/// `plan.threads`). Returns when the stop condition is met or `shared.interrupt` is set.
+pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -> anyhow::Result<Outcome<S>> {
+    assert_eq!(sinks.len(), plan.threads, "one sink per thread");
+    let started = Instant::now();
+    let deadline = match plan.stop {
+        Stop::Duration(d) => Some(started + d),
+        Stop::Requests(_) => None,
+    };
+    let mut handles = Vec::with_capacity(plan.threads);
+    for (i, sink) in sinks.into_iter().enumerate() {
+        let conns = plan.connections / plan.threads + usize::from(i < plan.connections % plan.threads);
+        let worker = worker::Worker::new(plan, conns, deadline, shared.clone(), sink, i == 0)?;
+        let handle = std::thread::Builder::new().name(format!("webtune-engine-{i}")).spawn(move || worker.run())?;
+        handles.push(handle);
+    }
+    let mut sinks = Vec::with_capacity(plan.threads);
+    let mut server = None;
+    let mut failure = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(done)) => {
+                server = server.or(done.server);
+                sinks.push(done.sink);
+            }
+            Ok(Err(e)) => failure = Some(e),
+            Err(_) => failure = Some(anyhow::anyhow!("an engine thread panicked")),
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let elapsed = match deadline {
+        Some(d) if !shared.interrupted() => d.saturating_duration_since(started).min(started.elapsed()),
+        _ => started.elapsed(),
+    };
+    Ok(Outcome { sinks, started, elapsed, interrupted: shared.interrupted(), server })
+}

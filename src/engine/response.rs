@@ -1,0 +1,480 @@
+//! An incremental HTTP/1.x response reader: feed it bytes as they arrive, it says when the
+//! response is complete. Headers are parsed by httparse; bodies are framed by Content-Length,
+//! chunked encoding or connection close, and counted, never stored.
+
+/// Heads larger than this are rejected as malformed (oversized headers).
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_HEADERS: usize = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    /// The status line or a header is not HTTP/1.x.
+    BadHead,
+    /// The head is larger than MAX_HEAD_BYTES or has more than 100 headers.
+    HeadTooLarge,
+    /// A Content-Length or chunk size is not a number.
+    BadFraming,
+    /// The connection ended before the response was complete.
+    Truncated,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// More bytes are needed.
+    More,
+    /// The response is complete; `consumed` bytes of the last feed belonged to it.
+    Done { consumed: usize },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// Reading hex digits of a chunk size.
+    Size {
+        digits: u8,
+    },
+    /// Skipping a chunk extension up to the line end.
+    Ext,
+    /// Expecting the LF that ends the size line.
+    SizeLf,
+    /// Inside chunk data, this many bytes left.
+    Data(u64),
+    /// Expecting the CRLF after chunk data.
+    DataCr,
+    DataLf,
+    /// At the start of a trailer line (after the last chunk).
+    TrailerStart,
+    /// Inside a trailer line.
+    Trailer,
+    /// Saw CR of the final empty line.
+    EndLf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    Length(u64),
+    Chunked { chunk: Chunk, size: u64 },
+    UntilClose,
+    Done,
+}
+
+/// The reader of one response. `reset` makes it ready for the next one on the same connection.
+#[derive(Debug)]
+pub struct ResponseReader {
+    state: State,
+    /// Head bytes carried over when the head spans several reads.
+    head: Vec<u8>,
+    /// The request was HEAD: no body whatever the headers say.
+    head_request: bool,
+    pub status: u16,
+    pub header_bytes: u64,
+    pub body_bytes: u64,
+    /// The connection may carry another request after this response.
+    pub keep_alive: bool,
+    /// Copy the Server header into `server` (asked for once per run, not per request).
+    pub capture_server: bool,
+    pub server: Option<String>,
+}
+
+impl Default for ResponseReader {
+    fn default() -> Self {
+        Self::new(false)
+    }
+}
+
+impl ResponseReader {
+    pub fn new(head_request: bool) -> Self {
+        ResponseReader {
+            state: State::Head,
+            head: Vec::new(),
+            head_request,
+            status: 0,
+            header_bytes: 0,
+            body_bytes: 0,
+            keep_alive: false,
+            capture_server: false,
+            server: None,
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.state = State::Head;
+        self.head.clear();
+        self.status = 0;
+        self.header_bytes = 0;
+        self.body_bytes = 0;
+        self.keep_alive = false;
+    }
+
+    /// True once any byte of the response has been seen.
+    pub fn started(&self) -> bool {
+        self.header_bytes > 0 || !self.head.is_empty() || self.state != State::Head
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    /// Feeds the next bytes of the response.
+    pub fn feed(&mut self, data: &[u8]) -> Result<Progress, ParseError> {
+        let mut pos = 0;
+        while pos < data.len() || self.state == State::Done {
+            match self.state {
+                State::Done => return Ok(Progress::Done { consumed: pos }),
+                State::Head => pos += self.feed_head(&data[pos..])?,
+                State::Length(left) => {
+                    let take = left.min((data.len() - pos) as u64);
+                    self.body_bytes += take;
+                    pos += take as usize;
+                    self.state = if left == take { State::Done } else { State::Length(left - take) };
+                }
+                State::UntilClose => {
+                    self.body_bytes += (data.len() - pos) as u64;
+                    pos = data.len();
+                }
+                State::Chunked { .. } => pos += self.feed_chunked(&data[pos..])?,
+            }
+        }
+        Ok(if self.state == State::Done { Progress::Done { consumed: pos } } else { Progress::More })
+    }
+
+    /// The connection reached end of file: completes a close-delimited body, else truncation.
+    pub fn eof(&mut self) -> Result<(), ParseError> {
+        match self.state {
+            State::UntilClose => {
+                self.state = State::Done;
+                Ok(())
+            }
+            State::Done => Ok(()),
+            _ => Err(ParseError::Truncated),
+        }
+    }
+
+    /// Consumes head bytes; returns how many of `data` it used.
+    fn feed_head(&mut self, data: &[u8]) -> Result<usize, ParseError> {
+        // Fast path: the whole head arrived in this read (the common case), parse in place.
+        if self.head.is_empty() {
+            match self.parse_head(data)? {
+                Some(n) => return Ok(n),
+                None => {
+                    if data.len() > MAX_HEAD_BYTES {
+                        return Err(ParseError::HeadTooLarge);
+                    }
+                    self.head.extend_from_slice(data);
+                    return Ok(data.len());
+                }
+            }
+        }
+        let before = self.head.len();
+        self.head.extend_from_slice(data);
+        let head = std::mem::take(&mut self.head);
+        let parsed = self.parse_head(&head);
+        self.head = head;
+        match parsed? {
+            Some(n) => {
+                self.head.clear();
+                Ok(n - before)
+            }
+            None if self.head.len() > MAX_HEAD_BYTES => Err(ParseError::HeadTooLarge),
+            None => Ok(data.len()),
+        }
+    }
+
+    /// Parses a complete head at the start of `buf`. Returns its length, or None when the
+    /// head is not complete yet. Interim 1xx heads are skipped.
+    fn parse_head(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
+        let mut offset = 0;
+        loop {
+            let rest = &buf[offset..];
+            if find_head_end(rest).is_none() {
+                return Ok(None);
+            }
+            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut resp = httparse::Response::new(&mut headers);
+            let n = match resp.parse(rest) {
+                Ok(httparse::Status::Complete(n)) => n,
+                Ok(httparse::Status::Partial) => return Ok(None),
+                Err(httparse::Error::TooManyHeaders) => return Err(ParseError::HeadTooLarge),
+                Err(_) => return Err(ParseError::BadHead),
+            };
+            if n > MAX_HEAD_BYTES {
+                return Err(ParseError::HeadTooLarge);
+            }
+            let status = resp.code.unwrap_or(0);
+            self.header_bytes += n as u64;
+            offset += n;
+            if (100..200).contains(&status) && status != 101 {
+                continue;
+            }
+            self.status = status;
+            self.state = self.framing(&resp)?;
+            return Ok(Some(offset));
+        }
+    }
+
+    fn framing(&mut self, resp: &httparse::Response) -> Result<State, ParseError> {
+        let http11 = resp.version == Some(1);
+        let mut keep_alive = http11;
+        let mut length: Option<u64> = None;
+        let mut chunked = false;
+        let mut other_coding = false;
+        for h in resp.headers.iter() {
+            let name = h.name.as_bytes();
+            if name.eq_ignore_ascii_case(b"content-length") {
+                let v = parse_decimal(h.value).ok_or(ParseError::BadFraming)?;
+                if length.is_some_and(|l| l != v) {
+                    return Err(ParseError::BadFraming);
+                }
+                length = Some(v);
+            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+                // Chunked must be the last coding; anything else is delimited by close.
+                let last = h.value.rsplit(|&b| b == b',').next().unwrap_or(b"");
+                chunked = trim(last).eq_ignore_ascii_case(b"chunked");
+                other_coding = !chunked;
+            } else if name.eq_ignore_ascii_case(b"connection") {
+                for token in h.value.split(|&b| b == b',') {
+                    let token = trim(token);
+                    if token.eq_ignore_ascii_case(b"close") {
+                        keep_alive = false;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive") && !http11 {
+                        keep_alive = true;
+                    }
+                }
+            } else if self.capture_server && name.eq_ignore_ascii_case(b"server") {
+                self.server = Some(String::from_utf8_lossy(h.value).into_owned());
+            }
+        }
+        let status = self.status;
+        let no_body = self.head_request || status == 204 || status == 304 || status == 101;
+        Ok(if no_body {
+            self.keep_alive = keep_alive && status != 101;
+            State::Done
+        } else if chunked {
+            self.keep_alive = keep_alive;
+            State::Chunked { chunk: Chunk::Size { digits: 0 }, size: 0 }
+        } else if let (Some(0), false) = (length, other_coding) {
+            self.keep_alive = keep_alive;
+            State::Done
+        } else if let (Some(n), false) = (length, other_coding) {
+            self.keep_alive = keep_alive;
+            State::Length(n)
+        } else {
+            self.keep_alive = false;
+            State::UntilClose
+        })
+    }
+
+    /// Consumes chunked-body bytes; returns how many of `data` it used.
+    fn feed_chunked(&mut self, data: &[u8]) -> Result<usize, ParseError> {
+        let State::Chunked { mut chunk, mut size } = self.state else { unreachable!() };
+        let mut i = 0;
+        while i < data.len() {
+            if let Chunk::Data(left) = chunk {
+                let take = left.min((data.len() - i) as u64);
+                self.body_bytes += take;
+                i += take as usize;
+                chunk = if take == left { Chunk::DataCr } else { Chunk::Data(left - take) };
+                continue;
+            }
+            let b = data[i];
+            i += 1;
+            chunk = match chunk {
+                Chunk::Size { digits } => match b {
+                    b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                        if digits >= 15 {
+                            return Err(ParseError::BadFraming);
+                        }
+                        size = size * 16 + (b as char).to_digit(16).unwrap() as u64;
+                        Chunk::Size { digits: digits + 1 }
+                    }
+                    _ if digits == 0 => return Err(ParseError::BadFraming),
+                    b'\r' => Chunk::SizeLf,
+                    b'\n' => self.after_size(size),
+                    b';' | b' ' | b'\t' => Chunk::Ext,
+                    _ => return Err(ParseError::BadFraming),
+                },
+                Chunk::Ext => match b {
+                    b'\r' => Chunk::SizeLf,
+                    b'\n' => self.after_size(size),
+                    _ => Chunk::Ext,
+                },
+                Chunk::SizeLf => match b {
+                    b'\n' => self.after_size(size),
+                    _ => return Err(ParseError::BadFraming),
+                },
+                Chunk::Data(_) => unreachable!(),
+                Chunk::DataCr => match b {
+                    b'\r' => Chunk::DataLf,
+                    b'\n' => {
+                        size = 0;
+                        Chunk::Size { digits: 0 }
+                    }
+                    _ => return Err(ParseError::BadFraming),
+                },
+                Chunk::DataLf => match b {
+                    b'\n' => {
+                        size = 0;
+                        Chunk::Size { digits: 0 }
+                    }
+                    _ => return Err(ParseError::BadFraming),
+                },
+                Chunk::TrailerStart => match b {
+                    b'\r' => Chunk::EndLf,
+                    b'\n' => {
+                        self.state = State::Done;
+                        return Ok(i);
+                    }
+                    _ => Chunk::Trailer,
+                },
+                Chunk::Trailer => match b {
+                    b'\n' => Chunk::TrailerStart,
+                    _ => Chunk::Trailer,
+                },
+                Chunk::EndLf => match b {
+                    b'\n' => {
+                        self.state = State::Done;
+                        return Ok(i);
+                    }
+                    _ => return Err(ParseError::BadFraming),
+                },
+            };
+        }
+        self.state = State::Chunked { chunk, size };
+        Ok(i)
+    }
+
+    fn after_size(&self, size: u64) -> Chunk {
+        if size == 0 { Chunk::TrailerStart } else { Chunk::Data(size) }
+    }
+}
+
+/// Finds the blank line that ends a head (CRLF CRLF, or bare LF LF as httparse accepts).
+fn find_head_end(buf: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(off) = buf[i..].iter().position(|&b| b == b'\n') {
+        let nl = i + off;
+        match buf.get(nl + 1) {
+            Some(b'\n') => return Some(nl + 2),
+            Some(b'\r') if buf.get(nl + 2) == Some(&b'\n') => return Some(nl + 3),
+            _ => i = nl + 1,
+        }
+    }
+    None
+}
+
+fn trim(s: &[u8]) -> &[u8] {
+    let start = s.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(s.len());
+    let end = s.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    &s[start..end]
+}
+
+fn parse_decimal(s: &[u8]) -> Option<u64> {
+    let s = trim(s);
+    if s.is_empty() || s.len() > 19 {
+        return None;
+    }
+    s.iter().try_fold(0u64, |acc, &b| b.is_ascii_digit().then(|| acc * 10 + (b - b'0') as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `bytes` in pieces of `step` bytes; returns the reader and what was consumed.
+    fn feed_in_steps(bytes: &[u8], step: usize, head: bool) -> (ResponseReader, Result<usize, ParseError>) {
+        let mut r = ResponseReader::new(head);
+        let mut total = 0;
+        for piece in bytes.chunks(step) {
+            match r.feed(piece) {
+                Ok(Progress::Done { consumed }) => return (r, Ok(total + consumed)),
+                Ok(Progress::More) => total += piece.len(),
+                Err(e) => return (r, Err(e)),
+            }
+        }
+        (r, Err(ParseError::Truncated))
+    }
+
+    const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+        5;ext=1\r\nhello\r\n1a\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-Trailer: t\r\n\r\n";
+
+    #[test]
+    fn content_length_split_anywhere() {
+        let msg = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nServer: x\r\n\r\n0123456789";
+        for step in 1..=msg.len() {
+            let (r, n) = feed_in_steps(msg, step, false);
+            assert_eq!(n, Ok(msg.len()), "step {step}");
+            assert_eq!((r.status, r.body_bytes, r.header_bytes), (200, 10, 50));
+            assert!(r.keep_alive);
+        }
+    }
+
+    #[test]
+    fn chunked_split_at_every_byte() {
+        for step in 1..=CHUNKED.len() {
+            let (r, n) = feed_in_steps(CHUNKED, step, false);
+            assert_eq!(n, Ok(CHUNKED.len()), "step {step}");
+            assert_eq!(r.body_bytes, 31);
+        }
+    }
+
+    #[test]
+    fn interim_1xx_is_skipped() {
+        let msg = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n\
+            HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+        for step in 1..=msg.len() {
+            let (r, n) = feed_in_steps(msg, step, false);
+            assert_eq!(n, Ok(msg.len()));
+            assert_eq!((r.status, r.body_bytes), (201, 2));
+        }
+    }
+
+    #[test]
+    fn head_and_204_have_no_body() {
+        let msg = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n";
+        assert_eq!(feed_in_steps(msg, 7, true).1, Ok(msg.len()));
+        let msg = b"HTTP/1.1 204 No Content\r\n\r\n";
+        assert_eq!(feed_in_steps(msg, 3, false).1, Ok(msg.len()));
+    }
+
+    #[test]
+    fn close_delimited_body_ends_at_eof() {
+        let mut r = ResponseReader::new(false);
+        assert_eq!(r.feed(b"HTTP/1.0 200 OK\r\n\r\nabc"), Ok(Progress::More));
+        assert_eq!(r.feed(b"def"), Ok(Progress::More));
+        assert_eq!(r.eof(), Ok(()));
+        assert_eq!(r.body_bytes, 6);
+        assert!(!r.keep_alive);
+    }
+
+    #[test]
+    fn connection_semantics() {
+        let mut r = ResponseReader::new(false);
+        r.feed(b"HTTP/1.1 200 OK\r\nConnection: Close\r\nContent-Length: 0\r\n\r\n").unwrap();
+        assert!(!r.keep_alive);
+        let mut r = ResponseReader::new(false);
+        r.feed(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n").unwrap();
+        assert!(r.keep_alive);
+    }
+
+    #[test]
+    fn truncated_and_malformed() {
+        let mut r = ResponseReader::new(false);
+        r.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234").unwrap();
+        assert_eq!(r.eof(), Err(ParseError::Truncated));
+        let mut r = ResponseReader::new(false);
+        assert_eq!(r.feed(b"HTTX/1.1 200 OK\r\n\r\n"), Err(ParseError::BadHead));
+        let mut r = ResponseReader::new(false);
+        assert_eq!(r.feed(b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n"), Err(ParseError::BadFraming));
+        let mut r = ResponseReader::new(false);
+        let big = format!("HTTP/1.1 200 OK\r\nX: {}\r\n\r\n", "a".repeat(MAX_HEAD_BYTES));
+        assert_eq!(feed_in_steps(big.as_bytes(), 4096, false).1, Err(ParseError::HeadTooLarge));
+        assert_eq!(r.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), Err(ParseError::BadFraming));
+    }
+
+    #[test]
+    fn reports_leftover_after_done() {
+        let mut r = ResponseReader::new(false);
+        let p = r.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA").unwrap();
+        assert_eq!(p, Progress::Done { consumed: 40 });
+    }
+}

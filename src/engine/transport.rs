@@ -1,0 +1,181 @@
+//! Plain TCP and TLS behind the same calls, so the connection state machine does not care.
+
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+
+use mio::net::TcpStream;
+
+pub enum Transport {
+    Plain(TcpStream),
+    Tls(Box<TlsStream>),
+}
+
+pub struct TlsStream {
+    sock: TcpStream,
+    tls: rustls::ClientConnection,
+}
+
+impl Transport {
+    pub fn new(sock: TcpStream, tls: Option<&TlsSettings>) -> io::Result<Transport> {
+        Ok(match tls {
+            None => Transport::Plain(sock),
+            Some(t) => {
+                let conn =
+                    rustls::ClientConnection::new(t.config.clone(), t.server_name.clone()).map_err(io::Error::other)?;
+                Transport::Tls(Box::new(TlsStream { sock, tls: conn }))
+            }
+        })
+    }
+
+    pub fn socket(&self) -> &TcpStream {
+        match self {
+            Transport::Plain(s) => s,
+            Transport::Tls(t) => &t.sock,
+        }
+    }
+
+    pub fn socket_mut(&mut self) -> &mut TcpStream {
+        match self {
+            Transport::Plain(s) => s,
+            Transport::Tls(t) => &mut t.sock,
+        }
+    }
+
+    /// Writes request bytes. For TLS the bytes are taken whole into the session and
+    /// `flush` sends them; call `flush` until it reports nothing pending.
+    #[inline]
+    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.write(buf),
+            Transport::Tls(t) => {
+                t.tls.writer().write_all(buf)?;
+                t.flush()?;
+                Ok(buf.len())
+            }
+        }
+    }
+
+    /// Sends what the TLS session holds. Returns true when nothing is left to send.
+    pub fn flush(&mut self) -> io::Result<bool> {
+        match self {
+            Transport::Plain(_) => Ok(true),
+            Transport::Tls(t) => t.flush(),
+        }
+    }
+
+    /// Reads response bytes. Ok(0) is end of stream; WouldBlock means wait for readiness.
+    #[inline]
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.read(buf),
+            Transport::Tls(t) => t.read(buf),
+        }
+    }
+
+    /// Whether a short read proves the socket is drained. With TLS the session may hold
+    /// decrypted bytes beyond what one read returned, so keep reading until WouldBlock.
+    #[inline]
+    pub fn short_read_drains(&self) -> bool {
+        matches!(self, Transport::Plain(_))
+    }
+}
+
+impl TlsStream {
+    fn flush(&mut self) -> io::Result<bool> {
+        while self.tls.wants_write() {
+            match self.tls.write_tls(&mut self.sock) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.tls.reader().read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            match self.tls.read_tls(&mut self.sock) {
+                Ok(0) => return Ok(0),
+                Ok(_) => {
+                    self.tls.process_new_packets().map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                    // Handshake replies and key updates go out as soon as they exist.
+                    self.flush()?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// What every TLS connection of a run shares.
+#[derive(Clone)]
+pub struct TlsSettings {
+    pub config: Arc<rustls::ClientConfig>,
+    pub server_name: rustls::pki_types::ServerName<'static>,
+}
+
+impl TlsSettings {
+    /// Verifies servers against the Mozilla roots, or accepts any certificate when `insecure`
+    /// (self-signed test servers).
+    pub fn new(host: &str, insecure: bool) -> anyhow::Result<TlsSettings> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder =
+            rustls::ClientConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions()?;
+        let mut config = if insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
+                .with_no_client_auth()
+        } else {
+            let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            builder.with_root_certificates(roots).with_no_client_auth()
+        };
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let server_name = rustls::pki_types::ServerName::try_from(host.to_string())
+            .map_err(|_| anyhow::anyhow!("invalid TLS server name {host:?}"))?;
+        Ok(TlsSettings { config: Arc::new(config), server_name })
+    }
+}
+
+#[derive(Debug)]
+struct AcceptAnyCert(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AcceptAnyCert {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

@@ -1,0 +1,100 @@
+//! The text report, in the spirit of ab and httperf: what was asked, what came back, how long
+//! it took per phase, and what the client itself cost.
+
+use std::io::{self, Write};
+
+use crate::aggregate::BenchReport;
+use crate::aggregate::result::LatencyStats;
+
+pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let res = &r.result;
+    let o = &r.options;
+    writeln!(out, "Server:              {}", r.target.server.as_deref().unwrap_or("(no Server header)"))?;
+    writeln!(out, "URL:                 {} {}", r.target.method, r.target.url)?;
+    match r.target.document_length {
+        Some(n) => writeln!(out, "Document length:     {n} bytes (first response)")?,
+        None => writeln!(out, "Document length:     (no successful response)")?,
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Concurrency:         {} connection(s) on {} thread(s), keep-alive {}",
+        o.connections,
+        o.threads,
+        if o.keepalive { "on" } else { "off" }
+    )?;
+    writeln!(out, "Time taken:          {:.3} s{}", res.duration_s, if r.interrupted { " (interrupted)" } else { "" })?;
+    writeln!(out, "Complete requests:   {}", res.succeeded)?;
+    writeln!(out, "Failed requests:     {}", res.failed)?;
+    let failures: Vec<String> =
+        res.errors.iter().filter(|(_, n)| **n > 0).map(|(class, n)| format!("{class} {n}")).collect();
+    if !failures.is_empty() {
+        writeln!(out, "   ({})", failures.join(", "))?;
+    }
+    writeln!(
+        out,
+        "Length differed:     {} (not failures: the body length varied from the first response)",
+        res.length_differed
+    )?;
+    let codes: Vec<String> = res.status.iter().map(|(code, n)| format!("{code}: {n}")).collect();
+    writeln!(out, "Status codes:        {}", if codes.is_empty() { "none".into() } else { codes.join(", ") })?;
+    writeln!(
+        out,
+        "Transferred:         {} bytes ({} headers, {} body)",
+        res.bytes.total, res.bytes.headers, res.bytes.body
+    )?;
+    writeln!(out, "Requests per second: {:.2} [#/s]", res.requests_per_s)?;
+    if res.succeeded > 0 {
+        writeln!(out, "Time per request:    {:.3} ms (mean across all connections)", 1000.0 / res.requests_per_s)?;
+    }
+    writeln!(out, "Transfer rate:       {:.2} KiB/s received", res.bytes.per_s / 1024.0)?;
+    if let Some(rate) = &r.reply_rate {
+        writeln!(
+            out,
+            "Reply rate [#/s]:    min {:.1} mean {:.1} max {:.1} stdev {:.1} ({} samples, 1 s each)",
+            rate.min, rate.mean, rate.max, rate.stdev, rate.samples
+        )?;
+    }
+    writeln!(
+        out,
+        "Connections:         {} opened, {} closed by the server between requests (retried)",
+        res.connections.opened, res.connections.server_closed_idle
+    )?;
+    writeln!(out)?;
+    writeln!(out, "Latency (ms), from the request's start:")?;
+    writeln!(
+        out,
+        "              {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "min", "mean", "stdev", "p50", "p75", "p90", "p99", "p99.9", "max"
+    )?;
+    let lat = &res.latency_ms;
+    for (name, stats) in [("Connect", &lat.connect), ("First byte", &lat.first_byte), ("Total", &lat.total)] {
+        match stats {
+            Some(s) => writeln!(out, "  {name:<11} {}", row(s))?,
+            None => writeln!(out, "  {name:<11} {:>9}", "-")?,
+        }
+    }
+    writeln!(out)?;
+    let cpu = &r.client_cpu;
+    write!(
+        out,
+        "Client CPU:          user {:.2} s, sys {:.2} s, {:.1}% of {} core(s)",
+        cpu.user_s, cpu.sys_s, cpu.percent_of_available, cpu.cores_available
+    )?;
+    match cpu.us_per_request {
+        Some(us) => writeln!(out, ", {us:.2} us per request")?,
+        None => writeln!(out)?,
+    }
+    for w in &r.warnings {
+        writeln!(out, "WARNING: {w}")?;
+    }
+    Ok(())
+}
+
+fn row(s: &LatencyStats) -> String {
+    [s.min, s.mean, s.stdev, s.p50, s.p75, s.p90, s.p99, s.p999, s.max]
+        .iter()
+        .map(|v| format!("{v:>9.3}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

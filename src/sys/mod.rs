@@ -1,0 +1,49 @@
+//! The operating system facts the tool needs: its own CPU use and its file-descriptor limit.
+
+use std::time::Duration;
+
+use nix::sys::resource::{Resource, UsageWho, getrlimit, getrusage, setrlimit};
+
+/// User and system CPU time this process has used so far.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuTimes {
+    pub user: Duration,
+    pub sys: Duration,
+}
+
+impl CpuTimes {
+    pub fn now() -> CpuTimes {
+        let to_dur = |tv: nix::sys::time::TimeVal| {
+            Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)
+        };
+        match getrusage(UsageWho::RUSAGE_SELF) {
+            Ok(u) => CpuTimes { user: to_dur(u.user_time()), sys: to_dur(u.system_time()) },
+            Err(_) => CpuTimes::default(),
+        }
+    }
+
+    pub fn since(self, earlier: CpuTimes) -> CpuTimes {
+        CpuTimes { user: self.user.saturating_sub(earlier.user), sys: self.sys.saturating_sub(earlier.sys) }
+    }
+}
+
+/// Cores this process may run on (its CPU affinity, so `taskset -c 0` counts as one).
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Raises the soft RLIMIT_NOFILE to at least `needed` descriptors (up to the hard limit).
+/// Errors say what the limit is and how to raise it.
+pub fn ensure_fd_limit(needed: u64) -> anyhow::Result<()> {
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    if soft >= needed {
+        return Ok(());
+    }
+    if hard < needed {
+        anyhow::bail!(
+            "{needed} file descriptors are needed but the hard limit is {hard}; raise it (ulimit -Hn, or LimitNOFILE) or use fewer connections"
+        );
+    }
+    setrlimit(Resource::RLIMIT_NOFILE, needed, hard)
+        .map_err(|e| anyhow::anyhow!("cannot raise the open-file limit from {soft} to {needed}: {e}"))
+}
