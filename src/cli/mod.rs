@@ -17,7 +17,10 @@ use args::{Cli, Command};
 pub struct UsageError(pub String);
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -53,6 +56,28 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Help and version print as clap has them; a parse error prints as one line, exit 2.
+fn clap_exit(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+        _ => {}
+    }
+    // clap's message is a paragraph (then usage and a hint): keep the paragraph, on one line.
+    let rendered = e.render().to_string();
+    let message: Vec<&str> = rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+    let message = message.join(" ");
+    eprintln!("webtune: {} (see webtune --help)", message.trim_start_matches("error: "));
+    ExitCode::from(2)
 }
 
 /// Errors print as one line: the context chain joined with ": ".

@@ -154,7 +154,7 @@ impl<S: Sink> Worker<S> {
                 if self.conns[idx].generation != generation {
                     continue;
                 }
-                self.on_ready(idx);
+                self.on_ready(idx, ev.is_read_closed() || ev.is_error());
             }
             let now = Instant::now();
             if now >= next_tick {
@@ -209,11 +209,12 @@ impl<S: Sink> Worker<S> {
         c.phase = Phase::Connecting;
     }
 
-    fn on_ready(&mut self, i: usize) {
+    /// `closing`: the peer's FIN (or an error) is queued behind any data, so read to the end.
+    fn on_ready(&mut self, i: usize, closing: bool) {
         match self.conns[i].phase {
             Phase::Connecting => self.finish_connect(i),
             Phase::Sending => self.send(i),
-            Phase::Receiving => self.receive(i),
+            Phase::Receiving => self.receive(i, closing),
             Phase::Idle | Phase::Queued => {}
         }
     }
@@ -280,7 +281,7 @@ impl<S: Sink> Worker<S> {
         }
     }
 
-    fn receive(&mut self, i: usize) {
+    fn receive(&mut self, i: usize, closing: bool) {
         loop {
             let c = &mut self.conns[i];
             let Some(sock) = c.sock.as_mut() else { return };
@@ -292,7 +293,9 @@ impl<S: Sink> Worker<S> {
                 Err(e) if e.kind() == ErrorKind::UnexpectedEof => return self.on_eof(i),
                 Err(e) => return self.io_failure(i, &e),
             };
-            let drained = n < self.scratch.len() && sock.short_read_drains();
+            // Edge-triggered: a short read empties the socket (new data brings a new event),
+            // unless the peer's FIN is queued too, which only a read returning 0 consumes.
+            let drained = !closing && n < self.scratch.len() && sock.short_read_drains();
             // One clock read serves the first byte, the end and the next request's start.
             let now = Instant::now();
             if c.first_byte_us == 0 {

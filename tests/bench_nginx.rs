@@ -1,0 +1,226 @@
+//! `webtune bench` against a real nginx: exact request, byte and connection counts, checked
+//! against nginx's own access log.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use crate::support::nginx::{Nginx, self_signed_cert};
+use crate::support::{bench_json, errors, float, num};
+
+const KIB: usize = 1024;
+
+fn page() -> Vec<u8> {
+    (0..KIB).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
+fn distinct_connections(ng: &Nginx, expect: usize) -> usize {
+    ng.access_log(expect).iter().map(|l| l.connection).collect::<HashSet<_>>().len()
+}
+
+#[test]
+fn keepalive_reuses_connections_and_counts_exactly() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("1k.html", &page());
+    let (v, run) = bench_json(&["-c", "4", "-t", "2", "-n", "200", &ng.url("/1k.html")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(num(&v, "/result/succeeded"), 200, "{v:#}");
+    assert_eq!(num(&v, "/result/failed"), 0);
+    assert_eq!(num(&v, "/result/status/200"), 200);
+    assert_eq!(num(&v, "/result/bytes/body"), 200 * KIB as u64);
+    assert_eq!(num(&v, "/result/bytes/headers") % 200, 0, "every response has the same head");
+    assert_eq!(num(&v, "/target/document_length"), KIB as u64);
+    assert!(v.pointer("/target/server").unwrap().as_str().unwrap().starts_with("nginx"));
+    assert_eq!(num(&v, "/result/connections/opened"), 4);
+    assert_eq!(num(&v, "/result/latency_ms/total/count"), 200);
+    assert_eq!(num(&v, "/result/latency_ms/connect/count"), 4);
+    let log = ng.access_log(200);
+    assert_eq!(log.len(), 200);
+    assert!(log.iter().all(|l| l.status == 200 && l.body_bytes == KIB as u64 && l.method == "GET"));
+    assert_eq!(distinct_connections(&ng, 200), 4);
+}
+
+#[test]
+fn no_keepalive_opens_a_connection_per_request() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("1k.html", &page());
+    let (v, _) = bench_json(&["-c", "4", "-n", "100", "--no-keepalive", &ng.url("/1k.html")]);
+    assert_eq!(num(&v, "/result/succeeded"), 100, "{v:#}");
+    assert_eq!(num(&v, "/result/connections/opened"), 100);
+    assert_eq!(num(&v, "/result/latency_ms/connect/count"), 100);
+    assert_eq!(v.pointer("/options/keepalive").unwrap(), false);
+    assert_eq!(distinct_connections(&ng, 100), 100);
+}
+
+#[test]
+fn server_keepalive_limit_is_not_an_error() {
+    // nginx says "Connection: close" on the 10th response of each connection.
+    let Some(ng) = Nginx::start("keepalive_requests 10;", "") else { return };
+    ng.write_file("1k.html", &page());
+    let (v, _) = bench_json(&["-c", "2", "-n", "100", &ng.url("/1k.html")]);
+    assert_eq!(num(&v, "/result/succeeded"), 100, "{v:#}");
+    assert_eq!(num(&v, "/result/failed"), 0);
+    // Ten per connection; the two connections need not end the run in step, so 10 or 11.
+    let opened = num(&v, "/result/connections/opened");
+    assert!((10..=11).contains(&opened), "{opened} connections");
+    assert_eq!(distinct_connections(&ng, 100) as u64, opened);
+}
+
+#[test]
+fn head_has_no_body() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("1k.html", &page());
+    let (v, _) = bench_json(&["-c", "2", "-n", "20", "-m", "HEAD", &ng.url("/1k.html")]);
+    assert_eq!(num(&v, "/result/succeeded"), 20, "{v:#}");
+    assert_eq!(num(&v, "/result/bytes/body"), 0);
+    assert_eq!(num(&v, "/result/connections/opened"), 2, "HEAD responses keep the connection");
+    assert!(ng.access_log(20).iter().all(|l| l.method == "HEAD"));
+}
+
+#[test]
+fn post_body_from_file_and_headers_reach_the_server() {
+    let Some(ng) = Nginx::start("location = /echo { return 200 \"$http_x_test\"; }", "") else { return };
+    let body = ng.path("body.txt");
+    std::fs::write(&body, vec![b'x'; 3000]).unwrap();
+    // A POST to a static file: nginx reads the body and answers 405.
+    ng.write_file("1k.html", &page());
+    let (v, _) =
+        bench_json(&["-c", "2", "-n", "10", "-p", body.to_str().unwrap(), "-T", "text/plain", &ng.url("/1k.html")]);
+    assert_eq!(num(&v, "/result/status/405"), 10, "{v:#}");
+    let log = ng.access_log(10);
+    assert!(log.iter().all(|l| l.method == "POST" && l.content_length == "3000"), "the body's length is announced");
+
+    let (v, _) = bench_json(&["-c", "1", "-n", "3", "-H", "X-Test: hello-there", &ng.url("/echo")]);
+    assert_eq!(num(&v, "/target/document_length"), "hello-there".len() as u64, "{v:#}");
+}
+
+#[test]
+fn chunked_gzip_responses() {
+    // nginx compresses on the fly and streams the result chunked (no Content-Length).
+    let Some(ng) = Nginx::start("", "gzip on; gzip_min_length 1; gzip_types text/plain;") else { return };
+    ng.write_file("big.html", &page().repeat(20));
+    let (v, _) = bench_json(&["-c", "2", "-n", "20", "-H", "Accept-Encoding: gzip", &ng.url("/big.html")]);
+    assert_eq!(num(&v, "/result/succeeded"), 20, "{v:#}");
+    let body = num(&v, "/result/bytes/body");
+    assert!(body < 20 * 20 * KIB as u64 / 4, "compressed body expected, got {body} bytes");
+    assert_eq!(num(&v, "/result/length_differed"), 0);
+    assert_eq!(num(&v, "/result/connections/opened"), 2, "chunked responses keep the connection");
+}
+
+#[test]
+fn https_with_and_without_verification() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cert, key)) = self_signed_cert(dir.path()) else { return };
+    let tls = format!(
+        "listen 127.0.0.1:{{TLS}} ssl; ssl_certificate {}; ssl_certificate_key {};",
+        cert.display(),
+        key.display()
+    );
+    let tls_port = crate::support::nginx::free_port();
+    let Some(ng) = Nginx::start(&tls.replace("{TLS}", &tls_port.to_string()), "") else { return };
+    ng.write_file("1k.html", &page());
+    let url = format!("https://localhost:{tls_port}/1k.html");
+    let (v, run) = bench_json(&["-c", "2", "-n", "20", "--insecure", &url]);
+    assert_eq!(run.code, 0, "{v:#}");
+    assert_eq!(num(&v, "/result/succeeded"), 20);
+    assert_eq!(num(&v, "/result/bytes/body"), 20 * KIB as u64);
+    assert_eq!(num(&v, "/result/connections/opened"), 2);
+
+    // A self-signed certificate does not verify against the public roots.
+    let (v, run) = bench_json(&["-c", "1", "-n", "2", &url]);
+    assert_eq!(errors(&v, "tls"), 2, "{v:#}");
+    assert_eq!(run.code, 1);
+}
+
+#[test]
+fn duration_bound_run_and_hdr_log() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("1k.html", &page());
+    let log = ng.path("latency.hlog");
+    let (v, _) = bench_json(&["-c", "4", "-d", "2s", "--hdr-log", log.to_str().unwrap(), &ng.url("/1k.html")]);
+    let took = float(&v, "/result/duration_s");
+    assert!((took - 2.0).abs() < 0.1, "duration {took}");
+    let succeeded = num(&v, "/result/succeeded");
+    assert!(succeeded > 100, "{v:#}");
+    let samples = num(&v, "/reply_rate/samples");
+    assert!((1..=2).contains(&samples), "one reply-rate sample per whole second: {samples}");
+
+    // The log decodes, and its intervals add up to every successful request.
+    let text = std::fs::read(&log).unwrap();
+    assert!(String::from_utf8_lossy(&text).contains("#[StartTime: "));
+    let mut deserializer = hdrhistogram::serialization::Deserializer::new();
+    let mut total = 0;
+    let mut intervals = 0;
+    for item in hdrhistogram::serialization::interval_log::IntervalLogIterator::new(&text) {
+        if let hdrhistogram::serialization::interval_log::LogEntry::Interval(h) = item.unwrap() {
+            let decoded = base64_decode(h.encoded_histogram());
+            let hist: hdrhistogram::Histogram<u64> = deserializer.deserialize(&mut decoded.as_slice()).unwrap();
+            total += hist.len();
+            intervals += 1;
+        }
+    }
+    assert_eq!(total, succeeded, "the log's intervals hold every request");
+    assert!((2..=4).contains(&intervals), "{intervals} intervals for a 2 s run");
+}
+
+#[test]
+fn ctrl_c_ends_the_run_with_its_results() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("1k.html", &page());
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["bench", "--json", "-q", "-c", "2", "-d", "30s", &ng.url("/1k.html")])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(sent.elapsed() < Duration::from_secs(3), "stopped {:?} after SIGINT", sent.elapsed());
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    crate::support::assert_valid(&v);
+    assert_eq!(v.pointer("/interrupted").unwrap(), true);
+    assert!(num(&v, "/result/succeeded") > 0);
+    let took = float(&v, "/result/duration_s");
+    assert!((1.0..3.0).contains(&took), "duration covers the time until Ctrl-C: {took}");
+}
+
+#[test]
+fn file_descriptor_limit_is_raised_or_reported() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("1k.html", &page());
+    let url = ng.url("/1k.html");
+    // A soft limit below what -c 500 needs is raised up to the hard limit.
+    let run = webtune_with_nofile(&["bench", "--json", "-q", "-c", "500", "-n", "1500", &url], 256, 4096);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(num(&v, "/result/succeeded"), 1500, "{v:#}");
+    assert_eq!(num(&v, "/result/connections/opened"), 500);
+    // A hard limit below it is a clear error.
+    let run = webtune_with_nofile(&["bench", "-q", "-c", "500", "-n", "500", &url], 256, 256);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("hard limit is 256"), "{}", run.stderr);
+}
+
+fn webtune_with_nofile(args: &[&str], soft: u64, hard: u64) -> crate::support::Run {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"));
+    cmd.args(args);
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, soft, hard)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let out = cmd.output().unwrap();
+    crate::support::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(s).unwrap()
+}

@@ -1,0 +1,197 @@
+//! `webtune bench` against a server that misbehaves: every failure lands in its error class,
+//! and what is not a failure (a server ending keep-alive, varying lengths) is not counted as one.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use crate::support::rogue::{Rogue, read_request, reset, response, serve_each};
+use crate::support::{bench_json, errors, float, num, webtune};
+
+#[test]
+fn reset_connections_are_resets() {
+    let server = Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some() {
+            reset(s);
+        }
+    });
+    let (v, run) = bench_json(&["-c", "2", "-n", "10", &server.url("/")]);
+    assert_eq!(errors(&v, "reset"), 10, "{v:#}");
+    assert_eq!(num(&v, "/result/succeeded"), 0);
+    assert_eq!(run.code, 1, "a run with no success exits 1");
+    assert!(run.stderr.contains("no request succeeded"), "{}", run.stderr);
+}
+
+#[test]
+fn stalled_responses_time_out() {
+    let server = Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some() {
+            std::thread::sleep(Duration::from_secs(3));
+        }
+    });
+    let started = Instant::now();
+    let (v, _) = bench_json(&["-c", "2", "-n", "4", "--timeout", "300ms", &server.url("/")]);
+    assert_eq!(errors(&v, "timeout"), 4, "{v:#}");
+    assert_eq!(num(&v, "/result/failed"), 4);
+    // Two rounds of 300 ms timeouts; far less than the server's 3 s stall.
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(600) && took < Duration::from_millis(2500), "took {took:?}");
+}
+
+#[test]
+fn garbage_status_line_is_malformed() {
+    let server = Rogue::start(|mut s, _| serve_each(&mut s, None, |_| b"HELLO WORLD\r\n\r\n".to_vec()));
+    let (v, _) = bench_json(&["-c", "2", "-n", "6", &server.url("/")]);
+    assert_eq!(errors(&v, "malformed"), 6, "{v:#}");
+}
+
+#[test]
+fn oversized_headers_are_malformed() {
+    let server = Rogue::start(|mut s, _| {
+        serve_each(&mut s, None, |_| {
+            format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n", "a".repeat(70_000)).into_bytes()
+        })
+    });
+    let (v, _) = bench_json(&["-c", "1", "-n", "3", &server.url("/")]);
+    assert_eq!(errors(&v, "malformed"), 3, "{v:#}");
+}
+
+#[test]
+fn server_closing_kept_alive_connection_is_retried_not_failed() {
+    // Three responses per connection, then a silent close (no Connection: close header).
+    let server = Rogue::start(|mut s, _| serve_each(&mut s, Some(3), |_| response("200 OK", b"hello")));
+    let (v, run) = bench_json(&["-c", "1", "-n", "10", &server.url("/")]);
+    assert_eq!(run.code, 0);
+    assert_eq!(num(&v, "/result/succeeded"), 10, "{v:#}");
+    assert_eq!(num(&v, "/result/failed"), 0);
+    assert_eq!(num(&v, "/result/connections/opened"), 4);
+    assert_eq!(num(&v, "/result/connections/server_closed_idle"), 3);
+    assert_eq!(server.accepted.load(std::sync::atomic::Ordering::SeqCst), 4);
+}
+
+#[test]
+fn chunked_body_split_at_every_byte() {
+    let body: Vec<u8> = (0..700u32).map(|i| b'a' + (i % 26) as u8).collect();
+    let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for part in body.chunks(97) {
+        wire.extend_from_slice(format!("{:x};ext=1\r\n", part.len()).as_bytes());
+        wire.extend_from_slice(part);
+        wire.extend_from_slice(b"\r\n");
+    }
+    wire.extend_from_slice(b"0\r\nX-Trailer: yes\r\n\r\n");
+    let server = Rogue::start(move |mut s, _| {
+        while read_request(&mut s).is_some() {
+            // One write per byte with Nagle off: the client sees the response in tiny pieces.
+            for b in &wire {
+                if s.write_all(std::slice::from_ref(b)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let (v, _) = bench_json(&["-c", "2", "-n", "6", &server.url("/")]);
+    assert_eq!(num(&v, "/result/succeeded"), 6, "{v:#}");
+    assert_eq!(num(&v, "/result/bytes/body"), 6 * 700);
+    assert_eq!(num(&v, "/result/connections/opened"), 2, "chunked responses keep the connection alive");
+    assert_eq!(num(&v, "/result/length_differed"), 0);
+}
+
+#[test]
+fn truncated_body_is_closed_early() {
+    let server = Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some() {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b");
+        }
+    });
+    let (v, _) = bench_json(&["-c", "2", "-n", "4", &server.url("/")]);
+    assert_eq!(errors(&v, "closed_early"), 4, "{v:#}");
+}
+
+#[test]
+fn varying_length_is_counted_apart_from_failures() {
+    let server = Rogue::start(|mut s, _| {
+        serve_each(&mut s, None, |i| response("200 OK", &b"0123456789ab"[..10 + (i % 3) as usize]))
+    });
+    let (v, run) = bench_json(&["-c", "1", "-n", "9", &server.url("/")]);
+    assert_eq!(run.code, 0);
+    assert_eq!(num(&v, "/result/failed"), 0, "{v:#}");
+    // Lengths 10, 11, 12, 10, 11, 12, ...: six differ from the first.
+    assert_eq!(num(&v, "/result/length_differed"), 6);
+    assert_eq!(num(&v, "/target/document_length"), 10);
+}
+
+#[test]
+fn interim_responses_and_status_breakdown() {
+    let server = Rogue::start(|mut s, _| {
+        serve_each(&mut s, None, |i| {
+            let status = ["200 OK", "404 Not Found", "500 Internal Server Error"][(i % 3) as usize];
+            let mut out = b"HTTP/1.1 100 Continue\r\n\r\n".to_vec();
+            out.extend(response(status, b"x"));
+            out
+        })
+    });
+    let (v, run) = bench_json(&["-c", "1", "-n", "9", &server.url("/")]);
+    assert_eq!(run.code, 0);
+    assert_eq!(num(&v, "/result/status/200"), 3, "{v:#}");
+    assert_eq!(num(&v, "/result/status/404"), 3);
+    assert_eq!(num(&v, "/result/status/500"), 3);
+    assert_eq!(v.pointer("/result/status").unwrap().as_object().unwrap().len(), 3);
+}
+
+#[test]
+fn close_delimited_bodies_need_a_connection_each() {
+    let server = Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some() {
+            let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\nuntil the end");
+        }
+    });
+    let (v, _) = bench_json(&["-c", "2", "-n", "8", &server.url("/")]);
+    assert_eq!(num(&v, "/result/succeeded"), 8, "{v:#}");
+    assert_eq!(num(&v, "/result/bytes/body"), 8 * 13);
+    assert_eq!(num(&v, "/result/connections/opened"), 8);
+}
+
+#[test]
+fn nothing_listening_is_refused() {
+    let port = crate::support::nginx::free_port();
+    let (v, run) = bench_json(&["-c", "2", "-n", "20", &format!("http://127.0.0.1:{port}/")]);
+    assert_eq!(errors(&v, "refused"), 20, "{v:#}");
+    assert_eq!(run.code, 1);
+}
+
+#[test]
+fn latency_reflects_server_delay() {
+    // A fixed 20 ms service time, one client: every total latency is at least 20 ms.
+    let server = Rogue::start(|mut s, _| {
+        serve_each(&mut s, None, |_| {
+            std::thread::sleep(Duration::from_millis(20));
+            response("200 OK", b"ok")
+        })
+    });
+    let (v, _) = bench_json(&["-c", "1", "-n", "20", &server.url("/")]);
+    let min = float(&v, "/result/latency_ms/total/min");
+    let p50 = float(&v, "/result/latency_ms/total/p50");
+    assert!(min >= 20.0 && p50 < 40.0, "min {min} p50 {p50}");
+    let rps = float(&v, "/result/requests_per_s");
+    assert!(rps > 25.0 && rps <= 50.0, "one client at 20 ms a request: {rps}/s");
+}
+
+#[test]
+fn text_report_has_the_ab_fields() {
+    let server = Rogue::start(|mut s, _| serve_each(&mut s, None, |_| response("200 OK", b"hello")));
+    let run = webtune(&["bench", "-q", "-c", "2", "-n", "10", &server.url("/")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for field in [
+        "Document length:     5 bytes",
+        "Complete requests:   10",
+        "Failed requests:     0",
+        "Status codes:        200: 10",
+        "Requests per second:",
+        "Connect ",
+        "First byte ",
+        "Total ",
+        "Client CPU:",
+    ] {
+        assert!(run.stdout.contains(field), "missing {field:?} in:\n{}", run.stdout);
+    }
+    assert!(run.stderr.is_empty(), "no progress line when not a terminal: {:?}", run.stderr);
+}

@@ -1,0 +1,108 @@
+//! What the integration tests share: running the real binary, validating its JSON, and the
+//! real servers it talks to (nginx, and an in-test server that misbehaves on purpose).
+
+#![allow(dead_code)]
+
+pub mod nginx;
+pub mod rogue;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A finished run of the webtune binary.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `webtune ARGS`, killing it if it outlives `limit` (a hang is a test failure).
+pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start webtune");
+    let started = Instant::now();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
+    let err = std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default());
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("webtune {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Run { code: status.code().unwrap_or(-1), stdout: out.join().unwrap(), stderr: err.join().unwrap() }
+}
+
+pub fn webtune(args: &[&str]) -> Run {
+    webtune_with_limit(args, Duration::from_secs(60))
+}
+
+/// Runs `webtune bench ARGS --json -q`, checks the output against the JSON schema, returns it.
+pub fn bench_json(args: &[&str]) -> (Value, Run) {
+    let mut full = vec!["bench", "--json", "-q"];
+    full.extend_from_slice(args);
+    let run = webtune(&full);
+    let v: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}\nstderr: {}", run.stdout, run.stderr));
+    assert_valid(&v);
+    (v, run)
+}
+
+/// Fails the test when `v` does not follow schema/bench-report.v1.json.
+pub fn assert_valid(v: &Value) {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/bench-report.v1.json");
+        let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        jsonschema::validator_for(&schema).expect("the schema itself is valid")
+    });
+    let errors: Vec<String> = validator.iter_errors(v).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "output does not follow the schema: {errors:#?}\n{v:#}");
+}
+
+/// A u64 at a JSON pointer, e.g. "/result/succeeded".
+pub fn num(v: &Value, pointer: &str) -> u64 {
+    v.pointer(pointer).and_then(Value::as_u64).unwrap_or_else(|| panic!("no integer at {pointer} in {v:#}"))
+}
+
+pub fn float(v: &Value, pointer: &str) -> f64 {
+    v.pointer(pointer).and_then(Value::as_f64).unwrap_or_else(|| panic!("no number at {pointer} in {v:#}"))
+}
+
+/// The count of one error class.
+pub fn errors(v: &Value, class: &str) -> u64 {
+    num(v, &format!("/result/errors/{class}"))
+}
+
+/// Finds a program on PATH or in the sbin directories where Debian puts servers.
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    path.split(':')
+        .map(PathBuf::from)
+        .chain(["/usr/sbin", "/sbin", "/usr/local/sbin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// A server the test needs is missing: under CI that is a failure, elsewhere a skip.
+pub fn missing(what: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
+        panic!("{what} is not installed; the README's test command installs it");
+    }
+    eprintln!("SKIPPED: {what} is not installed (run the README's test command to install it)");
+}

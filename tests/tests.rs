@@ -1,0 +1,7 @@
+//! Integration tests: the real binary against real servers on loopback.
+
+mod support;
+
+mod bench_errors;
+mod bench_nginx;
+mod bench_rogue;
