@@ -34,13 +34,6 @@ impl Transport {
         }
     }
 
-    pub fn socket_mut(&mut self) -> &mut TcpStream {
-        match self {
-            Transport::Plain(s) => s,
-            Transport::Tls(t) => &mut t.sock,
-        }
-    }
-
     /// Writes request bytes. For TLS the bytes are taken whole into the session and
     /// `flush` sends them; call `flush` until it reports nothing pending.
     #[inline]
@@ -70,6 +63,10 @@ impl Transport {
             Transport::Plain(s) => s.read(buf),
             Transport::Tls(t) => t.read(buf),
         }
+    }
+
+    pub fn is_plain(&self) -> bool {
+        matches!(self, Transport::Plain(_))
     }
 
     /// Whether a short read proves the socket is drained. With TLS the session may hold

@@ -35,8 +35,6 @@ struct Conn {
     /// Bumped whenever the socket changes, so a stale event cannot reach a new socket.
     generation: u32,
     phase: Phase,
-    /// Whether the socket is registered for writability too (connect, or a short write).
-    write_interest: bool,
     start: Instant,
     connect_start: Instant,
     connect_us: Option<u64>,
@@ -92,7 +90,6 @@ impl<S: Sink> Worker<S> {
                 sock: None,
                 generation: 0,
                 phase: Phase::Idle,
-                write_interest: false,
                 start: now,
                 connect_start: now,
                 connect_us: None,
@@ -154,7 +151,8 @@ impl<S: Sink> Worker<S> {
                 if self.conns[idx].generation != generation {
                     continue;
                 }
-                self.on_ready(idx, ev.is_read_closed() || ev.is_error());
+                let closing = ev.is_read_closed() || ev.is_error();
+                self.on_ready(idx, ev.is_readable() || closing, ev.is_writable() || closing, closing);
             }
             let now = Instant::now();
             if now >= next_tick {
@@ -188,6 +186,9 @@ impl<S: Sink> Worker<S> {
         if c.sock.is_some() { self.send(i) } else { self.connect(i, now) }
     }
 
+    /// Opens a connection. Sockets are registered once, edge-triggered, for both directions:
+    /// an edge comes only on a change (data, FIN, space after a full buffer), so the interest
+    /// never needs changing and close() drops the registration with the descriptor.
     fn connect(&mut self, i: usize, now: Instant) {
         let c = &mut self.conns[i];
         c.connect_start = now;
@@ -205,23 +206,33 @@ impl<S: Sink> Worker<S> {
             Ok(t) => c.sock = Some(t),
             Err(_) => return self.fail(i, ErrorClass::Tls),
         }
-        c.write_interest = true;
         c.phase = Phase::Connecting;
-    }
-
-    /// `closing`: the peer's FIN (or an error) is queued behind any data, so read to the end.
-    fn on_ready(&mut self, i: usize, closing: bool) {
-        match self.conns[i].phase {
-            Phase::Connecting => self.finish_connect(i),
-            Phase::Sending => self.send(i),
-            Phase::Receiving => self.receive(i, closing),
-            Phase::Idle | Phase::Queued => {}
+        // On loopback the handshake has usually finished inside connect(): write at once
+        // rather than wait a loop turn for the writable edge. A plain write tells whether the
+        // connection is up; TLS waits for the edge (its first write is the handshake).
+        if c.sock.as_ref().is_some_and(Transport::is_plain) {
+            self.send(i);
         }
     }
 
+    /// `readable`/`writable`: what the event reported; `closing`: the peer's FIN (or an
+    /// error) is queued behind any data, so read to the end.
+    fn on_ready(&mut self, i: usize, readable: bool, writable: bool, closing: bool) {
+        match self.conns[i].phase {
+            Phase::Connecting if writable => self.finish_connect(i),
+            Phase::Sending if writable => self.send(i),
+            Phase::Receiving if readable => self.receive(i, closing),
+            _ => {}
+        }
+    }
+
+    /// The writable edge of a connection in progress.
     fn finish_connect(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        let Some(sock) = c.sock.as_mut() else { return };
+        let Some(sock) = self.conns[i].sock.as_ref() else { return };
+        if sock.is_plain() {
+            // The write itself reports a refused or reset handshake.
+            return self.send(i);
+        }
         let s = sock.socket();
         match s.take_error() {
             Ok(Some(e)) | Err(e) => return self.fail(i, ErrorClass::from_io(&e)),
@@ -232,53 +243,54 @@ impl<S: Sink> Worker<S> {
             Err(e) if e.kind() == ErrorKind::NotConnected || e.raw_os_error() == Some(libc::EINPROGRESS) => return,
             Err(e) => return self.fail(i, ErrorClass::from_io(&e)),
         }
-        let _ = s.set_nodelay(true);
-        let now = Instant::now();
-        c.connect_us = Some(micros(now - c.connect_start));
-        c.deadline = c.start + self.timeout;
-        self.sink.event(ConnEvent::Opened);
+        self.connected(i);
         self.send(i);
     }
 
-    /// Writes (the rest of) the request; moves to Receiving when it is all out.
-    fn send(&mut self, i: usize) {
+    fn connected(&mut self, i: usize) {
         let c = &mut self.conns[i];
         c.phase = Phase::Sending;
-        let Some(sock) = c.sock.as_mut() else { return };
+        c.connect_us = Some(micros(c.connect_start.elapsed()));
+        c.deadline = c.start + self.timeout;
+        if let Some(sock) = &c.sock {
+            let _ = sock.socket().set_nodelay(true);
+        }
+        self.sink.event(ConnEvent::Opened);
+    }
+
+    /// Writes (the rest of) the request; moves to Receiving when it is all out. A write that
+    /// would block resumes on the next writable edge.
+    fn send(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.phase != Phase::Connecting {
+            c.phase = Phase::Sending;
+        }
         loop {
+            let c = &mut self.conns[i];
+            let Some(sock) = c.sock.as_mut() else { return };
             if c.written == self.request.len() {
                 match sock.flush() {
                     Ok(true) => break,
-                    Ok(false) => return self.want_write(i, true),
+                    Ok(false) => return,
                     Err(e) => return self.io_failure(i, &e),
                 }
             }
             match sock.write(&self.request[c.written..]) {
-                Ok(n) => c.written += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return self.want_write(i, true),
+                Ok(n) => {
+                    c.written += n;
+                    if c.phase == Phase::Connecting {
+                        self.connected(i);
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if c.phase == Phase::Connecting && e.raw_os_error() == Some(libc::ENOTCONN) => return,
                 Err(e) => return self.io_failure(i, &e),
             }
         }
+        let c = &mut self.conns[i];
         c.written = 0;
         c.phase = Phase::Receiving;
-        if c.write_interest {
-            self.want_write(i, false);
-        }
-    }
-
-    fn want_write(&mut self, i: usize, on: bool) {
-        let c = &mut self.conns[i];
-        if c.write_interest == on {
-            return;
-        }
-        let Some(sock) = c.sock.as_mut() else { return };
-        let token = Token(i | ((c.generation as usize) << 32));
-        let interest = if on { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
-        match self.poll.registry().reregister(sock.socket_mut(), token, interest) {
-            Ok(()) => c.write_interest = on,
-            Err(e) => self.fail(i, ErrorClass::from_io(&e)),
-        }
     }
 
     fn receive(&mut self, i: usize, closing: bool) {
@@ -400,11 +412,9 @@ impl<S: Sink> Worker<S> {
 
     fn close(&mut self, i: usize) {
         let c = &mut self.conns[i];
-        if let Some(mut sock) = c.sock.take() {
-            let _ = self.poll.registry().deregister(sock.socket_mut());
-        }
+        // Closing the descriptor removes it from the epoll set.
+        c.sock = None;
         c.generation = c.generation.wrapping_add(1);
-        c.write_interest = false;
         c.written = 0;
         c.served = 0;
     }
