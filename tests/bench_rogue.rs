@@ -195,3 +195,16 @@ fn text_report_has_the_ab_fields() {
     }
     assert!(run.stderr.is_empty(), "no progress line when not a terminal: {:?}", run.stderr);
 }
+
+#[test]
+fn ipv6_loopback() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        // Some containers have no IPv6 at all; that is the machine, not a missing package.
+        eprintln!("SKIPPED: no IPv6 loopback on this machine");
+        return;
+    }
+    let server = Rogue::start_on("[::1]:0", |mut s, _| serve_each(&mut s, None, |_| response("200 OK", b"six")));
+    let (v, _) = bench_json(&["-c", "2", "-n", "10", &server.url("/")]);
+    assert_eq!(num(&v, "/result/succeeded"), 10, "{v:#}");
+    assert_eq!(num(&v, "/result/bytes/body"), 30);
+}

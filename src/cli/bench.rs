@@ -143,13 +143,22 @@ pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
     humantime::parse_duration(s).map_err(|e| UsageError(format!("{flag}: bad duration {s:?} ({e})")))
 }
 
+/// Resolves the host. When it has several addresses (localhost: ::1 and 127.0.0.1), the
+/// first that accepts a connection is used, as browsers and curl do; the engine then sticks
+/// to it. With none accepting, the first is used and the run reports the refusals.
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, UsageError> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    (bare, port)
-        .to_socket_addrs()
-        .map_err(|e| UsageError(format!("cannot resolve host {host:?}: {e}")))?
-        .next()
-        .ok_or_else(|| UsageError(format!("cannot resolve host {host:?}: no address")))
+    let addrs: Vec<SocketAddr> =
+        (bare, port).to_socket_addrs().map_err(|e| UsageError(format!("cannot resolve host {host:?}: {e}")))?.collect();
+    match addrs.as_slice() {
+        [] => Err(UsageError(format!("cannot resolve host {host:?}: no address"))),
+        [only] => Ok(*only),
+        several => Ok(several
+            .iter()
+            .find(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok())
+            .unwrap_or(&several[0])
+            .to_owned()),
+    }
 }
 
 fn read_body(path: &PathBuf) -> Result<Vec<u8>, UsageError> {

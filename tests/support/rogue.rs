@@ -10,6 +10,7 @@ use std::time::Duration;
 
 pub struct Rogue {
     pub port: u16,
+    local: std::net::SocketAddr,
     /// Connections accepted so far.
     pub accepted: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
@@ -22,8 +23,17 @@ impl Rogue {
     where
         F: Fn(TcpStream, u64) + Send + Sync + 'static,
     {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
+        Self::start_on("127.0.0.1:0", handler)
+    }
+
+    /// As `start`, on another loopback address (e.g. "[::1]:0").
+    pub fn start_on<F>(addr: &str, handler: F) -> Rogue
+    where
+        F: Fn(TcpStream, u64) + Send + Sync + 'static,
+    {
+        let listener = TcpListener::bind(addr).unwrap();
+        let local = listener.local_addr().unwrap();
+        let port = local.port();
         let stop = Arc::new(AtomicBool::new(false));
         let accepted = Arc::new(AtomicU64::new(0));
         let handler = Arc::new(handler);
@@ -42,11 +52,14 @@ impl Rogue {
                 std::thread::spawn(move || h(stream, index));
             }
         });
-        Rogue { port, accepted, stop, accept_thread: Some(accept_thread) }
+        Rogue { port, local, accepted, stop, accept_thread: Some(accept_thread) }
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        match self.local {
+            std::net::SocketAddr::V4(a) => format!("http://{}:{}{path}", a.ip(), a.port()),
+            std::net::SocketAddr::V6(a) => format!("http://[{}]:{}{path}", a.ip(), a.port()),
+        }
     }
 }
 
@@ -54,7 +67,7 @@ impl Drop for Rogue {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         // Wake the accept loop so it sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        let _ = TcpStream::connect(self.local);
         if let Some(t) = self.accept_thread.take() {
             let _ = t.join();
         }
