@@ -14,7 +14,7 @@ use crate::aggregate::progress::ProgressBoard;
 use crate::aggregate::result::{BenchReport, ClientCpu, Options, RateStats, SCHEMA_ID, TargetInfo};
 use crate::engine::request::RequestSpec;
 use crate::engine::{self, Plan, Shared, Stop, Target, TlsSettings};
-use crate::report::hdrlog::HdrLogWriter;
+use crate::report::hdrlog::{HdrLogWriter, Timing};
 use crate::report::progress::{Goal, ProgressLine};
 use crate::sys::{self, CpuTimes};
 
@@ -194,8 +194,12 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
     let (log_tx, log_rx) = mpsc::channel();
     let log_writer = match &plan.hdr_log {
         Some(path) => Some(
-            HdrLogWriter::start(path, log_rx, origin, wall_origin, interval, ep.timeout + Duration::from_secs(1))
-                .map_err(|e| UsageError(format!("{e:#}")))?,
+            HdrLogWriter::start(
+                path,
+                log_rx,
+                Timing { origin, wall_origin, interval, grace: ep.timeout + Duration::from_secs(1) },
+            )
+            .map_err(|e| UsageError(format!("{e:#}")))?,
         ),
         None => None,
     };

@@ -48,6 +48,23 @@ struct Conn {
     reader: ResponseReader,
 }
 
+impl Conn {
+    /// The record of the request in flight, ending at `now`.
+    fn record(&self, now: Instant, error: Option<ErrorClass>) -> Record {
+        Record {
+            start: self.start,
+            connect_us: self.connect_us,
+            first_byte_us: self.first_byte_us,
+            total_us: micros(now - self.start).max(1),
+            status: self.reader.status,
+            header_bytes: self.reader.header_bytes,
+            body_bytes: self.reader.body_bytes,
+            error,
+            length_differs: false,
+        }
+    }
+}
+
 pub struct Done<S> {
     pub sink: S,
     pub server: Option<String>,
@@ -365,17 +382,8 @@ impl<S: Sink> Worker<S> {
     /// The response is complete. `reusable` is false when the server sent bytes beyond it.
     fn complete(&mut self, i: usize, reusable: bool, now: Instant) {
         let c = &mut self.conns[i];
-        let rec = Record {
-            start: c.start,
-            connect_us: c.connect_us,
-            first_byte_us: c.first_byte_us,
-            total_us: micros(now - c.start).max(1),
-            status: c.reader.status,
-            header_bytes: c.reader.header_bytes,
-            body_bytes: c.reader.body_bytes,
-            error: None,
-            length_differs: self.shared.length_differs(c.reader.body_bytes),
-        };
+        let mut rec = c.record(now, None);
+        rec.length_differs = self.shared.length_differs(rec.body_bytes);
         if c.reader.capture_server {
             self.server = c.reader.server.take().or_else(|| Some(String::new()));
         }
@@ -389,19 +397,7 @@ impl<S: Sink> Worker<S> {
     }
 
     fn fail(&mut self, i: usize, class: ErrorClass) {
-        let now = Instant::now();
-        let c = &self.conns[i];
-        let rec = Record {
-            start: c.start,
-            connect_us: c.connect_us,
-            first_byte_us: c.first_byte_us,
-            total_us: micros(now - c.start).max(1),
-            status: c.reader.status,
-            header_bytes: c.reader.header_bytes,
-            body_bytes: c.reader.body_bytes,
-            error: Some(class),
-            length_differs: false,
-        };
+        let rec = self.conns[i].record(Instant::now(), Some(class));
         self.sink.record(&rec);
         self.close(i);
         // Start the next request from the loop, not from here: a server that refuses at once

@@ -24,22 +24,27 @@ pub struct HdrLogWriter {
     handle: JoinHandle<anyhow::Result<()>>,
 }
 
+/// The log's time frame.
+#[derive(Clone, Copy)]
+pub struct Timing {
+    /// The run's start, on the monotonic clock the engine stamps records with.
+    pub origin: Instant,
+    /// The same moment on the wall clock (the log's StartTime and BaseTime).
+    pub wall_origin: SystemTime,
+    pub interval: Duration,
+    /// How long after its end an interval may still grow (a request timeout, and a margin).
+    pub grace: Duration,
+}
+
 impl HdrLogWriter {
     /// Creates the file now (so a bad path fails before the run) and writes intervals from
-    /// `rx` as they close. `grace` is how long after its end an interval may still grow.
-    pub fn start(
-        path: &Path,
-        rx: Receiver<IntervalMsg>,
-        origin: Instant,
-        wall_origin: SystemTime,
-        interval: Duration,
-        grace: Duration,
-    ) -> anyhow::Result<HdrLogWriter> {
+    /// `rx` as they close.
+    pub fn start(path: &Path, rx: Receiver<IntervalMsg>, timing: Timing) -> anyhow::Result<HdrLogWriter> {
         let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         let path = path.to_path_buf();
         let handle = std::thread::Builder::new()
             .name("webtune-hdrlog".into())
-            .spawn(move || write_log(file, &path, rx, origin, wall_origin, interval, grace))?;
+            .spawn(move || write_log(file, &path, rx, timing))?;
         Ok(HdrLogWriter { handle })
     }
 
@@ -49,15 +54,8 @@ impl HdrLogWriter {
     }
 }
 
-fn write_log(
-    file: File,
-    path: &Path,
-    rx: Receiver<IntervalMsg>,
-    origin: Instant,
-    wall_origin: SystemTime,
-    interval: Duration,
-    grace: Duration,
-) -> anyhow::Result<()> {
+fn write_log(file: File, path: &Path, rx: Receiver<IntervalMsg>, timing: Timing) -> anyhow::Result<()> {
+    let Timing { origin, wall_origin, interval, grace } = timing;
     let ctx = || format!("cannot write {}", path.display());
     let mut out = BufWriter::new(file);
     let mut serializer = V2DeflateSerializer::new();
