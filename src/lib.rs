@@ -8,11 +8,13 @@
 //!   never prints.
 //! - [`aggregate`]: sinks that turn records into figures (histograms, counters) and the
 //!   plain-data result every exporter reads.
+//! - [`lab`]: the embedded pre-forking test server (`webtune lab`), the default target.
 //! - [`report`]: exporters, one per format (text, JSON, HdrHistogram log, progress line).
 //! - [`sys`]: the OS facts the tool needs (its CPU use, file-descriptor limits).
 
 pub mod aggregate;
 pub mod cli;
 pub mod engine;
+pub mod lab;
 pub mod report;
 pub mod sys;

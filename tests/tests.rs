@@ -5,3 +5,4 @@ mod support;
 mod bench_errors;
 mod bench_nginx;
 mod bench_rogue;
+mod lab;

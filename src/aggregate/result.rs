@@ -59,6 +59,8 @@ pub struct BenchResult {
     pub requests_per_s: f64,
     /// Responses whose body length differed from the first one; not failures.
     pub length_differed: u64,
+    /// Requests still unanswered when a timed (or interrupted) run ended: in no other figure.
+    pub in_flight_at_end: u64,
     /// Count per status code ("other" for codes outside 1-599).
     pub status: BTreeMap<String, u64>,
     /// Count per error class (every class listed, zeros included).

@@ -70,7 +70,7 @@ impl Summary {
     }
 
     /// Turns the merged figures into the stored, exported result.
-    pub fn to_result(&self, elapsed: Duration) -> BenchResult {
+    pub fn to_result(&self, elapsed: Duration, in_flight_at_end: u64) -> BenchResult {
         let secs = elapsed.as_secs_f64().max(1e-9);
         let failed = self.failed();
         let status = self
@@ -88,6 +88,7 @@ impl Summary {
             failed,
             requests_per_s: self.ok as f64 / secs,
             length_differed: self.length_differs,
+            in_flight_at_end,
             status,
             errors,
             bytes: Bytes {

@@ -20,6 +20,75 @@ pub struct Cli {
 pub enum Command {
     /// Load-test a URL: closed loop over N connections, latency in HDR histograms.
     Bench(BenchArgs),
+    /// Run the embedded pre-forking test server (Apache prefork + mod_perl, reproduced).
+    Lab(LabArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// Address to listen on; port 0 picks a free one (printed on the first line).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// The most workers (Apache's MaxRequestWorkers).
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+
+    /// Workers forked at start (default: --workers).
+    #[arg(long)]
+    pub start_workers: Option<usize>,
+
+    /// Fewer idle workers than this: spawn 1, 2, 4... per second.
+    #[arg(long, default_value_t = 1)]
+    pub min_spare: usize,
+
+    /// More idle workers than this: retire one per second (default: --workers).
+    #[arg(long)]
+    pub max_spare: Option<usize>,
+
+    /// Requests a worker serves before it exits and is replaced (0: never).
+    #[arg(long, default_value_t = 0)]
+    pub max_requests: u64,
+
+    /// Keep connections open between requests (on|off).
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub keepalive: String,
+
+    /// How long a kept-alive connection may wait for its next request.
+    #[arg(long, default_value = "5s")]
+    pub keepalive_timeout: String,
+
+    /// Requests per kept-alive connection (0: unlimited).
+    #[arg(long, default_value_t = 100)]
+    pub max_keepalive_requests: u64,
+
+    /// Listen backlog (Apache's ListenBacklog).
+    #[arg(long, default_value_t = 511)]
+    pub backlog: i32,
+
+    /// MiB of data loaded before forking, shared copy-on-write by the workers.
+    #[arg(long, default_value_t = 0)]
+    pub preload_mb: usize,
+
+    /// CPU time burnt per request (e.g. 2ms). Query: ?cpu=2ms
+    #[arg(long, default_value = "0ms")]
+    pub cpu: String,
+
+    /// Sleep per request, as waiting on a database (e.g. 10ms). Query: ?io=10ms
+    #[arg(long, default_value = "0ms")]
+    pub io_wait: String,
+
+    /// KiB of the preloaded heap dirtied per request. Query: ?dirty=64
+    #[arg(long, default_value_t = 0)]
+    pub dirty_kb: u64,
+
+    /// KiB allocated and never freed per request. Query: ?leak=16
+    #[arg(long, default_value_t = 0)]
+    pub leak_kb: u64,
+
+    /// Response body size in bytes. Query: ?body=1024
+    #[arg(long, default_value_t = 100)]
+    pub body_bytes: u64,
 }
 
 #[derive(Debug, Args)]

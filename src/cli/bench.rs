@@ -252,7 +252,7 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
     if let Some(w) = log_writer {
         log_result = w.finish();
     }
-    let result = summary.to_result(outcome.elapsed);
+    let result = summary.to_result(outcome.elapsed, outcome.in_flight_at_end);
 
     let cores = ep.threads.min(sys::available_cores());
     let wall = outcome.elapsed.as_secs_f64().max(1e-9);

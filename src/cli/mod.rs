@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod lab;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -53,6 +54,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 eprintln!("webtune: no request succeeded");
                 return Ok(ExitCode::from(1));
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Lab(a) => {
+            crate::lab::run(&lab::config(&a)?)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -106,6 +106,9 @@ pub struct Outcome<S> {
     pub interrupted: bool,
     /// The Server header of the first response, for the report.
     pub server: Option<String>,
+    /// Requests in flight when the run ended: abandoned, in no figure. A duration-bound run
+    /// against a server that starves some connections shows it here (wrk says nothing).
+    pub in_flight_at_end: u64,
 }
 
 /// Runs the plan with one sink per thread (`sinks.len()` threads, which must equal
@@ -127,10 +130,12 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
     let mut sinks = Vec::with_capacity(plan.threads);
     let mut server = None;
     let mut failure = None;
+    let mut in_flight_at_end = 0;
     for h in handles {
         match h.join() {
             Ok(Ok(done)) => {
                 server = server.or(done.server);
+                in_flight_at_end += done.in_flight;
                 sinks.push(done.sink);
             }
             Ok(Err(e)) => failure = Some(e),
@@ -144,5 +149,5 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
         Some(d) if !shared.interrupted() => d.saturating_duration_since(started).min(started.elapsed()),
         _ => started.elapsed(),
     };
-    Ok(Outcome { sinks, started, elapsed, interrupted: shared.interrupted(), server })
+    Ok(Outcome { sinks, started, elapsed, interrupted: shared.interrupted(), server, in_flight_at_end })
 }

@@ -68,6 +68,8 @@ impl Conn {
 pub struct Done<S> {
     pub sink: S,
     pub server: Option<String>,
+    /// Requests still in flight when the run ended (abandoned, not recorded).
+    pub in_flight: u64,
 }
 
 pub struct Worker<S> {
@@ -177,7 +179,12 @@ impl<S: Sink> Worker<S> {
                 self.expire(now);
             }
         }
-        Ok(Done { sink: self.sink, server: self.server })
+        let in_flight = self
+            .conns
+            .iter()
+            .filter(|c| matches!(c.phase, Phase::Connecting | Phase::Sending | Phase::Receiving))
+            .count() as u64;
+        Ok(Done { sink: self.sink, server: self.server, in_flight })
     }
 
     /// Begins the next request on connection `i` at `now`, unless the run is over.

@@ -36,6 +36,13 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         "Length differed:     {} (not failures: the body length varied from the first response)",
         res.length_differed
     )?;
+    if res.in_flight_at_end > 0 {
+        writeln!(
+            out,
+            "In flight at end:    {} (unanswered when the run ended; in no other figure)",
+            res.in_flight_at_end
+        )?;
+    }
     let codes: Vec<String> = res.status.iter().map(|(code, n)| format!("{code}: {n}")).collect();
     writeln!(out, "Status codes:        {}", if codes.is_empty() { "none".into() } else { codes.join(", ") })?;
     writeln!(

@@ -1,0 +1,123 @@
+//! What a request costs the lab: CPU, waiting, dirtied shared pages, leaked memory, and the
+//! body it returns. Set per server, and per request through the query string.
+
+use std::time::Duration;
+
+use nix::time::{ClockId, clock_gettime};
+
+use super::heap::{Heap, PAGE, PageWalk};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Busy CPU time (measured on the worker's CPU clock, so contention does not shorten it).
+    pub cpu: Duration,
+    /// Sleep, as when waiting on a database.
+    pub io_wait: Duration,
+    /// KiB of the preloaded heap to dirty (rounded up to whole pages).
+    pub dirty_kb: u64,
+    /// KiB allocated, filled and never freed.
+    pub leak_kb: u64,
+    pub body_bytes: u64,
+}
+
+impl Work {
+    /// Applies query parameters: `cpu=5ms&io=20ms&dirty=64&leak=16&body=1024`. Durations take
+    /// units (bare numbers are milliseconds); sizes are KiB (body: bytes). Unknown keys are
+    /// ignored, as a web application ignores parameters it does not use.
+    pub fn with_query(mut self, query: &str) -> Result<Work, String> {
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match key {
+                "cpu" => self.cpu = parse_ms(value)?,
+                "io" | "io_wait" | "io-wait" => self.io_wait = parse_ms(value)?,
+                "dirty" | "dirty_kb" => self.dirty_kb = parse_num(key, value)?,
+                "leak" | "leak_kb" => self.leak_kb = parse_num(key, value)?,
+                "body" | "body_bytes" => self.body_bytes = parse_num(key, value)?,
+                _ => {}
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// Parses "5ms", "1.5s", "250us"; a bare number is milliseconds.
+pub fn parse_ms(s: &str) -> Result<Duration, String> {
+    if let Ok(ms) = s.parse::<f64>()
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Ok(Duration::from_secs_f64(ms / 1000.0));
+    }
+    humantime::parse_duration(s).map_err(|e| format!("bad duration {s:?}: {e}"))
+}
+
+fn parse_num(key: &str, s: &str) -> Result<u64, String> {
+    s.parse().map_err(|_| format!("bad {key} {s:?}: expected a whole number"))
+}
+
+/// The per-worker state the work touches.
+pub struct Worksite<'a> {
+    pub heap: &'a Heap,
+    pub walk: PageWalk,
+    pub leaked: Vec<Box<[u8]>>,
+}
+
+impl Worksite<'_> {
+    pub fn perform(&mut self, w: &Work) {
+        if !w.cpu.is_zero() {
+            burn_cpu(w.cpu);
+        }
+        if w.dirty_kb > 0 && self.heap.pages() > 0 {
+            let pages = (w.dirty_kb as usize * 1024).div_ceil(PAGE);
+            for _ in 0..pages {
+                self.heap.dirty(self.walk.next_page());
+            }
+        }
+        if w.leak_kb > 0 {
+            // Filled, so the pages are resident, not just reserved.
+            self.leaked.push(vec![0xa5u8; w.leak_kb as usize * 1024].into_boxed_slice());
+        }
+        if !w.io_wait.is_zero() {
+            std::thread::sleep(w.io_wait);
+        }
+    }
+}
+
+fn cpu_now() -> Duration {
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).map(Duration::from).unwrap_or_default()
+}
+
+/// Spins until this thread has used `d` of CPU time.
+fn burn_cpu(d: Duration) {
+    let end = cpu_now() + d;
+    let mut x = 0u64;
+    while cpu_now() < end {
+        for i in 0..256u64 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_overrides_defaults() {
+        let base = Work { cpu: Duration::from_millis(2), body_bytes: 10, ..Work::default() };
+        let w = base.with_query("cpu=5ms&io=20&dirty=64&leak=8&body=100&other=1").unwrap();
+        assert_eq!(w.cpu, Duration::from_millis(5));
+        assert_eq!(w.io_wait, Duration::from_millis(20));
+        assert_eq!((w.dirty_kb, w.leak_kb, w.body_bytes), (64, 8, 100));
+        assert!(base.with_query("cpu=soon").is_err());
+        assert_eq!(base.with_query("").unwrap(), base);
+    }
+
+    #[test]
+    fn burns_the_cpu_time_asked() {
+        let before = cpu_now();
+        burn_cpu(Duration::from_millis(20));
+        let used = cpu_now() - before;
+        assert!(used >= Duration::from_millis(20) && used < Duration::from_millis(40), "{used:?}");
+    }
+}
