@@ -16,5 +16,7 @@ pub mod aggregate;
 pub mod cli;
 pub mod engine;
 pub mod lab;
+pub mod procmem;
 pub mod report;
 pub mod sys;
+pub mod syscalls;

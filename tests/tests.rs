@@ -6,3 +6,4 @@ mod bench_errors;
 mod bench_nginx;
 mod bench_rogue;
 mod lab;
+mod mem_syscalls;

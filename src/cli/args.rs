@@ -22,6 +22,91 @@ pub enum Command {
     Bench(BenchArgs),
     /// Run the embedded pre-forking test server (Apache prefork + mod_perl, reproduced).
     Lab(LabArgs),
+    /// What a server's processes really cost: RSS, PSS, USS, shared; totals; capacity.
+    Mem(MemArgs),
+    /// System calls per request, from strace on the server while requests are driven.
+    Syscalls(SyscallsArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("server").required(true).args(["pid", "name", "port"])))]
+pub struct SyscallsArgs {
+    /// The server's master process: it and its descendants are traced.
+    #[arg(long)]
+    pub pid: Option<i32>,
+
+    /// Every process with this command name.
+    #[arg(long)]
+    pub name: Option<String>,
+
+    /// The processes listening on this TCP port, and their descendants.
+    #[arg(long)]
+    pub port: Option<u16>,
+
+    /// The URL to request while tracing.
+    #[arg(long)]
+    pub url: String,
+
+    /// How many requests to trace.
+    #[arg(short = 'n', long = "requests", default_value_t = 1000)]
+    pub requests: u64,
+
+    /// Concurrent connections.
+    #[arg(short = 'c', long = "connections", default_value_t = 1)]
+    pub connections: u64,
+
+    /// A new connection per request (the connection's own calls then count per request).
+    #[arg(long = "no-keepalive")]
+    pub no_keepalive: bool,
+
+    /// Print JSON (schema webtune.syscalls.v1) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("server").required(true).args(["pid", "name", "port"])))]
+pub struct MemArgs {
+    /// The server's master process: it and its descendants.
+    #[arg(long)]
+    pub pid: Option<i32>,
+
+    /// Every process with this command name (as ps shows it, e.g. apache2, php-fpm8.2).
+    #[arg(long)]
+    pub name: Option<String>,
+
+    /// The processes listening on this TCP port, and their descendants.
+    #[arg(long)]
+    pub port: Option<u16>,
+
+    /// Memory the server may use: a size (4GiB, 512MiB) or "auto" (MemAvailable plus what
+    /// the server uses now).
+    #[arg(long)]
+    pub budget: Option<String>,
+
+    /// Sample every interval (e.g. 1s) and print one line per sample.
+    #[arg(long)]
+    pub watch: Option<String>,
+
+    /// With --watch: stop after this many samples (default: until Ctrl-C).
+    #[arg(long)]
+    pub count: Option<u64>,
+
+    /// Drive requests at this URL between two samples to measure growth per request.
+    #[arg(long)]
+    pub url: Option<String>,
+
+    /// With --url: how many requests.
+    #[arg(short = 'n', long = "requests", default_value_t = 1000)]
+    pub requests: u64,
+
+    /// With --url: concurrent connections (default: one per worker).
+    #[arg(short = 'c', long = "connections")]
+    pub connections: Option<u64>,
+
+    /// Print JSON (schema webtune.mem.v1) instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -308,3 +308,39 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
         warnings,
     })
 }
+
+/// Runs N requests through the load engine, quietly, for commands that measure a server
+/// while it serves (mem, syscalls). Fails when none succeeded.
+pub fn drive(
+    url: &str,
+    connections: u64,
+    requests: u64,
+    keepalive: bool,
+) -> anyhow::Result<crate::aggregate::BenchReport> {
+    let args = BenchArgs {
+        url: url.to_string(),
+        connections,
+        requests: Some(requests),
+        duration: None,
+        threads: None,
+        keepalive,
+        no_keepalive: !keepalive,
+        method: "GET".into(),
+        headers: Vec::new(),
+        post_file: None,
+        content_type: None,
+        body: None,
+        timeout: "30s".into(),
+        connect_timeout: None,
+        insecure: true,
+        json: true,
+        hdr_log: None,
+        quiet: true,
+    };
+    let plan = BenchPlan::from_args(&args)?;
+    let report = run(&plan)?;
+    if report.result.succeeded == 0 {
+        anyhow::bail!("no request to {url} succeeded; growth per request cannot be measured");
+    }
+    Ok(report)
+}

@@ -4,6 +4,8 @@
 pub mod args;
 pub mod bench;
 pub mod lab;
+pub mod mem;
+pub mod syscalls;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -56,6 +58,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Mem(a) => mem::run(&a),
+        Command::Syscalls(a) => syscalls::run(&a),
         Command::Lab(a) => {
             crate::lab::run(&lab::config(&a)?)?;
             Ok(ExitCode::SUCCESS)

@@ -1,6 +1,8 @@
-//! Exporters: each turns a `BenchReport` (plain data, never engine types) into one format.
+//! Exporters: each turns a report (plain data, never engine types) into one format.
 
 pub mod hdrlog;
 pub mod json;
+pub mod mem;
 pub mod progress;
+pub mod syscalls;
 pub mod text;

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod apache;
 pub mod lab;
 pub mod nginx;
 pub mod rogue;

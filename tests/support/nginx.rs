@@ -57,7 +57,9 @@ impl Nginx {
                  {http_extra}\n  server {{\n    listen 127.0.0.1:{port};\n    root {d}/html;\n{server_extra}\n  }}\n}}\n"
             );
             std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+            use std::os::unix::process::CommandExt;
             let child = Command::new(&bin)
+                .process_group(0)
                 .arg("-p")
                 .arg(dir.path())
                 .arg("-c")

@@ -1,0 +1,39 @@
+//! `webtune syscalls`: trace the server while the engine drives a counted number of requests.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::UsageError;
+use super::args::SyscallsArgs;
+use crate::procmem::{self, Selector};
+use crate::syscalls::{self, parse, trace::Tracer};
+
+pub fn run(a: &SyscallsArgs) -> anyhow::Result<ExitCode> {
+    let selector = match (a.pid, &a.name, a.port) {
+        (Some(pid), _, _) => Selector::Pid(pid),
+        (_, Some(name), _) => Selector::Name(name.clone()),
+        (_, _, Some(port)) => Selector::Port(port),
+        _ => return Err(UsageError("give --pid, --name or --port".into()).into()),
+    };
+    if a.requests == 0 || a.connections == 0 || a.requests < a.connections {
+        return Err(UsageError("-n must be at least 1 and at least -c".into()).into());
+    }
+    let pids = procmem::select(&selector).map_err(|e| UsageError(e.to_string()))?;
+    let dir = tempfile::tempdir()?;
+    let tracer = Tracer::attach(&pids, dir.path())?;
+    let bench = super::bench::drive(&a.url, a.connections, a.requests, !a.no_keepalive);
+    // Let the server finish what follows a response (logging, cleanup) before detaching.
+    std::thread::sleep(Duration::from_millis(200));
+    let text = tracer.stop()?;
+    let bench = bench?;
+    let report = syscalls::summarize(&parse::parse(&text), bench.result.succeeded, pids);
+    let out = &mut std::io::stdout().lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut *out, &report)?;
+        writeln!(out)?;
+    } else {
+        crate::report::syscalls::write_text(&report, out)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,73 @@
+//! Which process listens on a TCP port: /proc/net/tcp{,6} give the socket's inode, the
+//! /proc/PID/fd links ("socket:[INODE]") give its owners.
+
+use std::collections::HashSet;
+
+const LISTEN: &str = "0A";
+
+/// Inodes of the sockets listening on `port`, from /proc/net/tcp or tcp6 text.
+pub fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let local = f.get(1)?;
+            let state = f.get(3)?;
+            let inode = f.get(9)?.parse::<u64>().ok()?;
+            let (_, hex_port) = local.rsplit_once(':')?;
+            let p = u16::from_str_radix(hex_port, 16).ok()?;
+            (p == port && *state == LISTEN && inode != 0).then_some(inode)
+        })
+        .collect()
+}
+
+/// Every pid holding one of `inodes` open (a prefork master and all its workers do).
+pub fn socket_owners(inodes: &[u64]) -> Vec<i32> {
+    let wanted: HashSet<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
+    let mut owners = Vec::new();
+    for pid in super::procs::all_pids() {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
+        let holds = fds
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .any(|target| wanted.contains(target.to_string_lossy().as_ref()));
+        if holds {
+            owners.push(pid);
+        }
+    }
+    owners
+}
+
+/// The pids behind a listening port on this machine (IPv4 and IPv6).
+pub fn pids_listening_on(port: u16) -> Vec<i32> {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        if let Ok(text) = std::fs::read_to_string(table) {
+            inodes.extend(listening_inodes(&text, port));
+        }
+    }
+    if inodes.is_empty() { Vec::new() } else { socket_owners(&inodes) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_listening_sockets_in_captured_tables() {
+        let v4 = include_str!("fixtures/net_tcp");
+        assert_eq!(listening_inodes(v4, 35985), vec![2766661]);
+        assert_eq!(listening_inodes(v4, 18080), vec![9670]);
+        assert_eq!(listening_inodes(v4, 1), Vec::<u64>::new());
+        let v6 = include_str!("fixtures/net_tcp6");
+        assert_eq!(listening_inodes(v6, 40391), vec![2766737]);
+    }
+
+    #[test]
+    fn connections_on_the_port_are_not_listeners() {
+        // Established (01) and TIME_WAIT (06) rows for a port do not count.
+        let table = "  sl  local_address rem_address   st\n   0: 0100007F:1F90 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 555 1\n   1: 0100007F:1F90 0100007F:9C41 06 00000000:00000000 00:00000000 00000000     0        0 0 3\n";
+        assert_eq!(listening_inodes(table, 8080), Vec::<u64>::new());
+    }
+}

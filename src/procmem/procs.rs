@@ -1,0 +1,82 @@
+//! The process table: parents, names, and the tree under a server's master.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What /proc/PID/stat says of a process that matters here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcInfo {
+    pub pid: i32,
+    pub ppid: i32,
+    /// The command name (comm), at most 15 characters.
+    pub name: String,
+}
+
+/// Parses /proc/PID/stat text. The name is in parentheses and may itself hold spaces and
+/// parentheses, so the fields after it are found from the last ')'.
+pub fn parse_stat(text: &str) -> Option<ProcInfo> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let name = text[open + 1..close].to_string();
+    let mut rest = text[close + 1..].split_whitespace();
+    let _state = rest.next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    Some(ProcInfo { pid, ppid, name })
+}
+
+pub fn all_pids() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()
+}
+
+/// Every process now (those that vanish while being read are left out).
+pub fn snapshot() -> BTreeMap<i32, ProcInfo> {
+    all_pids()
+        .into_iter()
+        .filter_map(|pid| parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?))
+        .map(|p| (p.pid, p))
+        .collect()
+}
+
+/// `root` and all its descendants, root first.
+pub fn tree(table: &BTreeMap<i32, ProcInfo>, root: i32) -> Vec<i32> {
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        out.extend(table.values().filter(|p| p.ppid == parent && p.pid != parent).map(|p| p.pid));
+        i += 1;
+    }
+    out
+}
+
+/// The masters among `pids`: those whose parent is not itself among them.
+pub fn roots(table: &BTreeMap<i32, ProcInfo>, pids: &[i32]) -> Vec<i32> {
+    let set: BTreeSet<i32> = pids.iter().copied().collect();
+    pids.iter().copied().filter(|p| table.get(p).is_none_or(|info| !set.contains(&info.ppid))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_awkward_names() {
+        let p = parse_stat("4242 (apache2) S 4240 4242 4242 0 -1 4194560 1 0").unwrap();
+        assert_eq!((p.pid, p.ppid, p.name.as_str()), (4242, 4240, "apache2"));
+        let p = parse_stat("77 (a (b) c) R 1 77 77 0").unwrap();
+        assert_eq!((p.pid, p.ppid, p.name.as_str()), (77, 1, "a (b) c"));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn tree_and_roots() {
+        let table: BTreeMap<i32, ProcInfo> = [(1, 0), (10, 1), (11, 10), (12, 10), (13, 11), (20, 1)]
+            .into_iter()
+            .map(|(pid, ppid)| (pid, ProcInfo { pid, ppid, name: "x".into() }))
+            .collect();
+        assert_eq!(tree(&table, 10), vec![10, 11, 12, 13]);
+        assert_eq!(roots(&table, &[10, 11, 12, 13]), vec![10]);
+        assert_eq!(roots(&table, &[11, 12]), vec![11, 12]);
+    }
+}
