@@ -20,6 +20,8 @@
 //!     class and error variant, consumed, status, header_bytes, body_bytes, keep_alive).
 #![no_main]
 
+use std::sync::OnceLock;
+
 use libfuzzer_sys::fuzz_target;
 use webtune::engine::response::{MAX_HEAD_BYTES, ParseError, Progress, ResponseReader};
 
@@ -103,7 +105,12 @@ struct Current {
 }
 
 /// Checks a finished response. `head` is the stream from the response's first byte on.
-fn check_done(r: &ResponseReader, consumed_total: u64, head: &[u8], input_len: usize) {
+fn check_done(r: &ResponseReader, consumed_total: u64, head: &[u8], input_len: usize, masked: bool) {
+    check_status(r);
+    if masked {
+        assert!(r.body_bytes <= consumed_total);
+        return check_bounds(r, input_len, masked);
+    }
     let counted = r.header_bytes + r.body_bytes;
     // body_bytes counts the decoded payload: chunk-size lines, chunk CRLFs and trailers are in no
     // count, so a chunked response consumes more than it counts. Any other response is counted
@@ -122,13 +129,20 @@ fn check_done(r: &ResponseReader, consumed_total: u64, head: &[u8], input_len: u
             r.body_bytes
         );
     }
-    assert!(r.status >= 100 && r.status <= 999, "finished with status {}", r.status);
-    assert!(!(100..200).contains(&r.status) || r.status == 101, "finished on an interim status {}", r.status);
-    check_bounds(r, input_len);
+    check_bounds(r, input_len, masked);
 }
 
-fn check_bounds(r: &ResponseReader, input_len: usize) {
+fn check_status(r: &ResponseReader) {
+    // httparse takes any three digits, so 000..=099 are possible (and harmless) final statuses.
+    assert!(r.status <= 999, "finished with status {}", r.status);
+    assert!(!(100..200).contains(&r.status) || r.status == 101, "finished on an interim status {}", r.status);
+}
+
+fn check_bounds(r: &ResponseReader, input_len: usize, masked: bool) {
     assert!(r.body_bytes <= input_len as u64, "body_bytes {} > input length {}", r.body_bytes, input_len);
+    if masked {
+        return;
+    }
     assert!(r.header_bytes <= input_len as u64, "header_bytes {} > input length {}", r.header_bytes, input_len);
 }
 
@@ -137,7 +151,7 @@ fn outcome(r: &ResponseReader, end: End) -> Outcome {
 }
 
 /// Parses `data` as a stream of pipelined responses, delivered in reads cut by `next_size`.
-fn run(data: &[u8], head_request: bool, mut next_size: impl FnMut(usize) -> usize) -> Vec<Outcome> {
+fn run(data: &[u8], head_request: bool, masked: bool, mut next_size: impl FnMut(usize) -> usize) -> Vec<Outcome> {
     let mut out = Vec::new();
     let mut cur = Current { reader: ResponseReader::new(head_request), fed: 0 };
     let mut pos = 0;
@@ -153,7 +167,7 @@ fn run(data: &[u8], head_request: bool, mut next_size: impl FnMut(usize) -> usiz
             match cur.reader.feed(piece) {
                 Ok(Progress::More) => {
                     cur.fed += piece.len() as u64;
-                    check_bounds(&cur.reader, data.len());
+                    check_bounds(&cur.reader, data.len(), masked);
                     break;
                 }
                 Ok(Progress::Done { consumed }) => {
@@ -161,7 +175,7 @@ fn run(data: &[u8], head_request: bool, mut next_size: impl FnMut(usize) -> usiz
                     assert!(cur.reader.is_done());
                     let total = cur.fed + consumed as u64;
                     assert!(total > 0, "a fresh reader finished having consumed nothing");
-                    check_done(&cur.reader, total, &data[start..], data.len());
+                    check_done(&cur.reader, total, &data[start..], data.len(), masked);
                     start += total as usize;
                     out.push(outcome(&cur.reader, End::Done(total)));
                     // Done is sticky until reset.
@@ -173,7 +187,7 @@ fn run(data: &[u8], head_request: bool, mut next_size: impl FnMut(usize) -> usiz
                     piece = &piece[consumed..];
                 }
                 Err(e) => {
-                    check_bounds(&cur.reader, data.len());
+                    check_bounds(&cur.reader, data.len(), masked);
                     out.push(outcome(&cur.reader, End::Err(e)));
                     break 'reads;
                 }
@@ -187,12 +201,12 @@ fn run(data: &[u8], head_request: bool, mut next_size: impl FnMut(usize) -> usiz
         match r {
             Ok(()) => {
                 assert!(cur.reader.is_done());
-                check_done(&cur.reader, cur.fed, &data[start..], data.len());
+                check_done(&cur.reader, cur.fed, &data[start..], data.len(), masked);
             }
             Err(e) => {
                 assert_eq!(e, ParseError::Truncated, "eof() may only report truncation");
-                assert!(cur.reader.header_bytes + cur.reader.body_bytes <= cur.fed);
-                check_bounds(&cur.reader, data.len());
+                assert!(masked || cur.reader.header_bytes + cur.reader.body_bytes <= cur.fed);
+                check_bounds(&cur.reader, data.len(), masked);
             }
         }
         out.push(outcome(&cur.reader, End::Eof(r)));
@@ -219,14 +233,43 @@ fn same(a: &[Outcome], b: &[Outcome], input_len: usize) -> bool {
         )
 }
 
+/// `FUZZ_MASK_1XX_HEADER_BYTES=1` in the environment: tolerate the known bug that interim (1xx)
+/// heads are counted again in `header_bytes` each time a buffered head is re-parsed (see
+/// README.md), so that a campaign can look for other bugs. For an input that contains an interim
+/// status line, `header_bytes` is then left out of every check; all else is still checked.
+fn mask_1xx() -> bool {
+    static MASK: OnceLock<bool> = OnceLock::new();
+    *MASK.get_or_init(|| std::env::var_os("FUZZ_MASK_1XX_HEADER_BYTES").is_some_and(|v| v == "1"))
+}
+
+/// Whether `data` holds an interim status line as httparse reads one: "HTTP/1.0" or "HTTP/1.1",
+/// one space, then a 1xx code other than 101.
+fn has_interim(data: &[u8]) -> bool {
+    data.windows(12).any(|w| {
+        w.starts_with(b"HTTP/1.")
+            && matches!(w[7], b'0' | b'1')
+            && w[8] == b' '
+            && w[9] == b'1'
+            && w[10].is_ascii_digit()
+            && w[11].is_ascii_digit()
+            && &w[10..12] != b"01"
+    })
+}
+
 fuzz_target!(|input: &[u8]| {
     let Some((&selector, data)) = input.split_first() else { return };
     let head_request = selector & 1 == 1;
     let mode = selector >> 1;
 
-    let whole = run(data, head_request, |left| left);
+    let masked = mask_1xx() && has_interim(data);
+    let whole = run(data, head_request, masked, |left| left);
     let mut splitter = Splitter::new(mode);
-    let split = run(data, head_request, |left| splitter.next(data.len(), left));
+    let mut split = run(data, head_request, masked, |left| splitter.next(data.len(), left));
+    if masked {
+        for (s, w) in split.iter_mut().zip(&whole) {
+            s.header_bytes = w.header_bytes;
+        }
+    }
 
     assert!(
         same(&whole, &split, data.len()),
