@@ -227,16 +227,7 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
         Stop::Duration(d) => Goal::Duration(d),
     };
     let mut line = ProgressLine::new(plan.quiet || plan.json);
-    let mut rates = Vec::new();
-    let mut last = (Instant::now(), 0u64);
-    while let Err(mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(Duration::from_secs(1)) {
-        let (ok, failed) = board.totals();
-        let now = Instant::now();
-        let rate = (ok - last.1) as f64 / (now - last.0).as_secs_f64();
-        rates.push(rate);
-        last = (now, ok);
-        line.draw(origin.elapsed(), ok, failed, rate, goal);
-    }
+    let rates = follow(&done_rx, &board, &mut line, origin, goal);
     line.clear();
     let outcome = engine.join().map_err(|_| anyhow::anyhow!("the engine panicked"))??;
     let cpu = CpuTimes::now().since(cpu_before);
@@ -254,17 +245,8 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
     }
     let result = summary.to_result(outcome.elapsed, outcome.in_flight_at_end);
 
-    let cores = ep.threads.min(sys::available_cores());
-    let wall = outcome.elapsed.as_secs_f64().max(1e-9);
-    let used = (cpu.user + cpu.sys).as_secs_f64();
-    let share = used / (wall * cores as f64);
-    let mut warnings = Vec::new();
-    if share > CLIENT_BOUND_SHARE {
-        warnings.push(format!(
-            "the client used {:.0}% of its {cores} core(s): these figures are the client's limit, not the server's; add cores or threads",
-            share * 100.0
-        ));
-    }
+    let (client_cpu, client_bound) = client_cpu(cpu, outcome.elapsed, ep.threads, result.succeeded);
+    let mut warnings: Vec<String> = client_bound.into_iter().collect();
     if outcome.interrupted {
         warnings.push("interrupted: the figures cover the requests finished before Ctrl-C".into());
     }
@@ -281,32 +263,72 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
             server: outcome.server.filter(|s| !s.is_empty()),
             document_length: shared.document_length(),
         },
-        options: Options {
-            connections: ep.connections,
-            threads: ep.threads,
-            keepalive: ep.keepalive,
-            requests: match ep.stop {
-                Stop::Requests(n) => Some(n),
-                Stop::Duration(_) => None,
-            },
-            duration_s: match ep.stop {
-                Stop::Duration(d) => Some(d.as_secs_f64()),
-                Stop::Requests(_) => None,
-            },
-            timeout_s: ep.timeout.as_secs_f64(),
-        },
+        options: options(ep),
         interrupted: outcome.interrupted,
         reply_rate: RateStats::from_samples(&rates),
-        client_cpu: ClientCpu {
-            user_s: cpu.user.as_secs_f64(),
-            sys_s: cpu.sys.as_secs_f64(),
-            percent_of_available: share * 100.0,
-            cores_available: cores,
-            us_per_request: (result.succeeded > 0).then(|| used * 1e6 / result.succeeded as f64),
-        },
+        client_cpu,
         result,
         warnings,
     })
+}
+
+/// Samples the progress counters once a second until the engine is done: draws the progress
+/// line and returns the reply rate of each second.
+fn follow(
+    done: &mpsc::Receiver<()>,
+    board: &ProgressBoard,
+    line: &mut ProgressLine,
+    origin: Instant,
+    goal: Goal,
+) -> Vec<f64> {
+    let mut rates = Vec::new();
+    let mut last = (Instant::now(), 0u64);
+    while let Err(mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(Duration::from_secs(1)) {
+        let (ok, failed) = board.totals();
+        let now = Instant::now();
+        let rate = (ok - last.1) as f64 / (now - last.0).as_secs_f64();
+        rates.push(rate);
+        last = (now, ok);
+        line.draw(origin.elapsed(), ok, failed, rate, goal);
+    }
+    line.clear();
+    rates
+}
+
+/// The client's own CPU use over the run, and a warning when it was the bottleneck.
+fn client_cpu(cpu: CpuTimes, elapsed: Duration, threads: usize, succeeded: u64) -> (ClientCpu, Option<String>) {
+    let cores = threads.min(sys::available_cores());
+    let used = (cpu.user + cpu.sys).as_secs_f64();
+    let share = used / (elapsed.as_secs_f64().max(1e-9) * cores as f64);
+    let warning = (share > CLIENT_BOUND_SHARE).then(|| {
+        format!(
+            "the client used {:.0}% of its {cores} core(s): these figures are the client's limit, not the server's; add cores or threads",
+            share * 100.0
+        )
+    });
+    let cpu = ClientCpu {
+        user_s: cpu.user.as_secs_f64(),
+        sys_s: cpu.sys.as_secs_f64(),
+        percent_of_available: share * 100.0,
+        cores_available: cores,
+        us_per_request: (succeeded > 0).then(|| used * 1e6 / succeeded as f64),
+    };
+    (cpu, warning)
+}
+
+fn options(ep: &Plan) -> Options {
+    let (requests, duration_s) = match ep.stop {
+        Stop::Requests(n) => (Some(n), None),
+        Stop::Duration(d) => (None, Some(d.as_secs_f64())),
+    };
+    Options {
+        connections: ep.connections,
+        threads: ep.threads,
+        keepalive: ep.keepalive,
+        requests,
+        duration_s,
+        timeout_s: ep.timeout.as_secs_f64(),
+    }
 }
 
 /// Runs N requests through the load engine, quietly, for commands that measure a server
