@@ -57,7 +57,8 @@ pub struct Plan {
 pub struct Shared {
     /// Set by Ctrl-C (or the caller) to end the run early.
     pub interrupt: AtomicBool,
-    /// Requests started so far, for `Stop::Requests`.
+    /// Requests started so far, for `Stop::Requests` (each connection's first one is counted
+    /// when the run starts).
     issued: AtomicU64,
     /// Body length of the first successful response; u64::MAX until there is one.
     first_body_len: AtomicU64,
@@ -98,6 +99,32 @@ impl Shared {
     }
 }
 
+/// Holds the engine threads until all are started, so none finishes a short run before
+/// another begins; or sends them home when one could not start.
+#[derive(Default)]
+pub(crate) struct Gate {
+    state: std::sync::Mutex<Option<bool>>,
+    opened: std::sync::Condvar,
+}
+
+impl Gate {
+    fn open(&self, go: bool) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = Some(go);
+        self.opened.notify_all();
+    }
+
+    /// Waits for the gate; false means the run is off.
+    pub(crate) fn wait(&self) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            match *state {
+                Some(go) => return go,
+                None => state = self.opened.wait(state).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
+}
+
 /// What a run produced besides the sinks' contents.
 pub struct Outcome<S> {
     pub sinks: Vec<S>,
@@ -115,18 +142,36 @@ pub struct Outcome<S> {
 /// `plan.threads`). Returns when the stop condition is met or `shared.interrupt` is set.
 pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -> anyhow::Result<Outcome<S>> {
     assert_eq!(sinks.len(), plan.threads, "one sink per thread");
+    shared.issued.store(plan.connections as u64, Ordering::Relaxed);
+    let start = Arc::new(Gate::default());
     let started = Instant::now();
     let deadline = match plan.stop {
         Stop::Duration(d) => Some(started + d),
         Stop::Requests(_) => None,
     };
+    // Every worker is built before any thread starts: a failure then leaves none waiting at
+    // the start barrier.
+    let workers = sinks
+        .into_iter()
+        .enumerate()
+        .map(|(i, sink)| {
+            let conns = plan.connections / plan.threads + usize::from(i < plan.connections % plan.threads);
+            worker::Worker::new(plan, conns, deadline, shared.clone(), sink, i == 0)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let mut handles = Vec::with_capacity(plan.threads);
-    for (i, sink) in sinks.into_iter().enumerate() {
-        let conns = plan.connections / plan.threads + usize::from(i < plan.connections % plan.threads);
-        let worker = worker::Worker::new(plan, conns, deadline, shared.clone(), sink, i == 0)?;
-        let handle = std::thread::Builder::new().name(format!("webtune-engine-{i}")).spawn(move || worker.run())?;
-        handles.push(handle);
+    for (i, worker) in workers.into_iter().enumerate() {
+        let gate = start.clone();
+        let handle = std::thread::Builder::new().name(format!("webtune-engine-{i}")).spawn(move || worker.run(&gate));
+        match handle {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                start.open(false);
+                return Err(anyhow::anyhow!("cannot start an engine thread: {e}"));
+            }
+        }
     }
+    start.open(true);
     let mut sinks = Vec::with_capacity(plan.threads);
     let mut server = None;
     let mut failure = None;

@@ -45,6 +45,9 @@ struct Conn {
     served: u32,
     /// This request already retried once after the server closed an idle connection.
     retried: bool,
+    /// Its first request is reserved (counted before the run), so every connection sends at
+    /// least one whatever the threads' start order: -n is never smaller than -c.
+    reserved: bool,
     reader: ResponseReader,
 }
 
@@ -117,6 +120,7 @@ impl<S: Sink> Worker<S> {
                 written: 0,
                 served: 0,
                 retried: false,
+                reserved: true,
                 reader: ResponseReader::new(plan.target.head_request),
             })
             .collect();
@@ -141,7 +145,10 @@ impl<S: Sink> Worker<S> {
         })
     }
 
-    pub fn run(mut self) -> anyhow::Result<Done<S>> {
+    pub fn run(mut self, start: &super::Gate) -> anyhow::Result<Done<S>> {
+        if !start.wait() {
+            return Ok(Done { sink: self.sink, server: None, in_flight: 0 });
+        }
         let mut events = Events::with_capacity(1024);
         let mut next_tick = Instant::now() + TICK;
         loop {
@@ -190,6 +197,7 @@ impl<S: Sink> Worker<S> {
     /// Begins the next request on connection `i` at `now`, unless the run is over.
     fn start_request(&mut self, i: usize, now: Instant) {
         let over = match self.stop {
+            Stop::Requests(_) if std::mem::take(&mut self.conns[i].reserved) => false,
             Stop::Requests(n) => self.shared.issued.fetch_add(1, Ordering::Relaxed) >= n,
             Stop::Duration(_) => self.deadline.is_some_and(|d| now >= d),
         };
