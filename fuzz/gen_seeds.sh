@@ -17,6 +17,7 @@ seed chunked_ext_trailer '\000' 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r
 seed chunked_bare_lf     '\142' 'HTTP/1.1 200 OK\nTransfer-Encoding: gzip, chunked\n\nA\n0123456789\n0\n\n'
 seed interim_1xx         '\000' 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok'
 seed interim_1xx_split   '\100' 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc'
+seed interim_1xx_recount '\000' 'HTTP/1.1 100\n\nH'
 seed head_request        '\001' 'HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nTransfer-Encoding: chunked\r\n\r\n'
 seed head_pipelined      '\311' 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nHTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\n'
 seed no_content_204      '\010' 'HTTP/1.1 204 No Content\r\nContent-Length: 7\r\n\r\n'

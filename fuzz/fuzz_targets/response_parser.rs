@@ -6,7 +6,9 @@
 //!
 //! The stream is parsed twice: once delivered in one read, once cut into pieces as a network would
 //! deliver them. Responses are pipelined: after `Done { consumed }` the reader is `reset()` and the
-//! bytes left in that read are fed to it as the start of the next response, as the engine does.
+//! bytes left in that read are fed to it as the start of the next response. (The engine itself
+//! closes a connection that sent bytes past a response; this just exercises `reset` and the
+//! `consumed` boundary on many responses per input.)
 //!
 //! Checked:
 //!   - nothing panics (including arithmetic overflow: run with `-a`, debug assertions);
@@ -15,7 +17,8 @@
 //!     (for a close-delimited body at `eof()`: == all bytes fed to it); for a chunked body only
 //!     `<=`, as `body_bytes` is the decoded payload, without chunk framing and trailers;
 //!   - `header_bytes`, `body_bytes` never exceed the input length;
-//!   - a finished response has a final status (not 1xx except 101);
+//!   - a finished response has a final status (not 1xx except 101); one ended by `eof()` is
+//!     not keep-alive;
 //!   - differential: whole vs split give the same sequence of outcomes (same Done/Err/eof
 //!     class and error variant, consumed, status, header_bytes, body_bytes, keep_alive).
 #![no_main]
@@ -201,6 +204,7 @@ fn run(data: &[u8], head_request: bool, masked: bool, mut next_size: impl FnMut(
         match r {
             Ok(()) => {
                 assert!(cur.reader.is_done());
+                assert!(!cur.reader.keep_alive, "a close-delimited response left keep_alive set");
                 check_done(&cur.reader, cur.fed, &data[start..], data.len(), masked);
             }
             Err(e) => {

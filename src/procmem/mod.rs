@@ -62,7 +62,10 @@ pub fn select(sel: &Selector) -> Result<Vec<i32>, SelectError> {
             vec![*pid]
         }
         Selector::Name(name) => {
-            let named: Vec<i32> = table.values().filter(|p| &p.name == name).map(|p| p.pid).collect();
+            // Not this process itself (webtune mem --name webtune looks at a lab).
+            let me = std::process::id() as i32;
+            let named: Vec<i32> =
+                table.values().filter(|p| &p.name == name && p.pid != me).map(|p| p.pid).collect();
             if named.is_empty() {
                 return Err(SelectError::NoName(name.clone()));
             }
