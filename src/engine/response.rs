@@ -64,9 +64,12 @@ pub struct ResponseReader {
     state: State,
     /// Head bytes carried over when the head spans several reads.
     head: Vec<u8>,
+    /// How much of `head` has been searched for the blank line (no rescans: linear time).
+    scanned: usize,
     /// The request was HEAD: no body whatever the headers say.
     head_request: bool,
     pub status: u16,
+    /// Status lines and headers (interim 1xx ones too) and chunked framing.
     pub header_bytes: u64,
     pub body_bytes: u64,
     /// The connection may carry another request after this response.
@@ -87,6 +90,7 @@ impl ResponseReader {
         ResponseReader {
             state: State::Head,
             head: Vec::new(),
+            scanned: 0,
             head_request,
             status: 0,
             header_bytes: 0,
@@ -100,6 +104,7 @@ impl ResponseReader {
     pub fn reset(&mut self) {
         self.state = State::Head;
         self.head.clear();
+        self.scanned = 0;
         self.status = 0;
         self.header_bytes = 0;
         self.body_bytes = 0;
@@ -132,7 +137,14 @@ impl ResponseReader {
                     self.body_bytes += (data.len() - pos) as u64;
                     pos = data.len();
                 }
-                State::Chunked { .. } => pos += self.feed_chunked(&data[pos..])?,
+                State::Chunked { .. } => {
+                    let body_before = self.body_bytes;
+                    let used = self.feed_chunked(&data[pos..])?;
+                    // Chunk sizes, CRLFs and trailers count with the headers: every byte
+                    // received is in one of the two counts.
+                    self.header_bytes += used as u64 - (self.body_bytes - body_before);
+                    pos += used;
+                }
             }
         }
         Ok(if self.state == State::Done { Progress::Done { consumed: pos } } else { Progress::More })
@@ -150,66 +162,67 @@ impl ResponseReader {
         }
     }
 
-    /// Consumes head bytes; returns how many of `data` it used.
+    /// Consumes head bytes, one head at a time; returns how many of `data` it used. An interim
+    /// 1xx head is counted and consumed on its own (the state stays Head), so no head is
+    /// counted twice however the bytes are split.
     fn feed_head(&mut self, data: &[u8]) -> Result<usize, ParseError> {
         // Fast path: the whole head arrived in this read (the common case), parse in place.
         if self.head.is_empty() {
-            match self.parse_head(data)? {
-                Some(n) => return Ok(n),
-                None => {
-                    if data.len() > MAX_HEAD_BYTES {
-                        return Err(ParseError::HeadTooLarge);
-                    }
-                    self.head.extend_from_slice(data);
-                    return Ok(data.len());
-                }
+            if let Some(n) = self.parse_head(data, 0)? {
+                return Ok(n);
             }
+            if data.len() > MAX_HEAD_BYTES {
+                return Err(ParseError::HeadTooLarge);
+            }
+            self.head.extend_from_slice(data);
+            self.scanned = data.len();
+            return Ok(data.len());
         }
         let before = self.head.len();
         self.head.extend_from_slice(data);
         let head = std::mem::take(&mut self.head);
-        let parsed = self.parse_head(&head);
+        // The blank line may straddle the old end: look from 3 bytes before it.
+        let parsed = self.parse_head(&head, self.scanned.saturating_sub(3));
         self.head = head;
         match parsed? {
             Some(n) => {
                 self.head.clear();
-                Ok(n - before)
+                self.scanned = 0;
+                // The buffered bytes held no complete head, so this one ends in `data`.
+                n.checked_sub(before).ok_or(ParseError::BadHead)
             }
             None if self.head.len() > MAX_HEAD_BYTES => Err(ParseError::HeadTooLarge),
-            None => Ok(data.len()),
+            None => {
+                self.scanned = self.head.len();
+                Ok(data.len())
+            }
         }
     }
 
-    /// Parses a complete head at the start of `buf`. Returns its length, or None when the
-    /// head is not complete yet. Interim 1xx heads are skipped.
-    fn parse_head(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
-        let mut offset = 0;
-        loop {
-            let rest = &buf[offset..];
-            if find_head_end(rest).is_none() {
-                return Ok(None);
-            }
-            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut resp = httparse::Response::new(&mut headers);
-            let n = match resp.parse(rest) {
-                Ok(httparse::Status::Complete(n)) => n,
-                Ok(httparse::Status::Partial) => return Ok(None),
-                Err(httparse::Error::TooManyHeaders) => return Err(ParseError::HeadTooLarge),
-                Err(_) => return Err(ParseError::BadHead),
-            };
-            if n > MAX_HEAD_BYTES {
-                return Err(ParseError::HeadTooLarge);
-            }
-            let status = resp.code.unwrap_or(0);
-            self.header_bytes += n as u64;
-            offset += n;
-            if (100..200).contains(&status) && status != 101 {
-                continue;
-            }
+    /// Parses the head at the start of `buf` once its blank line (searched from `from`) is
+    /// there; returns its length. A final head sets the body's framing.
+    fn parse_head(&mut self, buf: &[u8], from: usize) -> Result<Option<usize>, ParseError> {
+        if find_head_end(&buf[from.min(buf.len())..]).is_none() {
+            return Ok(None);
+        }
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut headers);
+        let n = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(httparse::Error::TooManyHeaders) => return Err(ParseError::HeadTooLarge),
+            Err(_) => return Err(ParseError::BadHead),
+        };
+        if n > MAX_HEAD_BYTES {
+            return Err(ParseError::HeadTooLarge);
+        }
+        let status = resp.code.unwrap_or(0);
+        self.header_bytes += n as u64;
+        if !(100..200).contains(&status) || status == 101 {
             self.status = status;
             self.state = self.framing(&resp)?;
-            return Ok(Some(offset));
         }
+        Ok(Some(n))
     }
 
     fn framing(&mut self, resp: &httparse::Response) -> Result<State, ParseError> {
@@ -414,6 +427,8 @@ mod tests {
             let (r, n) = feed_in_steps(CHUNKED, step, false);
             assert_eq!(n, Ok(CHUNKED.len()), "step {step}");
             assert_eq!(r.body_bytes, 31);
+            // Framing counts with the headers: every byte is in one count.
+            assert_eq!(r.header_bytes + r.body_bytes, CHUNKED.len() as u64);
         }
     }
 
@@ -425,6 +440,20 @@ mod tests {
             let (r, n) = feed_in_steps(msg, step, false);
             assert_eq!(n, Ok(msg.len()));
             assert_eq!((r.status, r.body_bytes), (201, 2));
+            // Regression (found by the fuzzer): interim heads were counted again each time a
+            // split head was re-parsed.
+            assert_eq!(r.header_bytes, msg.len() as u64 - 2, "step {step}");
+        }
+    }
+
+    #[test]
+    fn many_interim_heads_are_each_within_the_limit() {
+        let mut msg = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(2700);
+        msg.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        for step in [1000, 4096, msg.len()] {
+            let (r, n) = feed_in_steps(&msg, step, false);
+            assert_eq!(n, Ok(msg.len()), "step {step}");
+            assert_eq!(r.header_bytes + r.body_bytes, msg.len() as u64);
         }
     }
 

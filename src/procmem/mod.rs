@@ -64,8 +64,7 @@ pub fn select(sel: &Selector) -> Result<Vec<i32>, SelectError> {
         Selector::Name(name) => {
             // Not this process itself (webtune mem --name webtune looks at a lab).
             let me = std::process::id() as i32;
-            let named: Vec<i32> =
-                table.values().filter(|p| &p.name == name && p.pid != me).map(|p| p.pid).collect();
+            let named: Vec<i32> = table.values().filter(|p| &p.name == name && p.pid != me).map(|p| p.pid).collect();
             if named.is_empty() {
                 return Err(SelectError::NoName(name.clone()));
             }
