@@ -39,9 +39,15 @@ pub fn run(cfg: &LabConfig, listener: &TcpListener, board: &Scoreboard, slot: us
     }
     let me = board.slot(slot);
     let pid = std::process::id();
-    let mut site = Worksite { heap, walk: PageWalk::new(heap.pages(), pid as u64 * 2654435761), leaked: Vec::new() };
-    let mut served: u64 = 0;
-    let body = vec![b'x'; 64 * 1024];
+    let mut w = Server {
+        cfg,
+        board,
+        slot,
+        site: Worksite { heap, walk: PageWalk::new(heap.pages(), pid as u64 * 2654435761), leaked: Vec::new() },
+        served: 0,
+        body: vec![b'x'; 64 * 1024],
+        pid,
+    };
     loop {
         if RETIRE.load(Ordering::Relaxed) {
             break;
@@ -56,8 +62,7 @@ pub fn run(cfg: &LabConfig, listener: &TcpListener, board: &Scoreboard, slot: us
             }
         };
         me.set_state(State::Busy);
-        let done = serve_connection(cfg, stream, board, slot, &mut site, &mut served, &body);
-        if done {
+        if w.serve_connection(stream) {
             board.totals().recycled.fetch_add(1, Ordering::Relaxed);
             break;
         }
@@ -66,62 +71,75 @@ pub fn run(cfg: &LabConfig, listener: &TcpListener, board: &Scoreboard, slot: us
     std::process::exit(0);
 }
 
-/// Serves requests on one connection. Returns true when this worker reached max-requests.
-fn serve_connection(
-    cfg: &LabConfig,
-    mut stream: TcpStream,
-    board: &Scoreboard,
+/// A worker's state across connections.
+struct Server<'a> {
+    cfg: &'a LabConfig,
+    board: &'a Scoreboard,
     slot: usize,
-    site: &mut Worksite,
-    served: &mut u64,
-    body: &[u8],
-) -> bool {
-    let me = board.slot(slot);
-    let _ = stream.set_nodelay(true);
-    let mut buf = Vec::with_capacity(4096);
-    let mut on_connection: u64 = 0;
-    loop {
-        // Between requests the connection holds this worker, as Apache's keep-alive does.
-        if on_connection > 0 {
-            me.set_state(State::KeepAlive);
-            let _ = stream.set_read_timeout(Some(cfg.keepalive_timeout));
-        } else {
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
-        }
-        let Some(req) = read_request(&mut stream, &mut buf, me) else { return false };
-        me.set_state(State::Busy);
-        on_connection += 1;
-        let wants_close = req.close || !cfg.keepalive;
-        let last_on_connection = cfg.max_keepalive_requests > 0 && on_connection >= cfg.max_keepalive_requests;
-        *served += 1;
-        let recycle = cfg.max_requests > 0 && *served >= cfg.max_requests;
-        let keep = !(wants_close || last_on_connection || recycle);
+    site: Worksite<'a>,
+    /// Requests served by this worker (for --max-requests).
+    served: u64,
+    /// Filler for response bodies, allocated once.
+    body: Vec<u8>,
+    pid: u32,
+}
 
-        let (status_line, content_type, payload, body_len) = if req.path == "/server-status" {
-            let text = status::render(board, cfg, req.query.split('&').any(|p| p == "json"));
-            ("200 OK", "text/plain", Some(text.into_bytes()), 0)
-        } else {
-            match cfg.work.with_query(&req.query) {
-                Ok(work) => {
-                    site.perform(&work);
-                    ("200 OK", "text/plain", None, work.body_bytes as usize)
+impl Server<'_> {
+    /// Serves requests on one connection. Returns true when this worker reached max-requests.
+    fn serve_connection(&mut self, mut stream: TcpStream) -> bool {
+        let (cfg, board, pid) = (self.cfg, self.board, self.pid);
+        let me = board.slot(self.slot);
+        let _ = stream.set_nodelay(true);
+        let mut buf = Vec::with_capacity(4096);
+        let mut on_connection: u64 = 0;
+        loop {
+            // Between requests the connection holds this worker, as Apache's keep-alive does.
+            // The first request may take Apache's default Timeout to arrive; later ones the
+            // keep-alive timeout (set once: each setsockopt is a system call).
+            match on_connection {
+                0 => {
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
                 }
-                Err(e) => ("400 Bad Request", "text/plain", Some(format!("{e}\n").into_bytes()), 0),
+                1 => {
+                    me.set_state(State::KeepAlive);
+                    let _ = stream.set_read_timeout(Some(cfg.keepalive_timeout));
+                }
+                _ => me.set_state(State::KeepAlive),
             }
-        };
-        let len = payload.as_ref().map_or(body_len, Vec::len);
-        let head = format!(
-            "HTTP/1.1 {status_line}\r\nServer: webtune-lab\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\n\
-             X-Worker-Pid: {}\r\nConnection: {}\r\n\r\n",
-            std::process::id(),
-            if keep { "keep-alive" } else { "close" }
-        );
-        // Counted before the response leaves, so a client that has its answer sees the count.
-        me.requests.fetch_add(1, Ordering::Relaxed);
-        board.totals().requests.fetch_add(1, Ordering::Relaxed);
-        let sent = write_response(&mut stream, head.as_bytes(), payload.as_deref(), body, body_len, req.head);
-        if sent.is_err() || !keep {
-            return recycle;
+            let Some(req) = read_request(&mut stream, &mut buf, me) else { return false };
+            me.set_state(State::Busy);
+            on_connection += 1;
+            let wants_close = req.close || !cfg.keepalive;
+            let last_on_connection = cfg.max_keepalive_requests > 0 && on_connection >= cfg.max_keepalive_requests;
+            self.served += 1;
+            let recycle = cfg.max_requests > 0 && self.served >= cfg.max_requests;
+            let keep = !(wants_close || last_on_connection || recycle);
+
+            let (status_line, content_type, payload, body_len) = if req.path == "/server-status" {
+                let text = status::render(board, cfg, req.query.split('&').any(|p| p == "json"));
+                ("200 OK", "text/plain", Some(text.into_bytes()), 0)
+            } else {
+                match cfg.work.with_query(&req.query) {
+                    Ok(work) => {
+                        self.site.perform(&work);
+                        ("200 OK", "text/plain", None, work.body_bytes as usize)
+                    }
+                    Err(e) => ("400 Bad Request", "text/plain", Some(format!("{e}\n").into_bytes()), 0),
+                }
+            };
+            let len = payload.as_ref().map_or(body_len, Vec::len);
+            let head = format!(
+                "HTTP/1.1 {status_line}\r\nServer: webtune-lab\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\n\
+             X-Worker-Pid: {pid}\r\nConnection: {}\r\n\r\n",
+                if keep { "keep-alive" } else { "close" }
+            );
+            // Counted before the response leaves, so a client that has its answer sees the count.
+            me.requests.fetch_add(1, Ordering::Relaxed);
+            board.totals().requests.fetch_add(1, Ordering::Relaxed);
+            let sent = write_response(&mut stream, head.as_bytes(), payload.as_deref(), &self.body, body_len, req.head);
+            if sent.is_err() || !keep {
+                return recycle;
+            }
         }
     }
 }
