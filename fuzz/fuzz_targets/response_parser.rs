@@ -14,16 +14,15 @@
 //!   - nothing panics (including arithmetic overflow: run with `-a`, debug assertions);
 //!   - `consumed <= piece.len()`, and a fresh reader never finishes having consumed nothing;
 //!   - once Done: `header_bytes + body_bytes` == bytes consumed by that response across feeds
-//!     (for a close-delimited body at `eof()`: == all bytes fed to it); for a chunked body only
-//!     `<=`, as `body_bytes` is the decoded payload, without chunk framing and trailers;
+//!     (for a close-delimited body at `eof()`: == all bytes fed to it), chunked or not (chunk
+//!     framing and trailers count in `header_bytes`); when `eof()` reports truncation: `<=` the
+//!     bytes fed;
 //!   - `header_bytes`, `body_bytes` never exceed the input length;
 //!   - a finished response has a final status (not 1xx except 101); one ended by `eof()` is
 //!     not keep-alive;
 //!   - differential: whole vs split give the same sequence of outcomes (same Done/Err/eof
 //!     class and error variant, consumed, status, header_bytes, body_bytes, keep_alive).
 #![no_main]
-
-use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use webtune::engine::response::{MAX_HEAD_BYTES, ParseError, Progress, ResponseReader};
@@ -56,7 +55,8 @@ struct Splitter {
 }
 
 /// Fixed read sizes for modes 16..=31: around typical buffer sizes and MAX_HEAD_BYTES.
-const FIXED: [usize; 16] = [17, 31, 32, 63, 64, 100, 127, 128, 255, 256, 511, 1000, 1024, 1460, 4096, MAX_HEAD_BYTES + 1];
+const FIXED: [usize; 16] =
+    [17, 31, 32, 63, 64, 100, 127, 128, 255, 256, 511, 1000, 1024, 1460, 4096, MAX_HEAD_BYTES + 1];
 
 impl Splitter {
     fn new(mode: u8) -> Self {
@@ -107,32 +107,18 @@ struct Current {
     fed: u64,
 }
 
-/// Checks a finished response. `head` is the stream from the response's first byte on.
-fn check_done(r: &ResponseReader, consumed_total: u64, head: &[u8], input_len: usize, masked: bool) {
+/// Checks a finished response that consumed `consumed_total` bytes: every one of them is counted
+/// once, in `header_bytes` (heads, chunk framing, trailers) or in `body_bytes` (payload).
+fn check_done(r: &ResponseReader, consumed_total: u64, input_len: usize) {
     check_status(r);
-    if masked {
-        assert!(r.body_bytes <= consumed_total);
-        return check_bounds(r, input_len, masked);
-    }
-    let counted = r.header_bytes + r.body_bytes;
-    // body_bytes counts the decoded payload: chunk-size lines, chunk CRLFs and trailers are in no
-    // count, so a chunked response consumes more than it counts. Any other response is counted
-    // exactly. (A head that merely mentions "chunked" elsewhere only weakens the check.)
-    let maybe_chunked = head
-        .get(..(r.header_bytes as usize).min(head.len()))
-        .is_some_and(|h| h.windows(7).any(|w| w.eq_ignore_ascii_case(b"chunked")));
-    if maybe_chunked {
-        assert!(counted <= consumed_total, "header_bytes {} + body_bytes {} > bytes consumed {consumed_total}", r.header_bytes, r.body_bytes);
-    } else {
-        assert_eq!(
-            counted,
-            consumed_total,
-            "header_bytes {} + body_bytes {} != bytes consumed {consumed_total}",
-            r.header_bytes,
-            r.body_bytes
-        );
-    }
-    check_bounds(r, input_len, masked);
+    assert_eq!(
+        r.header_bytes + r.body_bytes,
+        consumed_total,
+        "header_bytes {} + body_bytes {} != bytes consumed {consumed_total}",
+        r.header_bytes,
+        r.body_bytes
+    );
+    check_bounds(r, input_len);
 }
 
 fn check_status(r: &ResponseReader) {
@@ -141,11 +127,8 @@ fn check_status(r: &ResponseReader) {
     assert!(!(100..200).contains(&r.status) || r.status == 101, "finished on an interim status {}", r.status);
 }
 
-fn check_bounds(r: &ResponseReader, input_len: usize, masked: bool) {
+fn check_bounds(r: &ResponseReader, input_len: usize) {
     assert!(r.body_bytes <= input_len as u64, "body_bytes {} > input length {}", r.body_bytes, input_len);
-    if masked {
-        return;
-    }
     assert!(r.header_bytes <= input_len as u64, "header_bytes {} > input length {}", r.header_bytes, input_len);
 }
 
@@ -154,12 +137,10 @@ fn outcome(r: &ResponseReader, end: End) -> Outcome {
 }
 
 /// Parses `data` as a stream of pipelined responses, delivered in reads cut by `next_size`.
-fn run(data: &[u8], head_request: bool, masked: bool, mut next_size: impl FnMut(usize) -> usize) -> Vec<Outcome> {
+fn run(data: &[u8], head_request: bool, mut next_size: impl FnMut(usize) -> usize) -> Vec<Outcome> {
     let mut out = Vec::new();
     let mut cur = Current { reader: ResponseReader::new(head_request), fed: 0 };
     let mut pos = 0;
-    // Stream offset of the current response's first byte.
-    let mut start = 0usize;
     'reads: while pos < data.len() {
         let n = next_size(data.len() - pos);
         assert!(n >= 1 && n <= data.len() - pos);
@@ -170,7 +151,7 @@ fn run(data: &[u8], head_request: bool, masked: bool, mut next_size: impl FnMut(
             match cur.reader.feed(piece) {
                 Ok(Progress::More) => {
                     cur.fed += piece.len() as u64;
-                    check_bounds(&cur.reader, data.len(), masked);
+                    check_bounds(&cur.reader, data.len());
                     break;
                 }
                 Ok(Progress::Done { consumed }) => {
@@ -178,8 +159,7 @@ fn run(data: &[u8], head_request: bool, masked: bool, mut next_size: impl FnMut(
                     assert!(cur.reader.is_done());
                     let total = cur.fed + consumed as u64;
                     assert!(total > 0, "a fresh reader finished having consumed nothing");
-                    check_done(&cur.reader, total, &data[start..], data.len(), masked);
-                    start += total as usize;
+                    check_done(&cur.reader, total, data.len());
                     out.push(outcome(&cur.reader, End::Done(total)));
                     // Done is sticky until reset.
                     assert_eq!(cur.reader.feed(b"x"), Ok(Progress::Done { consumed: 0 }));
@@ -190,7 +170,7 @@ fn run(data: &[u8], head_request: bool, masked: bool, mut next_size: impl FnMut(
                     piece = &piece[consumed..];
                 }
                 Err(e) => {
-                    check_bounds(&cur.reader, data.len(), masked);
+                    check_bounds(&cur.reader, data.len());
                     out.push(outcome(&cur.reader, End::Err(e)));
                     break 'reads;
                 }
@@ -205,12 +185,13 @@ fn run(data: &[u8], head_request: bool, masked: bool, mut next_size: impl FnMut(
             Ok(()) => {
                 assert!(cur.reader.is_done());
                 assert!(!cur.reader.keep_alive, "a close-delimited response left keep_alive set");
-                check_done(&cur.reader, cur.fed, &data[start..], data.len(), masked);
+                check_done(&cur.reader, cur.fed, data.len());
             }
             Err(e) => {
                 assert_eq!(e, ParseError::Truncated, "eof() may only report truncation");
-                assert!(masked || cur.reader.header_bytes + cur.reader.body_bytes <= cur.fed);
-                check_bounds(&cur.reader, data.len(), masked);
+                let counted = cur.reader.header_bytes + cur.reader.body_bytes;
+                assert!(counted <= cur.fed, "truncated: header_bytes + body_bytes {counted} > bytes fed {}", cur.fed);
+                check_bounds(&cur.reader, data.len());
             }
         }
         out.push(outcome(&cur.reader, End::Eof(r)));
@@ -237,43 +218,14 @@ fn same(a: &[Outcome], b: &[Outcome], input_len: usize) -> bool {
         )
 }
 
-/// `FUZZ_MASK_1XX_HEADER_BYTES=1` in the environment: tolerate the known bug that interim (1xx)
-/// heads are counted again in `header_bytes` each time a buffered head is re-parsed (see
-/// README.md), so that a campaign can look for other bugs. For an input that contains an interim
-/// status line, `header_bytes` is then left out of every check; all else is still checked.
-fn mask_1xx() -> bool {
-    static MASK: OnceLock<bool> = OnceLock::new();
-    *MASK.get_or_init(|| std::env::var_os("FUZZ_MASK_1XX_HEADER_BYTES").is_some_and(|v| v == "1"))
-}
-
-/// Whether `data` holds an interim status line as httparse reads one: "HTTP/1.0" or "HTTP/1.1",
-/// one space, then a 1xx code other than 101.
-fn has_interim(data: &[u8]) -> bool {
-    data.windows(12).any(|w| {
-        w.starts_with(b"HTTP/1.")
-            && matches!(w[7], b'0' | b'1')
-            && w[8] == b' '
-            && w[9] == b'1'
-            && w[10].is_ascii_digit()
-            && w[11].is_ascii_digit()
-            && &w[10..12] != b"01"
-    })
-}
-
 fuzz_target!(|input: &[u8]| {
     let Some((&selector, data)) = input.split_first() else { return };
     let head_request = selector & 1 == 1;
     let mode = selector >> 1;
 
-    let masked = mask_1xx() && has_interim(data);
-    let whole = run(data, head_request, masked, |left| left);
+    let whole = run(data, head_request, |left| left);
     let mut splitter = Splitter::new(mode);
-    let mut split = run(data, head_request, masked, |left| splitter.next(data.len(), left));
-    if masked {
-        for (s, w) in split.iter_mut().zip(&whole) {
-            s.header_bytes = w.header_bytes;
-        }
-    }
+    let split = run(data, head_request, |left| splitter.next(data.len(), left));
 
     assert!(
         same(&whole, &split, data.len()),

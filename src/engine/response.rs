@@ -137,14 +137,7 @@ impl ResponseReader {
                     self.body_bytes += (data.len() - pos) as u64;
                     pos = data.len();
                 }
-                State::Chunked { .. } => {
-                    let body_before = self.body_bytes;
-                    let used = self.feed_chunked(&data[pos..])?;
-                    // Chunk sizes, CRLFs and trailers count with the headers: every byte
-                    // received is in one of the two counts.
-                    self.header_bytes += used as u64 - (self.body_bytes - body_before);
-                    pos += used;
-                }
+                State::Chunked { .. } => pos += self.feed_chunked(&data[pos..])?,
             }
         }
         Ok(if self.state == State::Done { Progress::Done { consumed: pos } } else { Progress::More })
@@ -202,7 +195,9 @@ impl ResponseReader {
     /// Parses the head at the start of `buf` once its blank line (searched from `from`) is
     /// there; returns its length. A final head sets the body's framing.
     fn parse_head(&mut self, buf: &[u8], from: usize) -> Result<Option<usize>, ParseError> {
-        if find_head_end(&buf[from.min(buf.len())..]).is_none() {
+        // httparse skips empty lines before a status line: they do not end a head.
+        let lead = buf.iter().take_while(|b| matches!(b, b'\r' | b'\n')).count();
+        if find_head_end(&buf[from.max(lead).min(buf.len())..]).is_none() {
             return Ok(None);
         }
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
@@ -291,6 +286,9 @@ impl ResponseReader {
             }
             let b = data[i];
             i += 1;
+            // Chunk sizes, CRLFs and trailers count with the headers, byte by byte as they are
+            // accepted, so every byte received is in one of the two counts however the reads
+            // fall (a byte that is refused is in neither).
             chunk = match chunk {
                 Chunk::Size { digits } => match b {
                     b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
@@ -334,6 +332,7 @@ impl ResponseReader {
                 Chunk::TrailerStart => match b {
                     b'\r' => Chunk::EndLf,
                     b'\n' => {
+                        self.header_bytes += 1;
                         self.state = State::Done;
                         return Ok(i);
                     }
@@ -345,12 +344,14 @@ impl ResponseReader {
                 },
                 Chunk::EndLf => match b {
                     b'\n' => {
+                        self.header_bytes += 1;
                         self.state = State::Done;
                         return Ok(i);
                     }
                     _ => return Err(ParseError::BadFraming),
                 },
             };
+            self.header_bytes += 1;
         }
         self.state = State::Chunked { chunk, size };
         Ok(i)
@@ -498,6 +499,22 @@ mod tests {
         let big = format!("HTTP/1.1 200 OK\r\nX: {}\r\n\r\n", "a".repeat(MAX_HEAD_BYTES));
         assert_eq!(feed_in_steps(big.as_bytes(), 4096, false).1, Err(ParseError::HeadTooLarge));
         assert_eq!(r.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), Err(ParseError::BadFraming));
+    }
+
+    /// Regressions found by the fuzzer: the outcome and the byte counts must not depend on how
+    /// the reads fall.
+    #[test]
+    fn split_reads_agree_with_one_read() {
+        let cases: [&[u8]; 3] =
+            [b"HTTP/1.1 200\nTransfer-Encoding:chunked\n\n0X", b"\n\nHTX", b"\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"];
+        for msg in cases {
+            let (whole, whole_result) = feed_in_steps(msg, msg.len(), false);
+            for step in 1..msg.len() {
+                let (split, split_result) = feed_in_steps(msg, step, false);
+                assert_eq!(split_result, whole_result, "{msg:?} in steps of {step}");
+                assert_eq!((split.header_bytes, split.body_bytes), (whole.header_bytes, whole.body_bytes));
+            }
+        }
     }
 
     #[test]
