@@ -284,9 +284,7 @@ impl<S: Sink> Worker<S> {
         c.phase = Phase::Sending;
         c.connect_us = Some(micros(c.connect_start.elapsed()));
         c.deadline = c.start + self.timeout;
-        // TLS sends its handshake's last flight and the request back to back: without this
-        // the request would wait for that flight's ACK.
-        if let Some(sock) = c.sock.as_ref().filter(|s| !s.is_plain()) {
+        if let Some(sock) = &c.sock {
             let _ = sock.socket().set_nodelay(true);
         }
         self.sink.event(ConnEvent::Opened);
@@ -312,13 +310,6 @@ impl<S: Sink> Worker<S> {
             match sock.write(&self.request[c.written..]) {
                 Ok(n) => {
                     c.written += n;
-                    // Nagle's algorithm only holds back a segment while earlier data is
-                    // unacknowledged: never for a request written whole (the previous
-                    // response acknowledged the previous request). Turn it off only when a
-                    // request goes out in pieces, and save the system call otherwise.
-                    if c.written < self.request.len() {
-                        let _ = sock.socket().set_nodelay(true);
-                    }
                     if c.phase == Phase::Connecting {
                         self.connected(i);
                     }
