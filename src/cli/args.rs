@@ -28,20 +28,27 @@ pub enum Command {
     Syscalls(SyscallsArgs),
 }
 
+/// Which server: exactly one of --pid, --name, --port.
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("server").required(true).args(["pid", "name", "port"])))]
-pub struct SyscallsArgs {
-    /// The server's master process: it and its descendants are traced.
+pub struct ServerArgs {
+    /// The server's master process: it and its descendants.
     #[arg(long)]
     pub pid: Option<i32>,
 
-    /// Every process with this command name.
+    /// Every process with this command name (as ps shows it, e.g. apache2, php-fpm8.2).
     #[arg(long)]
     pub name: Option<String>,
 
     /// The processes listening on this TCP port, and their descendants.
     #[arg(long)]
     pub port: Option<u16>,
+}
+
+#[derive(Debug, Args)]
+pub struct SyscallsArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
 
     /// The URL to request while tracing.
     #[arg(long)]
@@ -65,19 +72,9 @@ pub struct SyscallsArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("server").required(true).args(["pid", "name", "port"])))]
 pub struct MemArgs {
-    /// The server's master process: it and its descendants.
-    #[arg(long)]
-    pub pid: Option<i32>,
-
-    /// Every process with this command name (as ps shows it, e.g. apache2, php-fpm8.2).
-    #[arg(long)]
-    pub name: Option<String>,
-
-    /// The processes listening on this TCP port, and their descendants.
-    #[arg(long)]
-    pub port: Option<u16>,
+    #[command(flatten)]
+    pub server: ServerArgs,
 
     /// Memory the server may use: a size (4GiB, 512MiB) or "auto" (MemAvailable plus what
     /// the server uses now).

@@ -8,16 +8,11 @@ use std::time::{Duration, Instant};
 use super::UsageError;
 use super::args::MemArgs;
 use super::bench::parse_duration;
-use crate::procmem::{self, Selector, capacity};
+use crate::procmem::{self, capacity};
 use crate::report::mem::{MemReport, WatchSample};
 
 pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
-    let selector = match (a.pid, &a.name, a.port) {
-        (Some(pid), _, _) => Selector::Pid(pid),
-        (_, Some(name), _) => Selector::Name(name.clone()),
-        (_, _, Some(port)) => Selector::Port(port),
-        _ => return Err(UsageError("give --pid, --name or --port".into()).into()),
-    };
+    let selector = a.server.selector()?;
     let budget = a.budget.as_deref().map(parse_budget).transpose()?;
     let pids = procmem::select(&selector).map_err(|e| UsageError(e.to_string()))?;
     let out = &mut std::io::stdout().lock();

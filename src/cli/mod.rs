@@ -67,6 +67,19 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+impl args::ServerArgs {
+    /// The selector the flags name (clap has checked that exactly one is given).
+    pub fn selector(&self) -> Result<crate::procmem::Selector, UsageError> {
+        use crate::procmem::Selector;
+        match (self.pid, &self.name, self.port) {
+            (Some(pid), _, _) => Ok(Selector::Pid(pid)),
+            (_, Some(name), _) => Ok(Selector::Name(name.clone())),
+            (_, _, Some(port)) => Ok(Selector::Port(port)),
+            _ => Err(UsageError("give --pid, --name or --port".into())),
+        }
+    }
+}
+
 /// Help and version print as clap has them; a parse error prints as one line, exit 2.
 fn clap_exit(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;

@@ -6,16 +6,11 @@ use std::time::Duration;
 
 use super::UsageError;
 use super::args::SyscallsArgs;
-use crate::procmem::{self, Selector};
+use crate::procmem;
 use crate::syscalls::{self, parse, trace::Tracer};
 
 pub fn run(a: &SyscallsArgs) -> anyhow::Result<ExitCode> {
-    let selector = match (a.pid, &a.name, a.port) {
-        (Some(pid), _, _) => Selector::Pid(pid),
-        (_, Some(name), _) => Selector::Name(name.clone()),
-        (_, _, Some(port)) => Selector::Port(port),
-        _ => return Err(UsageError("give --pid, --name or --port".into()).into()),
-    };
+    let selector = a.server.selector()?;
     if a.requests == 0 || a.connections == 0 || a.requests < a.connections {
         return Err(UsageError("-n must be at least 1 and at least -c".into()).into());
     }
