@@ -121,25 +121,13 @@ impl Apache {
 
     /// Stops Apache and waits until the parent has exited.
     pub fn stop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.pid());
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        super::stop_child(&mut self.child, Duration::from_secs(10));
     }
 }
 
 impl Drop for Apache {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            self.stop();
-        }
+        self.stop();
     }
 }
 

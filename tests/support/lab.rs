@@ -60,34 +60,17 @@ impl Lab {
     /// SIGTERM, then wait; returns how long it took to exit.
     pub fn stop(&mut self) -> Duration {
         let t = Instant::now();
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return t.elapsed();
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        panic!("webtune lab did not stop within 10 s of SIGTERM");
+        assert!(
+            super::stop_child(&mut self.child, Duration::from_secs(10)),
+            "webtune lab did not stop within 10 s of SIGTERM"
+        );
+        t.elapsed()
     }
 }
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), nix::sys::signal::Signal::SIGTERM);
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = self.child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        super::stop_child(&mut self.child, Duration::from_secs(5));
     }
 }
 

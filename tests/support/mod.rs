@@ -101,6 +101,26 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// SIGTERM, then up to `grace` for the process to exit, then SIGKILL. Returns whether it
+/// exited within the grace period.
+pub fn stop_child(child: &mut std::process::Child, grace: Duration) -> bool {
+    if let Ok(Some(_)) = child.try_wait() {
+        return true;
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    false
+}
+
 /// A server the test needs is missing: under CI that is a failure, elsewhere a skip.
 pub fn missing(what: &str) {
     if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
