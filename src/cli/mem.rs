@@ -15,11 +15,9 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     let selector = a.server.selector()?;
     let budget = a.budget.as_deref().map(parse_budget).transpose()?;
     let pids = procmem::select(&selector).map_err(|e| UsageError(e.to_string()))?;
-    let out = &mut std::io::stdout().lock();
-
     if let Some(every) = &a.watch {
         let every = parse_duration("--watch", every)?;
-        return watch(&pids, every, a.count, a.json, out);
+        return watch(&pids, every, a.count, a.json, &mut std::io::stdout().lock());
     }
 
     let before = procmem::sample(&pids);
@@ -36,12 +34,7 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
         report = MemReport::new(&after, budget_kib);
         report.growth = Some(capacity::growth(&before, &after, requests, cap.as_ref()));
     }
-    if a.json {
-        serde_json::to_writer_pretty(&mut *out, &report)?;
-        writeln!(out)?;
-    } else {
-        crate::report::mem::write_text(&report, out)?;
-    }
+    super::emit(&report, a.json, crate::report::mem::write_text)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -39,19 +39,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(a) => {
             let plan = bench::BenchPlan::from_args(&a)?;
             let report = bench::run(&plan)?;
-            let mut out = std::io::stdout().lock();
-            let written = if plan.json {
-                crate::report::json::write(&report, &mut out)
-            } else {
-                crate::report::text::write(&report, &mut out)
-            };
-            match written {
-                Ok(()) => {}
-                // A closed pipe (| head) is not an error.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                Err(e) => return Err(e.into()),
-            }
-            let _ = out.flush();
+            emit(&report, plan.json, crate::report::text::write)?;
             if report.result.succeeded == 0 {
                 eprintln!("webtune: no request succeeded");
                 return Ok(ExitCode::from(1));
@@ -77,6 +65,21 @@ impl args::ServerArgs {
             (_, _, Some(port)) => Ok(Selector::Port(port)),
             _ => Err(UsageError("give --pid, --name or --port".into())),
         }
+    }
+}
+
+/// Prints a report on stdout, as JSON or through its text exporter. A closed pipe
+/// (`| head`) is not an error.
+pub fn emit<T: serde::Serialize>(
+    report: &T,
+    json: bool,
+    text: impl FnOnce(&T, &mut std::io::StdoutLock<'static>) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let written = if json { crate::report::json::write(report, &mut out) } else { text(report, &mut out) };
+    match written.and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
 }
 

@@ -1,6 +1,5 @@
 //! `webtune syscalls`: trace the server while the engine drives a counted number of requests.
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -23,12 +22,6 @@ pub fn run(a: &SyscallsArgs) -> anyhow::Result<ExitCode> {
     let text = tracer.stop()?;
     let bench = bench?;
     let report = syscalls::summarize(&parse::parse(&text), bench.result.succeeded, pids);
-    let out = &mut std::io::stdout().lock();
-    if a.json {
-        serde_json::to_writer_pretty(&mut *out, &report)?;
-        writeln!(out)?;
-    } else {
-        crate::report::syscalls::write_text(&report, out)?;
-    }
+    super::emit(&report, a.json, crate::report::syscalls::write_text)?;
     Ok(ExitCode::SUCCESS)
 }

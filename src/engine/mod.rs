@@ -128,7 +128,6 @@ impl Gate {
 /// What a run produced besides the sinks' contents.
 pub struct Outcome<S> {
     pub sinks: Vec<S>,
-    pub started: Instant,
     pub elapsed: Duration,
     pub interrupted: bool,
     /// The Server header of the first response, for the report.
@@ -194,5 +193,5 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
         Some(d) if !shared.interrupted() => d.saturating_duration_since(started).min(started.elapsed()),
         _ => started.elapsed(),
     };
-    Ok(Outcome { sinks, started, elapsed, interrupted: shared.interrupted(), server, in_flight_at_end })
+    Ok(Outcome { sinks, elapsed, interrupted: shared.interrupted(), server, in_flight_at_end })
 }

@@ -1,10 +1,11 @@
-//! The JSON exporter: the `BenchReport` as documented by schema/bench-report.v1.json.
+//! The JSON exporter: any report as pretty JSON (the bench report's layout is documented by
+//! schema/bench-report.v1.json; mem and syscalls carry their schema id in the document).
 
 use std::io::Write;
 
-use crate::aggregate::BenchReport;
+use serde::Serialize;
 
-pub fn write(report: &BenchReport, out: &mut impl Write) -> std::io::Result<()> {
+pub fn write<T: Serialize>(report: &T, out: &mut impl Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, report)?;
     writeln!(out)
 }

@@ -1,10 +1,9 @@
 //! Apache httpd (prefork MPM, mod_perl 2), started by the test with a private configuration on
 //! a free loopback port, stopped on drop.
 
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub struct Apache {
     pub port: u16,
@@ -88,27 +87,13 @@ impl Apache {
                 .spawn()
                 .expect("start apache2");
             let mut a = Apache { port, dir, child };
-            if a.wait_ready() {
+            if super::wait_listening(&mut a.child, port, Duration::from_secs(20)) {
                 return Some(a);
             }
             let log = std::fs::read_to_string(a.dir.path().join("error.log")).unwrap_or_default();
             eprintln!("apache2 did not start on port {port}: {log}");
         }
         panic!("apache2 did not start after 5 attempts");
-    }
-
-    fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return false;
-            }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        false
     }
 
     pub fn url(&self, path: &str) -> String {

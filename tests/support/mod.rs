@@ -101,6 +101,22 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Waits until something accepts connections on 127.0.0.1:`port`; false when `child` exits
+/// first or `limit` passes (a server that failed to start, or lost the race for the port).
+pub fn wait_listening(child: &mut std::process::Child, port: u16, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
 /// SIGTERM, then up to `grace` for the process to exit, then SIGKILL. Returns whether it
 /// exited within the grace period.
 pub fn stop_child(child: &mut std::process::Child, grace: Duration) -> bool {

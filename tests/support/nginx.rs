@@ -1,7 +1,7 @@
 //! nginx, started by the test on a free loopback port with a private directory, stopped on drop.
 
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -70,7 +70,7 @@ impl Nginx {
                 .spawn()
                 .expect("start nginx");
             let mut ng = Nginx { port, dir, child };
-            if ng.wait_ready() {
+            if super::wait_listening(&mut ng.child, port, Duration::from_secs(10)) {
                 return Some(ng);
             }
             // Lost the race for the port (or another start-up failure): try another.
@@ -78,20 +78,6 @@ impl Nginx {
             eprintln!("nginx did not start on port {port}: {log}");
         }
         panic!("nginx did not start after 5 attempts");
-    }
-
-    fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return false;
-            }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
     }
 
     pub fn url(&self, path: &str) -> String {
