@@ -4,6 +4,8 @@ mod support;
 
 mod bench_errors;
 mod bench_nginx;
+mod bench_pacing;
 mod bench_rogue;
+mod bench_workload;
 mod lab;
 mod mem_syscalls;

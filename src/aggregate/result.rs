@@ -23,6 +23,39 @@ pub struct BenchReport {
     pub reply_rate: Option<RateStats>,
     pub client_cpu: ClientCpu,
     pub warnings: Vec<String>,
+    /// The same figures split by stage, by URL (or scenario step) and by client class (fast,
+    /// throttled); each list is empty when the run had no such split.
+    #[serde(default)]
+    pub breakdown: Breakdown,
+    /// When this report merges several runs (`webtune merge`), how many.
+    #[serde(default)]
+    pub merged_runs: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Breakdown {
+    pub stages: Vec<Part>,
+    pub requests: Vec<Part>,
+    pub clients: Vec<Part>,
+}
+
+/// One slice of a run's requests.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Part {
+    pub label: String,
+    /// Seconds this slice covers (a stage's length; the run's for other splits).
+    pub duration_s: f64,
+    pub requests: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub requests_per_s: f64,
+    pub status: BTreeMap<String, u64>,
+    /// Non-zero error classes only.
+    pub errors: BTreeMap<String, u64>,
+    pub late: Option<Late>,
+    pub latency_ms: Option<LatencyStats>,
+    /// Total latency in microseconds, HdrHistogram V2 compressed, base64.
+    pub histogram: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,6 +78,39 @@ pub struct Options {
     /// The -d limit in seconds, when the run was bounded by time.
     pub duration_s: Option<f64>,
     pub timeout_s: f64,
+    /// "closed" (a client sends when answered) or "open" (requests start on schedule).
+    #[serde(default = "closed")]
+    pub pacing: String,
+    /// Open loop: the constant rate asked for (requests/s).
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// Open loop: "uniform" or "poisson".
+    #[serde(default)]
+    pub arrival: Option<String>,
+    /// --stages as given.
+    #[serde(default)]
+    pub stages: Option<String>,
+    /// --urls or --scenario: the file.
+    #[serde(default)]
+    pub requests_file: Option<String>,
+    /// "single", "sequential", "random" or "scenario".
+    #[serde(default)]
+    pub order: Option<String>,
+    #[serde(default)]
+    pub cookies: bool,
+    /// Bandwidth cap of throttled clients, bytes/s.
+    #[serde(default)]
+    pub throttle_bytes_per_s: Option<f64>,
+    /// Share of clients throttled (0-1).
+    #[serde(default)]
+    pub slow_share: Option<f64>,
+    /// Seed of random URL order and Poisson arrivals (--seed repeats a run's choices).
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn closed() -> String {
+    "closed".into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -68,6 +134,31 @@ pub struct BenchResult {
     pub bytes: Bytes,
     pub connections: Connections,
     pub latency_ms: PhaseLatency,
+    /// Open loop: requests scheduled by the end of the run (started or not).
+    #[serde(default)]
+    pub scheduled: Option<u64>,
+    /// Requests that started after their scheduled time because all -c connections were busy.
+    #[serde(default)]
+    pub late: Option<Late>,
+    /// The latency histograms, exact, for `webtune merge` and the store.
+    #[serde(default)]
+    pub histograms: Option<Histograms>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Late {
+    pub requests: u64,
+    /// How long they waited for a connection.
+    pub mean_ms: f64,
+    pub max_ms: f64,
+}
+
+/// HdrHistogram V2 compressed, base64, values in microseconds (`null` when empty).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Histograms {
+    pub connect: Option<String>,
+    pub first_byte: Option<String>,
+    pub total: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

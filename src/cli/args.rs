@@ -19,13 +19,26 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test a URL: closed loop over N connections, latency in HDR histograms.
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
+    /// Combine the --json reports of runs made at once from several machines (exact percentiles).
+    Merge(MergeArgs),
     /// Run the embedded pre-forking test server (Apache prefork + mod_perl, reproduced).
     Lab(LabArgs),
     /// What a server's processes really cost: RSS, PSS, USS, shared; totals; capacity.
     Mem(MemArgs),
     /// System calls per request, from strace on the server while requests are driven.
     Syscalls(SyscallsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The reports (webtune bench --json output), two or more.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+
+    /// Print the merged report as JSON (same schema as bench) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Which server: exactly one of --pid, --name, --port.
@@ -175,12 +188,14 @@ pub struct LabArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// The URL to request (http:// or https://).
-    pub url: String,
+    /// The URL to request (http:// or https://); with --urls or --scenario, optional: the base
+    /// that relative URLs in the file resolve against.
+    pub url: Option<String>,
 
-    /// Concurrent connections (virtual clients).
-    #[arg(short = 'c', long = "connections", default_value_t = 10)]
-    pub connections: u64,
+    /// Concurrent connections (virtual clients); in the open loop, the most it may open
+    /// (default 10; open loop 1000; with client --stages, the highest stage).
+    #[arg(short = 'c', long = "connections")]
+    pub connections: Option<u64>,
 
     /// Stop after this many requests (successful or failed), as ab -n.
     #[arg(short = 'n', long = "requests", conflicts_with = "duration")]
@@ -245,4 +260,51 @@ pub struct BenchArgs {
     /// No progress line.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+
+    /// Open loop: start this many requests per second whatever the server's pace; latency
+    /// counts from each request's scheduled start, so a stalled server shows (wrk2).
+    #[arg(long = "rate", conflicts_with = "stages")]
+    pub rate: Option<f64>,
+
+    /// Open loop: spacing of the scheduled starts, uniform or poisson.
+    #[arg(long = "arrival", value_parser = ["uniform", "poisson"])]
+    pub arrival: Option<String>,
+
+    /// Ramps, e.g. 10s:100,30s:1000,10s:0: each stage goes linearly from the previous value
+    /// (0 at first) to its own over its time. The values are clients (closed loop) or, with
+    /// --open or --arrival, requests per second. The run lasts the sum of the stages.
+    #[arg(long = "stages", conflicts_with_all = ["duration", "requests"])]
+    pub stages: Option<String>,
+
+    /// With --stages: the stages ramp the request rate (open loop), not the clients.
+    #[arg(long = "open")]
+    pub open: bool,
+
+    /// A file of URLs, one per line ("URL" or "METHOD URL"); blank lines and # comments skipped.
+    #[arg(long = "urls", conflicts_with = "scenario")]
+    pub urls: Option<PathBuf>,
+
+    /// With --urls: take them in turn (sequential) or at random.
+    #[arg(long = "order", value_parser = ["sequential", "random"], requires = "urls")]
+    pub order: Option<String>,
+
+    /// Each client keeps its own cookie jar, so a session-based app sees one session per client.
+    #[arg(long = "cookies")]
+    pub cookies: bool,
+
+    /// A TOML file of steps each virtual user takes in turn, with think times (closed loop).
+    #[arg(long = "scenario", conflicts_with_all = ["rate", "open", "arrival"])]
+    pub scenario: Option<PathBuf>,
+
+    /// Cap each client's bandwidth, both ways (e.g. 33.6kbps, 1Mbps, 100KB/s), as http_load.
+    #[arg(long = "throttle")]
+    pub throttle: Option<String>,
+
+    /// With --throttle: throttle only this share of the clients (e.g. 20%).
+    #[arg(long = "slow-share", requires = "throttle")]
+    pub slow_share: Option<String>,
+
+    /// Seed for random URL order and Poisson arrivals (default: from the clock; reported).
+    #[arg(long = "seed")]
+    pub seed: Option<u64>,
 }

@@ -1,6 +1,5 @@
 //! `webtune bench`: validate the flags into a plan, run the engine with its sinks, export.
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -8,12 +7,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::UsageError;
 use super::args::BenchArgs;
+use super::workload::{self, Common, Workload};
 use crate::aggregate::Summary;
+use crate::aggregate::breakdown::{BreakdownSink, Layout};
 use crate::aggregate::intervals::IntervalTap;
 use crate::aggregate::progress::ProgressBoard;
 use crate::aggregate::result::{BenchReport, ClientCpu, Options, RateStats, SCHEMA_ID, TargetInfo};
-use crate::engine::request::RequestSpec;
-use crate::engine::{self, Plan, Shared, Stop, Target, TlsSettings};
+use crate::engine::{self, Arrival, Order, Pacing, Plan, Schedule, Shared, Stage, Stop, Target, Throttle};
 use crate::report::hdrlog::{HdrLogWriter, Timing};
 use crate::report::progress::{Goal, ProgressLine};
 use crate::sys::{self, CpuTimes};
@@ -29,29 +29,61 @@ pub struct BenchPlan {
     pub json: bool,
     pub hdr_log: Option<PathBuf>,
     pub quiet: bool,
+    /// How the report splits the figures.
+    pub layout: Layout,
+    pub describe: Described,
+}
+
+/// What the report says about the plan beyond the engine's settings.
+pub struct Described {
+    pub stages: Option<String>,
+    pub requests_file: Option<String>,
+    pub warning: Option<String>,
 }
 
 impl BenchPlan {
     pub fn from_args(a: &BenchArgs) -> Result<BenchPlan, UsageError> {
         let usage = |msg: String| UsageError(msg);
-        if a.connections == 0 {
-            return Err(usage("-c must be at least 1".into()));
+        let stages = a.stages.as_deref().map(parse_stages).transpose()?;
+        let open = a.rate.is_some() || a.arrival.is_some() || a.open;
+        if open && a.rate.is_none() && stages.is_none() {
+            return Err(usage("the open loop needs --rate R or --stages".into()));
         }
-        let connections = a.connections as usize;
-        let stop = match (a.requests, &a.duration) {
-            (Some(0), _) => return Err(usage("-n must be at least 1".into())),
-            (Some(n), _) if n < a.connections => {
+        if let Some(r) = a.rate
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(usage(format!("--rate must be a positive number of requests per second, not {r}")));
+        }
+        let highest = stages.as_ref().map(|s| s.iter().map(|s| s.target).fold(0.0, f64::max));
+        if highest == Some(0.0) {
+            return Err(usage("--stages: every stage's value is 0: nothing would be sent".into()));
+        }
+        let connections = match (a.connections, highest) {
+            (Some(0), _) => return Err(usage("-c must be at least 1".into())),
+            (Some(c), Some(h)) if !open && (c as f64) < h => {
+                return Err(usage(format!("-c {c} is lower than the highest stage ({h} clients)")));
+            }
+            (Some(c), _) => c,
+            (None, _) if open => 1000,
+            (None, Some(h)) => h.ceil() as u64,
+            (None, None) => 10,
+        };
+        let stop = match (a.requests, &a.duration, &stages) {
+            (_, _, Some(s)) => Stop::Duration(s.iter().map(|s| s.duration).sum()),
+            (Some(0), _, _) => return Err(usage("-n must be at least 1".into())),
+            (Some(n), _, _) if n < connections && !open => {
                 return Err(usage(format!(
                     "-n {n} is smaller than -c {connections}: every connection needs a request"
                 )));
             }
-            (Some(n), _) => Stop::Requests(n),
-            (None, Some(d)) => Stop::Duration(parse_duration("-d", d)?),
-            (None, None) => Stop::Duration(Duration::from_secs(10)),
+            (Some(n), _, _) => Stop::Requests(n),
+            (None, Some(d), _) => Stop::Duration(parse_duration("-d", d)?),
+            (None, None, _) => Stop::Duration(Duration::from_secs(10)),
         };
         if stop == Stop::Duration(Duration::ZERO) {
             return Err(usage("-d must be longer than zero".into()));
         }
+        let connections = connections as usize;
         let threads = match a.threads {
             Some(0) => return Err(usage("-t must be at least 1".into())),
             Some(t) => t as usize,
@@ -67,27 +99,6 @@ impl BenchPlan {
             None => timeout,
         };
 
-        let url = url::Url::parse(&a.url).map_err(|e| usage(format!("bad URL {:?}: {e}", a.url)))?;
-        let https = match url.scheme() {
-            "http" => false,
-            "https" => true,
-            other => return Err(usage(format!("bad URL {:?}: scheme {other:?} is not http or https", a.url))),
-        };
-        let host =
-            url.host_str().filter(|h| !h.is_empty()).ok_or_else(|| usage(format!("bad URL {:?}: no host", a.url)))?;
-        let port = url.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
-        let addr = resolve(host, port)?;
-        let host_header = match url.port() {
-            Some(p) => format!("{host}:{p}"),
-            None => host.to_string(),
-        };
-        let bare_host = host.trim_start_matches('[').trim_end_matches(']');
-        let tls = if https {
-            Some(TlsSettings::new(bare_host, a.insecure).map_err(|e| usage(format!("TLS set-up failed: {e}")))?)
-        } else {
-            None
-        };
-
         let body = match (&a.post_file, &a.body) {
             (Some(path), _) => Some(read_body(path)?),
             (None, Some(b)) => match b.strip_prefix('@') {
@@ -101,33 +112,159 @@ impl BenchPlan {
         } else {
             a.method.clone()
         };
-        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.!~*'".contains(&b)) {
-            return Err(usage(format!("bad method {method:?}")));
-        }
-        let headers = a.headers.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?;
-        let keepalive = !a.no_keepalive;
-        let path = match url.query() {
-            Some(q) => format!("{}?{q}", url.path()),
-            None => url.path().to_string(),
-        };
-        let spec = RequestSpec {
-            method: method.clone(),
-            path,
-            host: host_header,
-            headers,
+        workload::check_method(&method)?;
+        let common = Common {
+            headers: a.headers.iter().map(|h| parse_header(h)).collect::<Result<Vec<_>, _>>()?,
             body,
             content_type: a.content_type.clone(),
-            keepalive,
+            keepalive: !a.no_keepalive,
         };
-        let target = Target { addr, tls, request: spec.render().into(), head_request: method == "HEAD" };
+        let work = match (&a.urls, &a.scenario, &a.url) {
+            (Some(file), _, base) => {
+                let random = a.order.as_deref() == Some("random");
+                Workload::url_file(file, base.as_deref(), random, &common, a.insecure)?
+            }
+            (None, Some(file), base) => Workload::scenario(file, base.as_deref(), &common, a.insecure)?,
+            (None, None, Some(url)) => Workload::single(url, &method, &common, a.insecure)?,
+            (None, None, None) => return Err(usage("give a URL, --urls FILE or --scenario FILE".into())),
+        };
+        let throttle = match &a.throttle {
+            Some(t) => {
+                let share = match &a.slow_share {
+                    Some(s) => parse_share(s)?,
+                    None => 1.0,
+                };
+                Some(Throttle { bytes_per_s: parse_bandwidth(t)?, share })
+            }
+            None => None,
+        };
+        let pacing = match (&stages, open) {
+            (Some(s), true) => Pacing::Open { rate: Schedule::stages(s.clone()), arrival: arrival(a) },
+            (Some(s), false) => Pacing::Closed { clients: Some(Schedule::stages(s.clone())) },
+            (None, true) => Pacing::Open { rate: Schedule::constant(a.rate.unwrap_or(1.0)), arrival: arrival(a) },
+            (None, false) => Pacing::Closed { clients: None },
+        };
+        let seed = a.seed.unwrap_or_else(|| {
+            SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+        });
+
+        let mut layout = Layout::default();
+        work.apply(&mut layout);
+        if let Some(s) = &stages {
+            let unit = if open { "/s" } else { " clients" };
+            layout.stages = s
+                .iter()
+                .enumerate()
+                .map(|(i, st)| {
+                    (
+                        format!("{} {} to {}{unit}", i + 1, humantime::format_duration(st.duration), st.target),
+                        st.duration,
+                    )
+                })
+                .collect();
+        }
+        layout.clients = throttle.is_some_and(|t| t.share < 1.0);
+        let target = Target {
+            addr: work.origin.addr,
+            tls: work.origin.tls.clone(),
+            templates: work.templates.clone().into(),
+            order: work.order,
+        };
+        let engine = Plan {
+            target,
+            connections,
+            threads,
+            stop,
+            keepalive: common.keepalive,
+            timeout,
+            connect_timeout,
+            pacing,
+            cookies: a.cookies,
+            throttle,
+            seed,
+        };
         Ok(BenchPlan {
-            engine: Plan { target, connections, threads, stop, keepalive, timeout, connect_timeout },
-            url: a.url.clone(),
-            method,
+            engine,
+            url: work.url.clone(),
+            method: work.method.clone(),
             json: a.json,
             hdr_log: a.hdr_log.clone(),
             quiet: a.quiet,
+            layout,
+            describe: Described {
+                stages: a.stages.clone(),
+                requests_file: a.urls.as_ref().or(a.scenario.as_ref()).map(|p| p.display().to_string()),
+                warning: work.warning,
+            },
         })
+    }
+}
+
+fn arrival(a: &BenchArgs) -> Arrival {
+    match a.arrival.as_deref() {
+        Some("poisson") => Arrival::Poisson,
+        _ => Arrival::Uniform,
+    }
+}
+
+/// "10s:100,30s:1000,10s:0".
+fn parse_stages(text: &str) -> Result<Vec<Stage>, UsageError> {
+    let stages = text
+        .split(',')
+        .map(|part| {
+            let bad = || UsageError(format!("--stages: bad stage {part:?}: expected DURATION:VALUE, e.g. 30s:100"));
+            let (d, v) = part.trim().split_once(':').ok_or_else(bad)?;
+            let duration = parse_duration("--stages", d)?;
+            let target: f64 = v.trim().parse().map_err(|_| bad())?;
+            if duration.is_zero() || !(target.is_finite() && target >= 0.0) {
+                return Err(bad());
+            }
+            Ok(Stage { duration, target })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if stages.len() > u16::MAX as usize {
+        return Err(UsageError("--stages: too many stages".into()));
+    }
+    Ok(stages)
+}
+
+/// "33.6kbps" (bits/s: bps, kbps, Mbps, Gbps) or "100KB/s" (bytes/s: B/s, KB/s, KiB/s, MB/s,
+/// MiB/s) -> bytes per second.
+pub fn parse_bandwidth(text: &str) -> Result<f64, UsageError> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || UsageError(format!("--throttle: bad bandwidth {text:?}: expected e.g. 33.6kbps, 1Mbps, 100KB/s"));
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let factor = match unit.trim().to_ascii_lowercase().as_str() {
+        "bps" => 1.0 / 8.0,
+        "kbps" => 1e3 / 8.0,
+        "mbps" => 1e6 / 8.0,
+        "gbps" => 1e9 / 8.0,
+        "b/s" => 1.0,
+        "kb/s" => 1e3,
+        "kib/s" => 1024.0,
+        "mb/s" => 1e6,
+        "mib/s" => 1024.0 * 1024.0,
+        _ => return Err(bad()),
+    };
+    let bytes = n * factor;
+    if !(bytes.is_finite() && bytes >= 1.0) {
+        return Err(bad());
+    }
+    Ok(bytes)
+}
+
+/// "20%" or "0.2".
+fn parse_share(text: &str) -> Result<f64, UsageError> {
+    let t = text.trim();
+    let share = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match share {
+        Ok(s) if s > 0.0 && s <= 1.0 => Ok(s),
+        _ => Err(UsageError(format!("--slow-share: bad share {text:?}: expected a percentage in (0%, 100%]"))),
     }
 }
 
@@ -143,29 +280,11 @@ pub fn parse_duration(flag: &str, s: &str) -> Result<Duration, UsageError> {
     humantime::parse_duration(s).map_err(|e| UsageError(format!("{flag}: bad duration {s:?} ({e})")))
 }
 
-/// Resolves the host. When it has several addresses (localhost: ::1 and 127.0.0.1), the
-/// first that accepts a connection is used, as browsers and curl do; the engine then sticks
-/// to it. With none accepting, the first is used and the run reports the refusals.
-fn resolve(host: &str, port: u16) -> Result<SocketAddr, UsageError> {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<SocketAddr> =
-        (bare, port).to_socket_addrs().map_err(|e| UsageError(format!("cannot resolve host {host:?}: {e}")))?.collect();
-    match addrs.as_slice() {
-        [] => Err(UsageError(format!("cannot resolve host {host:?}: no address"))),
-        [only] => Ok(*only),
-        several => Ok(several
-            .iter()
-            .find(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok())
-            .unwrap_or(&several[0])
-            .to_owned()),
-    }
-}
-
 fn read_body(path: &PathBuf) -> Result<Vec<u8>, UsageError> {
     std::fs::read(path).map_err(|e| UsageError(format!("cannot read body file {}: {e}", path.display())))
 }
 
-fn parse_header(h: &str) -> Result<(String, String), UsageError> {
+pub(super) fn parse_header(h: &str) -> Result<(String, String), UsageError> {
     let bad = || UsageError(format!("bad header {h:?}: expected 'Name: value'"));
     let (name, value) = h.split_once(':').ok_or_else(bad)?;
     let name = name.trim();
@@ -207,7 +326,8 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
     let sinks: Vec<_> = (0..ep.threads)
         .map(|_| {
             let log = log_writer.as_ref().map(|_| IntervalTap::new(origin, interval, max_us, log_tx.clone()));
-            (Summary::new(ep.timeout), board.tap(), log)
+            let parts = (!plan.layout.is_empty()).then(|| BreakdownSink::new(&plan.layout, ep.timeout));
+            ((Summary::new(ep.timeout), parts), board.tap(), log)
         })
         .collect();
     drop(log_tx);
@@ -233,9 +353,15 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
     let cpu = CpuTimes::now().since(cpu_before);
 
     let mut summary = Summary::new(ep.timeout);
+    let mut parts: Option<BreakdownSink> = None;
     let mut log_result = Ok(());
-    for (s, _, log) in outcome.sinks {
+    for ((s, p), _, log) in outcome.sinks {
         summary.merge(&s);
+        match (&mut parts, p) {
+            (Some(all), Some(p)) => all.merge(&p),
+            (none @ None, p) => *none = p,
+            _ => {}
+        }
         if let Some(log) = log {
             log.finish();
         }
@@ -243,10 +369,20 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
     if let Some(w) = log_writer {
         log_result = w.finish();
     }
-    let result = summary.to_result(outcome.elapsed, outcome.in_flight_at_end);
+    let mut result = summary.to_result(outcome.elapsed, outcome.in_flight_at_end);
+    if ep.is_open_loop() {
+        result.scheduled = Some(outcome.scheduled);
+    }
+    let breakdown = parts.map(|p| p.to_breakdown(&plan.layout, outcome.elapsed)).unwrap_or_default();
 
     let (client_cpu, client_bound) = client_cpu(cpu, outcome.elapsed, ep.threads, result.succeeded);
-    let mut warnings: Vec<String> = client_bound.into_iter().collect();
+    let mut warnings: Vec<String> = client_bound.into_iter().chain(plan.describe.warning.clone()).collect();
+    if let Some(late) = &result.late {
+        warnings.push(format!(
+            "{} requests started late (mean {:.1} ms, max {:.1} ms): all {} connections were busy; their latency counts the wait",
+            late.requests, late.mean_ms, late.max_ms, ep.connections
+        ));
+    }
     if outcome.interrupted {
         warnings.push("interrupted: the figures cover the requests finished before Ctrl-C".into());
     }
@@ -263,12 +399,14 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
             server: outcome.server.filter(|s| !s.is_empty()),
             document_length: shared.document_length(),
         },
-        options: options(ep),
+        options: options(plan),
         interrupted: outcome.interrupted,
         reply_rate: RateStats::from_samples(&rates),
         client_cpu,
         result,
         warnings,
+        breakdown,
+        merged_runs: None,
     })
 }
 
@@ -316,10 +454,28 @@ fn client_cpu(cpu: CpuTimes, elapsed: Duration, threads: usize, succeeded: u64) 
     (cpu, warning)
 }
 
-fn options(ep: &Plan) -> Options {
+fn options(plan: &BenchPlan) -> Options {
+    let ep = &plan.engine;
     let (requests, duration_s) = match ep.stop {
         Stop::Requests(n) => (Some(n), None),
         Stop::Duration(d) => (None, Some(d.as_secs_f64())),
+    };
+    let (pacing, rate, arrival) = match &ep.pacing {
+        Pacing::Open { rate, arrival } => {
+            let constant = (!rate.is_staged()).then(|| rate.value_at(Duration::ZERO));
+            let arrival = match arrival {
+                Arrival::Uniform => "uniform",
+                Arrival::Poisson => "poisson",
+            };
+            ("open", constant, Some(arrival.to_string()))
+        }
+        Pacing::Closed { .. } => ("closed", None, None),
+    };
+    let order = match (ep.target.templates.len(), ep.target.order) {
+        (1, _) => "single",
+        (_, Order::Sequential) => "sequential",
+        (_, Order::Random) => "random",
+        (_, Order::Scenario) => "scenario",
     };
     Options {
         connections: ep.connections,
@@ -328,6 +484,16 @@ fn options(ep: &Plan) -> Options {
         requests,
         duration_s,
         timeout_s: ep.timeout.as_secs_f64(),
+        pacing: pacing.into(),
+        rate,
+        arrival,
+        stages: plan.describe.stages.clone(),
+        requests_file: plan.describe.requests_file.clone(),
+        order: Some(order.into()),
+        cookies: ep.cookies,
+        throttle_bytes_per_s: ep.throttle.map(|t| t.bytes_per_s),
+        slow_share: ep.throttle.map(|t| t.share),
+        seed: ep.seed,
     }
 }
 
@@ -340,8 +506,8 @@ pub fn drive(
     keepalive: bool,
 ) -> anyhow::Result<crate::aggregate::BenchReport> {
     let args = BenchArgs {
-        url: url.to_string(),
-        connections,
+        url: Some(url.to_string()),
+        connections: Some(connections),
         requests: Some(requests),
         duration: None,
         threads: None,
@@ -358,6 +524,17 @@ pub fn drive(
         json: true,
         hdr_log: None,
         quiet: true,
+        rate: None,
+        arrival: None,
+        stages: None,
+        open: false,
+        urls: None,
+        order: None,
+        cookies: false,
+        scenario: None,
+        throttle: None,
+        slow_share: None,
+        seed: None,
     };
     let plan = BenchPlan::from_args(&args)?;
     let report = run(&plan)?;

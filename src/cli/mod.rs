@@ -5,7 +5,9 @@ pub mod args;
 pub mod bench;
 pub mod lab;
 pub mod mem;
+pub mod merge;
 pub mod syscalls;
+pub mod workload;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -44,6 +46,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
                 eprintln!("webtune: no request succeeded");
                 return Ok(ExitCode::from(1));
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Merge(a) => {
+            let report = merge::run(&a.files)?;
+            emit(&report, a.json, crate::report::text::write)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Mem(a) => mem::run(&a),

@@ -9,6 +9,7 @@
 pub mod record;
 pub mod request;
 pub mod response;
+pub mod schedule;
 pub mod sink;
 pub mod transport;
 mod worker;
@@ -19,18 +20,44 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub use record::{ConnEvent, ErrorClass, Record};
+pub use schedule::{Arrival, Schedule, Stage};
 pub use sink::Sink;
 pub use transport::TlsSettings;
+
+/// One kind of request the run sends: a URL of a `--urls` list, a scenario step, or the one
+/// URL of a plain run.
+#[derive(Clone)]
+pub struct Template {
+    /// The full request, rendered once.
+    pub bytes: Arc<[u8]>,
+    /// Where the head's final blank line starts: a Cookie header goes in there.
+    pub head_end: usize,
+    /// HEAD responses carry no body whatever their headers say.
+    pub head_request: bool,
+    /// For cookie matching (domain, path, secure).
+    pub url: url::Url,
+    /// Scenario steps: the virtual user's pause after this step's response.
+    pub think: Duration,
+}
+
+/// Which template each request uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Round robin through the list (each thread starts at its own place).
+    Sequential,
+    /// Uniformly at random.
+    Random,
+    /// Each virtual user walks the steps in order, pausing after each for its think time.
+    Scenario,
+}
 
 /// Where requests go and what they are.
 #[derive(Clone)]
 pub struct Target {
     pub addr: SocketAddr,
     pub tls: Option<TlsSettings>,
-    /// The full request, rendered once.
-    pub request: Arc<[u8]>,
-    /// HEAD responses carry no body whatever their headers say.
-    pub head_request: bool,
+    pub templates: Arc<[Template]>,
+    pub order: Order,
 }
 
 /// When a run ends.
@@ -42,6 +69,25 @@ pub enum Stop {
     Duration(Duration),
 }
 
+/// What sets the pace.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pacing {
+    /// Each client sends its next request when the last one is answered (ab, wrk). The
+    /// number of active clients follows the schedule (constant: all of them).
+    Closed { clients: Option<Schedule> },
+    /// Requests start at scheduled times whether or not earlier ones were answered (wrk2);
+    /// latency counts from the scheduled time, so a stalled server shows in it.
+    Open { rate: Schedule, arrival: Arrival },
+}
+
+/// Bandwidth caps on some clients (http_load's --throttle).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Throttle {
+    pub bytes_per_s: f64,
+    /// The share of clients throttled (0..=1].
+    pub share: f64,
+}
+
 #[derive(Clone)]
 pub struct Plan {
     pub target: Target,
@@ -51,14 +97,35 @@ pub struct Plan {
     pub keepalive: bool,
     pub timeout: Duration,
     pub connect_timeout: Duration,
+    pub pacing: Pacing,
+    /// Each client keeps its own cookie jar.
+    pub cookies: bool,
+    pub throttle: Option<Throttle>,
+    /// Seeds random URL order and Poisson arrivals (runs are repeatable).
+    pub seed: u64,
+}
+
+impl Plan {
+    pub fn is_open_loop(&self) -> bool {
+        matches!(self.pacing, Pacing::Open { .. })
+    }
+
+    /// The schedule whose stages split the results, when the run has stages.
+    pub fn stages(&self) -> Option<&Schedule> {
+        match &self.pacing {
+            Pacing::Open { rate, .. } => Some(rate),
+            Pacing::Closed { clients } => clients.as_ref(),
+        }
+        .filter(|s| s.is_staged())
+    }
 }
 
 /// State the threads share: written rarely, read cheaply.
 pub struct Shared {
     /// Set by Ctrl-C (or the caller) to end the run early.
     pub interrupt: AtomicBool,
-    /// Requests started so far, for `Stop::Requests` (each connection's first one is counted
-    /// when the run starts).
+    /// Requests started so far, for `Stop::Requests` (in the closed loop each connection's
+    /// first one is counted when the run starts).
     issued: AtomicU64,
     /// Body length of the first successful response; u64::MAX until there is one.
     first_body_len: AtomicU64,
@@ -135,13 +202,16 @@ pub struct Outcome<S> {
     /// Requests in flight when the run ended: abandoned, in no figure. A duration-bound run
     /// against a server that starves some connections shows it here (wrk says nothing).
     pub in_flight_at_end: u64,
+    /// Open loop: requests that were due by the end (started or not).
+    pub scheduled: u64,
 }
 
 /// Runs the plan with one sink per thread (`sinks.len()` threads, which must equal
 /// `plan.threads`). Returns when the stop condition is met or `shared.interrupt` is set.
 pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -> anyhow::Result<Outcome<S>> {
     assert_eq!(sinks.len(), plan.threads, "one sink per thread");
-    shared.issued.store(plan.connections as u64, Ordering::Relaxed);
+    let reserved = if plan.is_open_loop() { 0 } else { plan.connections as u64 };
+    shared.issued.store(reserved, Ordering::Relaxed);
     let start = Arc::new(Gate::default());
     let started = Instant::now();
     let deadline = match plan.stop {
@@ -154,8 +224,10 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
         .into_iter()
         .enumerate()
         .map(|(i, sink)| {
+            let first_conn = i * (plan.connections / plan.threads) + i.min(plan.connections % plan.threads);
             let conns = plan.connections / plan.threads + usize::from(i < plan.connections % plan.threads);
-            worker::Worker::new(plan, conns, deadline, shared.clone(), sink, i == 0)
+            let place = worker::Place { index: i, first_conn, conns };
+            worker::Worker::new(plan, place, started, deadline, shared.clone(), sink)
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut handles = Vec::with_capacity(plan.threads);
@@ -175,11 +247,13 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
     let mut server = None;
     let mut failure = None;
     let mut in_flight_at_end = 0;
+    let mut scheduled = 0;
     for h in handles {
         match h.join() {
             Ok(Ok(done)) => {
                 server = server.or(done.server);
                 in_flight_at_end += done.in_flight;
+                scheduled += done.scheduled;
                 sinks.push(done.sink);
             }
             Ok(Err(e)) => failure = Some(e),
@@ -193,5 +267,5 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
         Some(d) if !shared.interrupted() => d.saturating_duration_since(started).min(started.elapsed()),
         _ => started.elapsed(),
     };
-    Ok(Outcome { sinks, elapsed, interrupted: shared.interrupted(), server, in_flight_at_end })
+    Ok(Outcome { sinks, elapsed, interrupted: shared.interrupted(), server, in_flight_at_end, scheduled })
 }

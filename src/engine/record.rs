@@ -86,8 +86,18 @@ impl ErrorClass {
 /// One finished request attempt. Durations are in microseconds from `start`.
 #[derive(Debug, Clone, Copy)]
 pub struct Record {
-    /// When the request began: its connect if it needed a new connection, else its first write.
+    /// When the request began: its scheduled time in the open loop, else its connect if it
+    /// needed a new connection, else its first write.
     pub start: Instant,
+    /// Open loop: how long it waited past its scheduled time for a free connection (0 when
+    /// one was free).
+    pub queued_us: u64,
+    /// Which template (URL, scenario step) it used.
+    pub template: u16,
+    /// Which stage of `--stages` it was scheduled in (0 without stages).
+    pub stage: u16,
+    /// Its client was throttled (--throttle, --slow-share).
+    pub slow: bool,
     /// Time to establish the connection, when this request opened one.
     pub connect_us: Option<u64>,
     /// Time to the first byte of the response (0 when none came).

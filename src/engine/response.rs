@@ -66,8 +66,8 @@ pub struct ResponseReader {
     head: Vec<u8>,
     /// How much of `head` has been searched for the blank line (no rescans: linear time).
     scanned: usize,
-    /// The request was HEAD: no body whatever the headers say.
-    head_request: bool,
+    /// The request was HEAD: no body whatever the headers say. Set per request.
+    pub head_request: bool,
     pub status: u16,
     /// Status lines and headers (interim 1xx ones too) and chunked framing.
     pub header_bytes: u64,
@@ -77,6 +77,9 @@ pub struct ResponseReader {
     /// Copy the Server header into `server` (asked for once per run, not per request).
     pub capture_server: bool,
     pub server: Option<String>,
+    /// Keep the Set-Cookie values of the final head in `set_cookies` (--cookies).
+    pub capture_cookies: bool,
+    pub set_cookies: Vec<String>,
 }
 
 impl Default for ResponseReader {
@@ -98,6 +101,8 @@ impl ResponseReader {
             keep_alive: false,
             capture_server: false,
             server: None,
+            capture_cookies: false,
+            set_cookies: Vec::new(),
         }
     }
 
@@ -109,6 +114,7 @@ impl ResponseReader {
         self.header_bytes = 0;
         self.body_bytes = 0;
         self.keep_alive = false;
+        self.set_cookies.clear();
     }
 
     /// True once any byte of the response has been seen.
@@ -250,6 +256,8 @@ impl ResponseReader {
                 }
             } else if self.capture_server && name.eq_ignore_ascii_case(b"server") {
                 self.server = Some(String::from_utf8_lossy(h.value).into_owned());
+            } else if self.capture_cookies && name.eq_ignore_ascii_case(b"set-cookie") {
+                self.set_cookies.push(String::from_utf8_lossy(h.value).into_owned());
             }
         }
         let status = self.status;

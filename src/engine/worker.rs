@@ -1,30 +1,43 @@
 //! One engine thread: an epoll loop over its connections, each a small state machine
 //! (connect -> send -> receive -> next request on the same or a new connection).
 
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, ErrorKind};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use std::os::fd::{AsFd, AsRawFd};
+
 use mio::net::TcpStream;
+use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
 use super::record::{ConnEvent, ErrorClass, Record};
 use super::response::{ParseError, Progress, ResponseReader};
+use super::schedule::{Arrivals, Schedule};
 use super::transport::{TlsSettings, Transport};
-use super::{Plan, Shared, Sink, Stop};
+use super::{Order, Pacing, Plan, Shared, Sink, Stop, Template};
 
 /// How often deadlines are checked; also the longest a stop request waits.
 const TICK: Duration = Duration::from_millis(10);
 const SCRATCH_BYTES: usize = 64 * 1024;
+/// The precise timer's token; connection tokens are index | generation << 32.
+const TIMER_TOKEN: usize = u32::MAX as usize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// No request in flight (before the first, or after the run's last).
+    /// No request in flight: free for the next (open loop), parked (a closed-loop ramp), or
+    /// done for the run.
     Idle,
-    /// Waiting for a start slot (immediate retry after a failure).
+    /// Its next step is pending (after a failure: taken from the loop, never recursively).
     Queued,
+    /// A scenario's think time, until `wake_at`.
+    Thinking,
     Connecting,
     Sending,
     Receiving,
@@ -35,7 +48,10 @@ struct Conn {
     /// Bumped whenever the socket changes, so a stale event cannot reach a new socket.
     generation: u32,
     phase: Phase,
+    /// When the request began (in the open loop, when it was scheduled).
     start: Instant,
+    /// When it really began: its timeout counts from here.
+    began: Instant,
     connect_start: Instant,
     connect_us: Option<u64>,
     first_byte_us: u64,
@@ -49,6 +65,22 @@ struct Conn {
     /// least one whatever the threads' start order: -n is never smaller than -c.
     reserved: bool,
     reader: ResponseReader,
+    /// The request's template, its scheduled stage and how long it waited for a connection.
+    template: u16,
+    stage: u16,
+    queued_us: u64,
+    /// The next scenario step.
+    step: usize,
+    /// Throttled: each transfer waits until `line_free`, when the last one would have
+    /// finished at the capped bandwidth.
+    slow: bool,
+    line_free: Instant,
+    /// A think time or a throttled transfer resumes then.
+    wake_at: Option<Instant>,
+    /// This client's cookies (--cookies).
+    jar: Option<Box<cookie_store::CookieStore>>,
+    /// The request's bytes when they differ from its template's (a Cookie header added).
+    out: Option<Vec<u8>>,
 }
 
 impl Conn {
@@ -56,6 +88,10 @@ impl Conn {
     fn record(&self, now: Instant, error: Option<ErrorClass>) -> Record {
         Record {
             start: self.start,
+            queued_us: self.queued_us,
+            template: self.template,
+            stage: self.stage,
+            slow: self.slow,
             connect_us: self.connect_us,
             first_byte_us: self.first_byte_us,
             total_us: micros(now - self.start).max(1),
@@ -71,24 +107,63 @@ impl Conn {
 pub struct Done<S> {
     pub sink: S,
     pub server: Option<String>,
-    /// Requests still in flight when the run ended (abandoned, not recorded).
+    /// Requests still in flight when the run ended, and (open loop) due but never started:
+    /// abandoned, not recorded.
     pub in_flight: u64,
+    /// Open loop: requests scheduled.
+    pub scheduled: u64,
+}
+
+/// A thread's place in the run: its index and its slice of the connections.
+pub struct Place {
+    pub index: usize,
+    pub first_conn: usize,
+    pub conns: usize,
+}
+
+/// The open loop's state: arrivals, and requests due while every connection was busy.
+struct OpenLoop {
+    arrivals: Arrivals,
+    backlog: VecDeque<Instant>,
+    /// No more arrivals (schedule, -n or -d reached).
+    exhausted: bool,
+    scheduled: u64,
 }
 
 pub struct Worker<S> {
     poll: Poll,
     conns: Vec<Conn>,
+    /// Connections whose next step waits for the loop.
     queue: Vec<usize>,
-    /// Connections not yet Idle; the thread ends when none is left.
-    active: usize,
+    /// Idle connections ready for a request (open loop, closed-loop ramps).
+    free: Vec<usize>,
+    /// Connections not Idle.
+    running: usize,
     addr: SocketAddr,
     tls: Option<TlsSettings>,
-    request: Arc<[u8]>,
+    templates: Arc<[Template]>,
+    order: Order,
+    cursor: usize,
+    rng: fastrand::Rng,
     keepalive: bool,
+    cookies: bool,
     timeout: Duration,
     connect_timeout: Duration,
     stop: Stop,
+    origin: Instant,
     deadline: Option<Instant>,
+    open: Option<OpenLoop>,
+    /// Closed loop with stages: the clients over time, and this thread's share of them.
+    clients: Option<Schedule>,
+    stages: Option<Schedule>,
+    share: f64,
+    /// Bytes a throttled connection may move per second, and per transfer (10 ms worth).
+    throttle_bps: f64,
+    throttle_chunk: usize,
+    timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    /// A timerfd for wake-ups finer than epoll's milliseconds (open loop, think, throttle).
+    timer: Option<TimerFd>,
+    armed: Option<Instant>,
     shared: Arc<Shared>,
     sink: S,
     /// Capture the Server header from the first response (thread 0 only).
@@ -100,19 +175,23 @@ pub struct Worker<S> {
 impl<S: Sink> Worker<S> {
     pub fn new(
         plan: &Plan,
-        connections: usize,
+        place: Place,
+        origin: Instant,
         deadline: Option<Instant>,
         shared: Arc<Shared>,
         sink: S,
-        want_server: bool,
     ) -> anyhow::Result<Self> {
         let now = Instant::now();
-        let conns = (0..connections)
-            .map(|_| Conn {
+        let share = place.conns as f64 / plan.connections as f64;
+        let is_slow =
+            |j: usize| plan.throttle.is_some_and(|t| ((j + 1) as f64 * t.share).floor() > (j as f64 * t.share).floor());
+        let conns = (0..place.conns)
+            .map(|k| Conn {
                 sock: None,
                 generation: 0,
                 phase: Phase::Idle,
                 start: now,
+                began: now,
                 connect_start: now,
                 connect_us: None,
                 first_byte_us: 0,
@@ -120,26 +199,70 @@ impl<S: Sink> Worker<S> {
                 written: 0,
                 served: 0,
                 retried: false,
-                reserved: true,
-                reader: ResponseReader::new(plan.target.head_request),
+                reserved: !plan.is_open_loop(),
+                reader: ResponseReader::new(false),
+                template: 0,
+                stage: 0,
+                queued_us: 0,
+                step: 0,
+                slow: is_slow(place.first_conn + k),
+                line_free: now,
+                wake_at: None,
+                jar: None,
+                out: None,
             })
             .collect();
+        let seed = plan.seed ^ (place.index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let (open, clients) = match &plan.pacing {
+            Pacing::Open { rate, arrival } => {
+                let phase = place.index as f64 / plan.threads as f64;
+                let arrivals = Arrivals::new(rate.clone(), share, phase, *arrival, seed);
+                (Some(OpenLoop { arrivals, backlog: VecDeque::new(), exhausted: false, scheduled: 0 }), None)
+            }
+            Pacing::Closed { clients } => (None, clients.clone()),
+        };
+        let throttle_bps = plan.throttle.map_or(0.0, |t| t.bytes_per_s);
+        let templates = plan.target.templates.clone();
+        let poll = Poll::new()?;
+        let timer = if plan.is_open_loop() || plan.throttle.is_some() || plan.target.order == Order::Scenario {
+            let t = TimerFd::new(ClockId::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC)?;
+            poll.registry().register(&mut SourceFd(&t.as_fd().as_raw_fd()), Token(TIMER_TOKEN), Interest::READABLE)?;
+            Some(t)
+        } else {
+            None
+        };
         Ok(Worker {
-            poll: Poll::new()?,
+            poll,
             conns,
-            queue: (0..connections).collect(),
-            active: connections,
+            queue: Vec::new(),
+            // Popped from the end: connection 0 first.
+            free: (0..place.conns).rev().collect(),
+            running: 0,
             addr: plan.target.addr,
             tls: plan.target.tls.clone(),
-            request: plan.target.request.clone(),
+            cursor: place.index * templates.len() / plan.threads.max(1),
+            templates,
+            order: plan.target.order,
+            rng: fastrand::Rng::with_seed(seed.wrapping_add(1)),
             keepalive: plan.keepalive,
+            cookies: plan.cookies,
             timeout: plan.timeout,
             connect_timeout: plan.connect_timeout.min(plan.timeout),
             stop: plan.stop,
+            origin,
             deadline,
+            open,
+            clients,
+            stages: plan.stages().cloned(),
+            share,
+            throttle_bps,
+            throttle_chunk: ((throttle_bps / 100.0) as usize).clamp(1, SCRATCH_BYTES),
+            timers: BinaryHeap::new(),
+            timer,
+            armed: None,
             shared,
             sink,
-            want_server,
+            want_server: place.index == 0,
             server: None,
             scratch: vec![0u8; SCRATCH_BYTES].into_boxed_slice(),
         })
@@ -147,25 +270,42 @@ impl<S: Sink> Worker<S> {
 
     pub fn run(mut self, start: &super::Gate) -> anyhow::Result<Done<S>> {
         if !start.wait() {
-            return Ok(Done { sink: self.sink, server: None, in_flight: 0 });
+            return Ok(Done { sink: self.sink, server: None, in_flight: 0, scheduled: 0 });
         }
         let mut events = Events::with_capacity(1024);
         let mut next_tick = Instant::now() + TICK;
-        loop {
-            while let Some(i) = self.queue.pop() {
-                self.start_request(i, Instant::now());
-            }
-            if self.shared.interrupted() {
-                break;
-            }
+        if self.open.is_none() && self.clients.is_none() {
             let now = Instant::now();
-            if self.deadline.is_some_and(|d| now >= d) {
+            while let Some(i) = self.free.pop() {
+                self.start_request(i, now);
+            }
+        }
+        loop {
+            let now = Instant::now();
+            while let Some(i) = self.queue.pop() {
+                self.next(i, now);
+            }
+            if self.clients.is_some() {
+                self.follow_clients(now);
+            }
+            if self.open.is_some() {
+                self.issue_due(now);
+            }
+            self.fire_timers(now);
+            if self.shared.interrupted() || self.finished(now) {
                 break;
             }
-            if self.active == 0 {
-                break;
+            let mut wake = next_tick;
+            if let Some(&Reverse((at, _))) = self.timers.peek() {
+                wake = wake.min(at);
             }
-            let wait = if self.queue.is_empty() { next_tick.saturating_duration_since(now) } else { Duration::ZERO };
+            if let Some(at) = self.next_arrival() {
+                wake = wake.min(at);
+            }
+            let mut wait = if self.queue.is_empty() { wake.saturating_duration_since(now) } else { Duration::ZERO };
+            if wake < next_tick && !wait.is_zero() {
+                wait = self.arm(wake, wait);
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(wait))
                 && e.kind() != ErrorKind::Interrupted
             {
@@ -173,6 +313,10 @@ impl<S: Sink> Worker<S> {
             }
             for ev in events.iter() {
                 let token = ev.token().0;
+                if token == TIMER_TOKEN {
+                    self.disarm();
+                    continue;
+                }
                 let (idx, generation) = (token & 0xffff_ffff, (token >> 32) as u32);
                 if self.conns[idx].generation != generation {
                     continue;
@@ -186,15 +330,137 @@ impl<S: Sink> Worker<S> {
                 self.expire(now);
             }
         }
-        let in_flight = self
+        let mut in_flight = self
             .conns
             .iter()
             .filter(|c| matches!(c.phase, Phase::Connecting | Phase::Sending | Phase::Receiving))
             .count() as u64;
-        Ok(Done { sink: self.sink, server: self.server, in_flight })
+        let mut scheduled = 0;
+        if let Some(open) = &self.open {
+            in_flight += open.backlog.len() as u64;
+            scheduled = open.scheduled;
+        }
+        Ok(Done { sink: self.sink, server: self.server, in_flight, scheduled })
     }
 
-    /// Begins the next request on connection `i` at `now`, unless the run is over.
+    /// Sets the precise timer to fire at `at` (in `wait`); returns the poll's own timeout, a
+    /// fallback. epoll's timeout has whole milliseconds: in the open loop that much slack
+    /// would show in every latency.
+    fn arm(&mut self, at: Instant, wait: Duration) -> Duration {
+        let Some(timer) = &self.timer else { return wait };
+        if self.armed != Some(at) {
+            let spec = TimeSpec::from_duration(wait.max(Duration::from_nanos(1)));
+            if timer.set(Expiration::OneShot(spec), TimerSetTimeFlags::empty()).is_err() {
+                return wait;
+            }
+            self.armed = Some(at);
+        }
+        wait + TICK
+    }
+
+    fn disarm(&mut self) {
+        if let Some(timer) = &self.timer {
+            // Reading clears the expiry (the fd is non-blocking: nothing to read is fine).
+            let mut buf = [0u8; 8];
+            let _ = nix::unistd::read(timer, &mut buf);
+        }
+        self.armed = None;
+    }
+
+    /// Whether this thread is done: its time is up, or its requests are all issued and answered.
+    fn finished(&self, now: Instant) -> bool {
+        if self.deadline.is_some_and(|d| now >= d) {
+            return true;
+        }
+        match &self.open {
+            Some(open) => open.exhausted && open.backlog.is_empty() && self.running == 0,
+            None => self.clients.is_none() && self.running == 0,
+        }
+    }
+
+    /// The open loop's next scheduled start, while there are more.
+    fn next_arrival(&self) -> Option<Instant> {
+        let open = self.open.as_ref().filter(|o| !o.exhausted)?;
+        Some(self.origin + open.arrivals.peek()?)
+    }
+
+    /// Open loop: starts every request that is due, on a free connection or, when all `-c`
+    /// are busy, as soon as one is free (then it started late, and its latency shows it).
+    fn issue_due(&mut self, now: Instant) {
+        loop {
+            let Some(open) = self.open.as_mut().filter(|o| !o.exhausted) else { return };
+            let Some(at) = open.arrivals.peek().map(|t| self.origin + t) else {
+                open.exhausted = true;
+                return;
+            };
+            if at > now {
+                return;
+            }
+            let over = match self.stop {
+                Stop::Requests(n) => self.shared.issued.fetch_add(1, Ordering::Relaxed) >= n,
+                Stop::Duration(_) => self.deadline.is_some_and(|d| at >= d),
+            };
+            if over {
+                open.exhausted = true;
+                return;
+            }
+            open.arrivals.advance();
+            open.scheduled += 1;
+            match self.free.pop() {
+                Some(i) => self.begin(i, at, now, false),
+                None => open.backlog.push_back(at),
+            }
+        }
+    }
+
+    /// Closed loop with stages: starts or parks clients to follow the schedule.
+    fn follow_clients(&mut self, now: Instant) {
+        let Some(clients) = &self.clients else { return };
+        let target = (clients.value_at(now - self.origin) * self.share).round() as usize;
+        while self.running < target.min(self.conns.len()) {
+            let Some(i) = self.free.pop() else { break };
+            self.start_request(i, now);
+        }
+        // Clients over the target are parked by next() when their request ends.
+    }
+
+    /// What connection `i` does once its request has ended.
+    fn next(&mut self, i: usize, now: Instant) {
+        if let Some(open) = &mut self.open {
+            return match open.backlog.pop_front() {
+                Some(at) => self.begin(i, at, now, true),
+                None => self.park(i),
+            };
+        }
+        if let Some(clients) = &self.clients {
+            let target = (clients.value_at(now - self.origin) * self.share).round() as usize;
+            if self.running > target {
+                self.close(i);
+                return self.park(i);
+            }
+        }
+        if self.order == Order::Scenario {
+            let c = &mut self.conns[i];
+            let think = self.templates[c.template as usize].think;
+            c.step = (c.step + 1) % self.templates.len();
+            if !think.is_zero() {
+                c.phase = Phase::Thinking;
+                return self.wake(i, now + think);
+            }
+        }
+        self.start_request(i, now)
+    }
+
+    /// Connection `i` waits, idle, for work (its socket stays open for keep-alive).
+    fn park(&mut self, i: usize) {
+        if self.conns[i].phase != Phase::Idle {
+            self.running -= 1;
+        }
+        self.conns[i].phase = Phase::Idle;
+        self.free.push(i);
+    }
+
+    /// Closed loop: begins the next request on connection `i` at `now`, unless the run is over.
     fn start_request(&mut self, i: usize, now: Instant) {
         let over = match self.stop {
             Stop::Requests(_) if std::mem::take(&mut self.conns[i].reserved) => false,
@@ -203,19 +469,86 @@ impl<S: Sink> Worker<S> {
         };
         if over || self.shared.interrupted() {
             self.close(i);
+            if self.conns[i].phase != Phase::Idle {
+                self.running -= 1;
+            }
             self.conns[i].phase = Phase::Idle;
-            self.active -= 1;
             return;
         }
+        self.begin(i, now, now, false);
+    }
+
+    /// Begins a request on connection `i`, scheduled for `at` (now, or a little earlier in the
+    /// open loop; `waited`: it was due while every connection was busy).
+    fn begin(&mut self, i: usize, at: Instant, now: Instant, waited: bool) {
+        let template = match self.order {
+            _ if self.templates.len() == 1 => 0,
+            Order::Sequential => {
+                let t = self.cursor;
+                self.cursor = (t + 1) % self.templates.len();
+                t
+            }
+            Order::Random => self.rng.usize(..self.templates.len()),
+            Order::Scenario => self.conns[i].step,
+        };
+        let stage = self.stages.as_ref().map_or(0, |s| s.stage_at(at.saturating_duration_since(self.origin)));
         let c = &mut self.conns[i];
-        c.start = now;
+        if c.phase == Phase::Idle {
+            self.running += 1;
+        }
+        let tpl = &self.templates[template];
+        c.template = template as u16;
+        c.stage = stage as u16;
+        c.start = at;
+        c.began = now;
+        c.queued_us = if waited { micros(now.saturating_duration_since(at)).max(1) } else { 0 };
         c.deadline = now + self.timeout;
         c.connect_us = None;
         c.first_byte_us = 0;
         c.retried = false;
         c.reader.reset();
+        c.reader.head_request = tpl.head_request;
         c.reader.capture_server = self.want_server && self.server.is_none();
+        c.reader.capture_cookies = self.cookies;
+        c.out = None;
+        if self.cookies {
+            let jar = c.jar.get_or_insert_default();
+            let cookie = jar.get_request_values(&tpl.url).map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>();
+            if !cookie.is_empty() {
+                let mut out = Vec::with_capacity(tpl.bytes.len() + 64);
+                out.extend_from_slice(&tpl.bytes[..tpl.head_end]);
+                out.extend_from_slice(format!("Cookie: {}\r\n", cookie.join("; ")).as_bytes());
+                out.extend_from_slice(&tpl.bytes[tpl.head_end..]);
+                c.out = Some(out);
+            }
+        }
+        c.phase = Phase::Sending;
         if c.sock.is_some() { self.send(i) } else { self.connect(i, now) }
+    }
+
+    /// Resumes connection `i` at `at` (think time over, or a throttled transfer's turn).
+    fn wake(&mut self, i: usize, at: Instant) {
+        self.conns[i].wake_at = Some(at);
+        self.timers.push(Reverse((at, i)));
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some(&Reverse((at, i))) = self.timers.peek() {
+            if at > now {
+                return;
+            }
+            self.timers.pop();
+            if self.conns[i].wake_at != Some(at) {
+                continue;
+            }
+            self.conns[i].wake_at = None;
+            match self.conns[i].phase {
+                Phase::Thinking => self.start_request(i, now),
+                Phase::Connecting | Phase::Sending => self.send(i),
+                Phase::Receiving => self.receive(i, false),
+                Phase::Idle | Phase::Queued => {}
+            }
+        }
     }
 
     /// Opens a connection. Sockets are registered once, edge-triggered, for both directions:
@@ -283,7 +616,7 @@ impl<S: Sink> Worker<S> {
         let c = &mut self.conns[i];
         c.phase = Phase::Sending;
         c.connect_us = Some(micros(c.connect_start.elapsed()));
-        c.deadline = c.start + self.timeout;
+        c.deadline = c.began + self.timeout;
         if let Some(sock) = &c.sock {
             let _ = sock.socket().set_nodelay(true);
         }
@@ -291,7 +624,7 @@ impl<S: Sink> Worker<S> {
     }
 
     /// Writes (the rest of) the request; moves to Receiving when it is all out. A write that
-    /// would block resumes on the next writable edge.
+    /// would block resumes on the next writable edge; a throttled one when its turn comes.
     fn send(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if c.phase != Phase::Connecting {
@@ -299,17 +632,34 @@ impl<S: Sink> Worker<S> {
         }
         loop {
             let c = &mut self.conns[i];
+            let bytes: &[u8] = match &c.out {
+                Some(out) => out,
+                None => &self.templates[c.template as usize].bytes,
+            };
             let Some(sock) = c.sock.as_mut() else { return };
-            if c.written == self.request.len() {
+            if c.written == bytes.len() {
                 match sock.flush() {
                     Ok(true) => break,
                     Ok(false) => return,
                     Err(e) => return self.io_failure(i, &e),
                 }
             }
-            match sock.write(&self.request[c.written..]) {
+            let mut end = bytes.len();
+            if c.slow {
+                let now = Instant::now();
+                if now < c.line_free {
+                    let at = c.line_free;
+                    return self.wake(i, at);
+                }
+                end = end.min(c.written + self.throttle_chunk);
+            }
+            match sock.write(&bytes[c.written..end]) {
                 Ok(n) => {
                     c.written += n;
+                    if c.slow {
+                        c.line_free =
+                            c.line_free.max(Instant::now()) + Duration::from_secs_f64(n as f64 / self.throttle_bps);
+                    }
                     if c.phase == Phase::Connecting {
                         self.connected(i);
                     }
@@ -328,8 +678,16 @@ impl<S: Sink> Worker<S> {
     fn receive(&mut self, i: usize, closing: bool) {
         loop {
             let c = &mut self.conns[i];
+            let mut limit = self.scratch.len();
+            if c.slow {
+                if Instant::now() < c.line_free {
+                    let at = c.line_free;
+                    return self.wake(i, at);
+                }
+                limit = self.throttle_chunk;
+            }
             let Some(sock) = c.sock.as_mut() else { return };
-            let n = match sock.read(&mut self.scratch) {
+            let n = match sock.read(&mut self.scratch[..limit]) {
                 Ok(0) => return self.on_eof(i),
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
@@ -339,9 +697,12 @@ impl<S: Sink> Worker<S> {
             };
             // Edge-triggered: a short read empties the socket (new data brings a new event),
             // unless the peer's FIN is queued too, which only a read returning 0 consumes.
-            let drained = !closing && n < self.scratch.len() && sock.short_read_drains();
+            let drained = !closing && !c.slow && n < self.scratch.len() && sock.short_read_drains();
             // One clock read serves the first byte, the end and the next request's start.
             let now = Instant::now();
+            if c.slow {
+                c.line_free = c.line_free.max(now) + Duration::from_secs_f64(n as f64 / self.throttle_bps);
+            }
             if c.first_byte_us == 0 {
                 c.first_byte_us = micros(now - c.start).max(1);
             }
@@ -388,7 +749,7 @@ impl<S: Sink> Worker<S> {
             c.first_byte_us = 0;
             c.written = 0;
             c.reader.reset();
-            c.deadline = c.start + self.timeout;
+            c.deadline = c.began + self.timeout;
             return self.connect(i, Instant::now());
         }
         self.fail(i, class)
@@ -403,12 +764,20 @@ impl<S: Sink> Worker<S> {
             self.server = c.reader.server.take().or_else(|| Some(String::new()));
         }
         c.served += 1;
+        if self.cookies {
+            let jar = c.jar.get_or_insert_default();
+            let url = &self.templates[c.template as usize].url;
+            for set in c.reader.set_cookies.drain(..) {
+                // A cookie the jar refuses (bad domain, malformed) is ignored, as browsers do.
+                let _ = jar.parse(&set, url);
+            }
+        }
         let keep = self.keepalive && reusable && c.reader.keep_alive;
         self.sink.record(&rec);
         if !keep {
             self.close(i);
         }
-        self.start_request(i, now);
+        self.next(i, now);
     }
 
     fn fail(&mut self, i: usize, class: ErrorClass) {
@@ -428,6 +797,7 @@ impl<S: Sink> Worker<S> {
         c.generation = c.generation.wrapping_add(1);
         c.written = 0;
         c.served = 0;
+        c.wake_at = None;
     }
 
     /// Fails every request past its deadline.

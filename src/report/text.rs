@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use crate::aggregate::BenchReport;
-use crate::aggregate::result::LatencyStats;
+use crate::aggregate::result::{LatencyStats, Part};
 
 pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     let res = &r.result;
@@ -23,6 +23,37 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         o.threads,
         if o.keepalive { "on" } else { "off" }
     )?;
+    if o.pacing == "open" {
+        let rate = match (o.rate, &o.stages) {
+            (Some(rate), _) => format!("{rate} requests/s"),
+            (None, Some(stages)) => format!("stages {stages} (requests/s)"),
+            (None, None) => "?".into(),
+        };
+        writeln!(
+            out,
+            "Pacing:              open loop, {rate}, {} arrivals; latency from each scheduled start",
+            o.arrival.as_deref().unwrap_or("uniform")
+        )?;
+        if let Some(n) = res.scheduled {
+            writeln!(out, "Scheduled:           {n} requests")?;
+        }
+    } else if let Some(stages) = &o.stages {
+        writeln!(out, "Pacing:              closed loop, clients ramped by stages {stages}")?;
+    }
+    if let Some(file) = &o.requests_file {
+        writeln!(out, "Requests from:       {file} ({} order)", o.order.as_deref().unwrap_or("sequential"))?;
+    }
+    if let Some(bps) = o.throttle_bytes_per_s {
+        let share = o.slow_share.unwrap_or(1.0) * 100.0;
+        writeln!(
+            out,
+            "Throttled:           {share:.0}% of clients at {:.1} kbps ({bps:.0} bytes/s)",
+            bps * 8.0 / 1000.0
+        )?;
+    }
+    if let Some(n) = r.merged_runs {
+        writeln!(out, "Merged:              {n} runs (rates summed, duration the longest)")?;
+    }
     writeln!(out, "Time taken:          {:.3} s{}", res.duration_s, if r.interrupted { " (interrupted)" } else { "" })?;
     writeln!(out, "Complete requests:   {}", res.succeeded)?;
     writeln!(out, "Failed requests:     {}", res.failed)?;
@@ -36,6 +67,13 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         "Length differed:     {} (not failures: the body length varied from the first response)",
         res.length_differed
     )?;
+    if let Some(late) = &res.late {
+        writeln!(
+            out,
+            "Started late:        {} (waited for a free connection: mean {:.3} ms, max {:.3} ms)",
+            late.requests, late.mean_ms, late.max_ms
+        )?;
+    }
     if res.in_flight_at_end > 0 {
         writeln!(
             out,
@@ -81,6 +119,14 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
             None => writeln!(out, "  {name:<11} {:>9}", "-")?,
         }
     }
+    for (title, parts) in
+        [("By stage", &r.breakdown.stages), ("By request", &r.breakdown.requests), ("By client", &r.breakdown.clients)]
+    {
+        if !parts.is_empty() {
+            writeln!(out)?;
+            parts_table(title, parts, out)?;
+        }
+    }
     writeln!(out)?;
     let cpu = &r.client_cpu;
     write!(
@@ -94,6 +140,25 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     }
     for w in &r.warnings {
         writeln!(out, "WARNING: {w}")?;
+    }
+    Ok(())
+}
+
+/// One line per part: counts, rate and total latency percentiles.
+fn parts_table(title: &str, parts: &[Part], out: &mut impl Write) -> io::Result<()> {
+    let width = parts.iter().map(|p| p.label.len()).max().unwrap_or(0).clamp(8, 60);
+    writeln!(
+        out,
+        "{title:<width$}  {:>9} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}  (latency ms)",
+        "requests", "failed", "req/s", "mean", "p50", "p99", "max"
+    )?;
+    for p in parts {
+        let label: String = p.label.chars().take(width).collect();
+        write!(out, "{label:<width$}  {:>9} {:>7} {:>10.2}", p.succeeded, p.failed, p.requests_per_s)?;
+        match &p.latency_ms {
+            Some(l) => writeln!(out, " {:>9.3} {:>9.3} {:>9.3} {:>9.3}", l.mean, l.p50, l.p99, l.max)?,
+            None => writeln!(out, " {:>9}", "-")?,
+        }
     }
     Ok(())
 }

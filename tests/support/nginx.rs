@@ -84,6 +84,11 @@ impl Nginx {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    /// nginx runs as one process (master_process off): stopping it stops the server.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
     pub fn html(&self) -> PathBuf {
         self.dir.path().join("html")
     }

@@ -1,0 +1,84 @@
+//! Combines the reports of runs made at the same time from several client machines into one,
+//! exactly: the histograms travel in the JSON, so the merged percentiles are those of one
+//! histogram of all the requests.
+
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::Summary;
+use super::result::{BenchReport, Breakdown, ClientCpu, Part};
+
+/// Merges `reports` (named by `names` in errors). The runs are taken as concurrent: the
+/// duration is the longest, the rates are summed.
+pub fn merge(reports: &[BenchReport], names: &[String]) -> anyhow::Result<BenchReport> {
+    let first = reports.first().context("nothing to merge")?;
+    let max = Duration::from_secs_f64(reports.iter().map(|r| r.options.timeout_s).fold(0.0, f64::max).max(0.001));
+    let mut summary = Summary::new(max);
+    for (r, name) in reports.iter().zip(names) {
+        let s = Summary::from_result(&r.result, max).with_context(|| format!("{name} cannot be merged"))?;
+        summary.merge(&s);
+    }
+    let longest = reports.iter().map(|r| r.result.duration_s).fold(0.0, f64::max);
+    let mut result =
+        summary.to_result(Duration::from_secs_f64(longest), reports.iter().map(|r| r.result.in_flight_at_end).sum());
+    result.requests_per_s = reports.iter().map(|r| r.result.requests_per_s).sum();
+    result.bytes.per_s = reports.iter().map(|r| r.result.bytes.per_s).sum();
+    result.scheduled = reports.iter().map(|r| r.result.scheduled).sum();
+
+    let mut options = first.options.clone();
+    options.connections = reports.iter().map(|r| r.options.connections).sum();
+    options.threads = reports.iter().map(|r| r.options.threads).sum();
+    options.rate = reports.iter().map(|r| r.options.rate).sum();
+
+    let (user, sys) = reports.iter().fold((0.0, 0.0), |(u, s), r| (u + r.client_cpu.user_s, s + r.client_cpu.sys_s));
+    let cores = reports.iter().map(|r| r.client_cpu.cores_available).sum::<usize>();
+    let client_cpu = ClientCpu {
+        user_s: user,
+        sys_s: sys,
+        percent_of_available: (user + sys) / (longest.max(1e-9) * cores.max(1) as f64) * 100.0,
+        cores_available: cores,
+        us_per_request: (result.succeeded > 0).then(|| (user + sys) * 1e6 / result.succeeded as f64),
+    };
+    let warnings = reports
+        .iter()
+        .zip(names)
+        .flat_map(|(r, name)| r.warnings.iter().map(move |w| format!("{name}: {w}")))
+        .collect();
+    let breakdown = Breakdown {
+        stages: merge_parts(reports.iter().map(|r| &r.breakdown.stages), max)?,
+        requests: merge_parts(reports.iter().map(|r| &r.breakdown.requests), max)?,
+        clients: merge_parts(reports.iter().map(|r| &r.breakdown.clients), max)?,
+    };
+    Ok(BenchReport {
+        schema: first.schema.clone(),
+        webtune_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: reports.iter().map(|r| r.started_at.clone()).min().unwrap_or_default(),
+        target: first.target.clone(),
+        options,
+        interrupted: reports.iter().any(|r| r.interrupted),
+        result,
+        // Per-second samples of different machines do not line up.
+        reply_rate: None,
+        client_cpu,
+        warnings,
+        breakdown,
+        merged_runs: Some(reports.iter().map(|r| r.merged_runs.unwrap_or(1)).sum()),
+    })
+}
+
+/// Parts with the same label are one part; order of first appearance.
+fn merge_parts<'a>(lists: impl Iterator<Item = &'a Vec<Part>>, max: Duration) -> anyhow::Result<Vec<Part>> {
+    let mut merged: Vec<(String, f64, Summary)> = Vec::new();
+    for part in lists.flatten() {
+        let s = Summary::from_part(part, max).with_context(|| format!("part {:?}", part.label))?;
+        match merged.iter_mut().find(|(label, _, _)| *label == part.label) {
+            Some((_, secs, sum)) => {
+                *secs = secs.max(part.duration_s);
+                sum.merge(&s);
+            }
+            None => merged.push((part.label.clone(), part.duration_s, s)),
+        }
+    }
+    Ok(merged.into_iter().map(|(label, secs, s)| s.to_part(label, secs)).collect())
+}

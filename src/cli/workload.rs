@@ -1,0 +1,348 @@
+//! What a bench run requests: one URL, an http_load URL list, or a scenario of steps; each
+//! becomes a request template rendered once. All must go to one server (one address).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use url::Url;
+
+use super::UsageError;
+use super::bench::parse_duration;
+use crate::aggregate::breakdown::{Layout, MAX_REQUEST_PARTS};
+use crate::engine::request::RequestSpec;
+use crate::engine::{Order, Template, TlsSettings};
+
+/// Where the requests go: scheme, host and port shared by every template.
+pub struct Origin {
+    pub addr: SocketAddr,
+    pub tls: Option<TlsSettings>,
+    scheme: String,
+    host: String,
+    port: u16,
+    /// The Host header (host, and port when not the scheme's default).
+    host_header: String,
+}
+
+/// The parts of every request that the command line sets.
+pub struct Common {
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    pub content_type: Option<String>,
+    pub keepalive: bool,
+}
+
+pub struct Workload {
+    pub origin: Origin,
+    pub templates: Vec<Template>,
+    pub order: Order,
+    /// The URL (or the first one) and its method, for the report.
+    pub url: String,
+    pub method: String,
+    /// The per-URL split (empty for one URL), and why there is none when there are too many.
+    pub layout_requests: Vec<String>,
+    pub part_of: Arc<[u16]>,
+    pub warning: Option<String>,
+}
+
+fn usage(msg: String) -> UsageError {
+    UsageError(msg)
+}
+
+impl Origin {
+    pub fn of(url: &Url, insecure: bool) -> Result<Origin, UsageError> {
+        let https = match url.scheme() {
+            "http" => false,
+            "https" => true,
+            other => return Err(usage(format!("bad URL {:?}: scheme {other:?} is not http or https", url.as_str()))),
+        };
+        let host = url
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| usage(format!("bad URL {:?}: no host", url.as_str())))?;
+        let port = url.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
+        let addr = resolve(host, port)?;
+        let host_header = match url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_string(),
+        };
+        let bare_host = host.trim_start_matches('[').trim_end_matches(']');
+        let tls = if https {
+            Some(TlsSettings::new(bare_host, insecure).map_err(|e| usage(format!("TLS set-up failed: {e}")))?)
+        } else {
+            None
+        };
+        Ok(Origin { addr, tls, scheme: url.scheme().into(), host: host.into(), port, host_header })
+    }
+
+    fn check(&self, url: &Url, place: &str) -> Result<(), UsageError> {
+        let same = url.scheme() == self.scheme
+            && url.host_str() == Some(self.host.as_str())
+            && url.port_or_known_default() == Some(self.port);
+        if same {
+            return Ok(());
+        }
+        Err(usage(format!(
+            "{place}: {url} is not on {}://{}:{} like the first URL; one run loads one server",
+            self.scheme, self.host, self.port
+        )))
+    }
+}
+
+/// Resolves the host. When it has several addresses (localhost: ::1 and 127.0.0.1), the
+/// first that accepts a connection is used, as browsers and curl do; the engine then sticks
+/// to it. With none accepting, the first is used and the run reports the refusals.
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, UsageError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs: Vec<SocketAddr> =
+        (bare, port).to_socket_addrs().map_err(|e| usage(format!("cannot resolve host {host:?}: {e}")))?.collect();
+    match addrs.as_slice() {
+        [] => Err(usage(format!("cannot resolve host {host:?}: no address"))),
+        [only] => Ok(*only),
+        several => Ok(several
+            .iter()
+            .find(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok())
+            .unwrap_or(&several[0])
+            .to_owned()),
+    }
+}
+
+pub fn parse_url(text: &str, base: Option<&Url>) -> Result<Url, UsageError> {
+    let parsed = match base {
+        Some(b) => b.join(text),
+        None => Url::parse(text),
+    };
+    parsed.map_err(|e| usage(format!("bad URL {text:?}: {e}")))
+}
+
+pub fn check_method(method: &str) -> Result<(), UsageError> {
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.!~*'".contains(&b)) {
+        return Err(usage(format!("bad method {method:?}")));
+    }
+    Ok(())
+}
+
+/// One request, rendered.
+fn template(origin: &Origin, method: &str, url: &Url, common: &Common, extra: Step) -> Template {
+    let path = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_string(),
+    };
+    let mut headers = common.headers.clone();
+    headers.extend(extra.headers);
+    let spec = RequestSpec {
+        method: method.to_string(),
+        path,
+        host: origin.host_header.clone(),
+        headers,
+        body: extra.body,
+        content_type: extra.content_type.or_else(|| common.content_type.clone()),
+        keepalive: common.keepalive,
+    };
+    let bytes = spec.render();
+    let head_end = bytes.windows(4).position(|w| w == b"\r\n\r\n").map_or(bytes.len(), |p| p + 2);
+    Template { bytes: bytes.into(), head_end, head_request: method == "HEAD", url: url.clone(), think: extra.think }
+}
+
+/// What a scenario step adds to the common parts.
+#[derive(Default)]
+struct Step {
+    headers: Vec<(String, String)>,
+    body: Option<Vec<u8>>,
+    content_type: Option<String>,
+    think: Duration,
+}
+
+impl Workload {
+    /// One URL, every request the same.
+    pub fn single(url: &str, method: &str, common: &Common, insecure: bool) -> Result<Workload, UsageError> {
+        let parsed = parse_url(url, None)?;
+        let origin = Origin::of(&parsed, insecure)?;
+        let step = Step { body: common.body.clone(), ..Step::default() };
+        let t = template(&origin, method, &parsed, common, step);
+        Ok(Workload::new(origin, vec![t], Vec::new(), Order::Sequential, url.into(), method.into()))
+    }
+
+    fn new(
+        origin: Origin,
+        templates: Vec<Template>,
+        labels: Vec<String>,
+        order: Order,
+        url: String,
+        method: String,
+    ) -> Workload {
+        // Identical lines share a part.
+        let mut index: HashMap<&str, u16> = HashMap::new();
+        let mut distinct = Vec::new();
+        let part_of: Vec<u16> = labels
+            .iter()
+            .map(|l| {
+                *index.entry(l).or_insert_with(|| {
+                    distinct.push(l.clone());
+                    (distinct.len() - 1) as u16
+                })
+            })
+            .collect();
+        let (layout_requests, part_of, warning) = if distinct.len() > MAX_REQUEST_PARTS {
+            let warning = format!(
+                "{} distinct URLs: no per-URL breakdown (it is kept for up to {MAX_REQUEST_PARTS})",
+                distinct.len()
+            );
+            (Vec::new(), Vec::new(), Some(warning))
+        } else {
+            (distinct, part_of, None)
+        };
+        Workload { origin, templates, order, url, method, layout_requests, part_of: part_of.into(), warning }
+    }
+
+    pub fn apply(&self, layout: &mut Layout) {
+        layout.requests = self.layout_requests.clone();
+        layout.part_of = self.part_of.clone();
+    }
+
+    /// An http_load URL file: "URL" or "METHOD URL" per line; blank lines and # comments are
+    /// skipped. Relative URLs resolve against `base`.
+    pub fn url_file(
+        path: &Path,
+        base: Option<&str>,
+        random: bool,
+        common: &Common,
+        insecure: bool,
+    ) -> Result<Workload, UsageError> {
+        let text = read_text(path, "URL file")?;
+        let base = base.map(|b| parse_url(b, None)).transpose()?;
+        let mut lines = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let place = format!("{}:{}", path.display(), n + 1);
+            let mut words = line.split_whitespace();
+            let (method, target) = match (words.next(), words.next(), words.next()) {
+                (Some(u), None, _) => ("GET".to_string(), u),
+                (Some(m), Some(u), None) => (m.to_ascii_uppercase(), u),
+                _ => return Err(usage(format!("{place}: expected \"URL\" or \"METHOD URL\", got {line:?}"))),
+            };
+            check_method(&method).map_err(|e| usage(format!("{place}: {}", e.0)))?;
+            let url = parse_url(target, base.as_ref()).map_err(|e| usage(format!("{place}: {}", e.0)))?;
+            lines.push((place, method, url));
+        }
+        let Some((_, first_method, first)) = lines.first() else {
+            return Err(usage(format!("URL file {}: no URL in it", path.display())));
+        };
+        let origin = Origin::of(first, insecure)?;
+        let (url, method) = (first.to_string(), first_method.clone());
+        let mut templates = Vec::new();
+        let mut labels = Vec::new();
+        for (place, method, url) in &lines {
+            origin.check(url, place)?;
+            let body = if matches!(method.as_str(), "GET" | "HEAD") { None } else { common.body.clone() };
+            templates.push(template(&origin, method, url, common, Step { body, ..Step::default() }));
+            labels.push(format!("{method} {url}"));
+        }
+        let order = if random { Order::Random } else { Order::Sequential };
+        Ok(Workload::new(origin, templates, labels, order, url, method))
+    }
+
+    /// A scenario file: the steps each virtual user takes, in order, again and again.
+    pub fn scenario(path: &Path, base: Option<&str>, common: &Common, insecure: bool) -> Result<Workload, UsageError> {
+        let text = read_text(path, "scenario")?;
+        let file: ScenarioFile = toml::from_str(&text)
+            .map_err(|e| usage(format!("scenario {}: {}", path.display(), one_line(&e, &text))))?;
+        let base = match file.base.as_deref().or(base) {
+            Some(b) => Some(parse_url(b, None)?),
+            None => None,
+        };
+        if file.step.is_empty() {
+            return Err(usage(format!("scenario {}: no [[step]]", path.display())));
+        }
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut resolved = Vec::new();
+        for (n, s) in file.step.iter().enumerate() {
+            let place = format!("scenario {} step {}", path.display(), n + 1);
+            let method = s.method.clone().unwrap_or_else(|| "GET".into()).to_ascii_uppercase();
+            check_method(&method).map_err(|e| usage(format!("{place}: {}", e.0)))?;
+            let url = parse_url(&s.url, base.as_ref()).map_err(|e| usage(format!("{place}: {}", e.0)))?;
+            let body = match (&s.body, &s.body_file) {
+                (Some(_), Some(_)) => return Err(usage(format!("{place}: give body or body_file, not both"))),
+                (Some(b), None) => Some(b.clone().into_bytes()),
+                (None, Some(f)) => {
+                    let f = dir.join(f);
+                    Some(std::fs::read(&f).map_err(|e| usage(format!("{place}: cannot read {}: {e}", f.display())))?)
+                }
+                (None, None) => None,
+            };
+            let think = match &s.think {
+                Some(t) => parse_duration(&format!("{place}: think"), t)?,
+                None => Duration::ZERO,
+            };
+            let mut headers = Vec::new();
+            for (k, v) in file.headers.iter().chain(&s.headers) {
+                headers.push(
+                    super::bench::parse_header(&format!("{k}: {v}")).map_err(|e| usage(format!("{place}: {}", e.0)))?,
+                );
+            }
+            let label = s.name.clone().unwrap_or_else(|| format!("{method} {}", url.path()));
+            resolved.push((
+                place,
+                method,
+                url,
+                Step { headers, body, content_type: s.content_type.clone(), think },
+                label,
+            ));
+        }
+        let origin = Origin::of(&resolved[0].2, insecure)?;
+        let (url, method) = (resolved[0].2.to_string(), resolved[0].1.clone());
+        let mut templates = Vec::new();
+        let mut labels = Vec::new();
+        for (place, method, url, step, label) in resolved {
+            origin.check(&url, &place)?;
+            templates.push(template(&origin, &method, &url, common, step));
+            labels.push(label);
+        }
+        Ok(Workload::new(origin, templates, labels, Order::Scenario, url, method))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    /// Relative step URLs resolve against it (else against the command line's URL).
+    base: Option<String>,
+    /// Headers on every step.
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    step: Vec<ScenarioStep>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioStep {
+    name: Option<String>,
+    method: Option<String>,
+    url: String,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    body: Option<String>,
+    body_file: Option<PathBuf>,
+    content_type: Option<String>,
+    think: Option<String>,
+}
+
+fn read_text(path: &Path, what: &str) -> Result<String, UsageError> {
+    std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read {what} {}: {e}", path.display())))
+}
+
+/// toml's errors span lines (a source excerpt); keep the line number and the message.
+fn one_line(e: &toml::de::Error, text: &str) -> String {
+    let msg = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(span) => format!("line {}: {msg}", text[..span.start.min(text.len())].matches('\n').count() + 1),
+        None => msg,
+    }
+}
