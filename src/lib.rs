@@ -20,3 +20,4 @@ pub mod procmem;
 pub mod report;
 pub mod sys;
 pub mod syscalls;
+pub mod tune;

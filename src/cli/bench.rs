@@ -301,10 +301,7 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
     // Each connection needs a descriptor; leave room for the epoll sets, logs and stdio.
     sys::ensure_fd_limit(ep.connections as u64 + 64).map_err(|e| UsageError(e.to_string()))?;
 
-    let shared = Arc::new(Shared::default());
-    let on_signal = shared.clone();
-    // A second handler cannot be installed (tests may run twice in-process); keep the first.
-    let _ = ctrlc::set_handler(move || on_signal.interrupt.store(true, std::sync::atomic::Ordering::Relaxed));
+    let shared = Arc::new(Shared::with_interrupt(sys::interrupt_flag()));
 
     let origin = Instant::now();
     let wall_origin = SystemTime::now();

@@ -123,7 +123,7 @@ impl Plan {
 /// State the threads share: written rarely, read cheaply.
 pub struct Shared {
     /// Set by Ctrl-C (or the caller) to end the run early.
-    pub interrupt: AtomicBool,
+    pub interrupt: Arc<AtomicBool>,
     /// Requests started so far, for `Stop::Requests` (in the closed loop each connection's
     /// first one is counted when the run starts).
     issued: AtomicU64,
@@ -134,7 +134,7 @@ pub struct Shared {
 impl Default for Shared {
     fn default() -> Self {
         Shared {
-            interrupt: AtomicBool::new(false),
+            interrupt: Arc::new(AtomicBool::new(false)),
             issued: AtomicU64::new(0),
             first_body_len: AtomicU64::new(u64::MAX),
         }
@@ -142,6 +142,11 @@ impl Default for Shared {
 }
 
 impl Shared {
+    /// A run that ends early when `interrupt` is set (by a signal handler, or the caller).
+    pub fn with_interrupt(interrupt: Arc<AtomicBool>) -> Shared {
+        Shared { interrupt, ..Shared::default() }
+    }
+
     pub fn interrupted(&self) -> bool {
         self.interrupt.load(Ordering::Relaxed)
     }

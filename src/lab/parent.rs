@@ -30,6 +30,11 @@ extern "C" fn on_stop(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
+/// Whether SIGTERM or SIGINT reached this process (in a worker: before it reset its handlers).
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
 struct Pool<'a> {
     cfg: &'a LabConfig,
     listener: TcpListener,

@@ -37,6 +37,11 @@ pub fn run(cfg: &LabConfig, listener: &TcpListener, board: &Scoreboard, slot: us
         let _ = sigaction(Signal::SIGTERM, &default);
         let _ = sigaction(Signal::SIGINT, &default);
     }
+    // A SIGTERM that came between fork and the lines above ran the parent's handler, which
+    // this process inherited: honour it, or the parent waits 5 s to kill it.
+    if super::parent::stop_requested() {
+        std::process::exit(0);
+    }
     let me = board.slot(slot);
     let pid = std::process::id();
     let mut w = Server {

@@ -1,5 +1,8 @@
-//! The operating system facts the tool needs: its own CPU use and its file-descriptor limit.
+//! The operating system facts the tool needs: its own CPU use, its file-descriptor limit, and
+//! whether the user asked it to stop.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use nix::sys::resource::{Resource, UsageWho, getrlimit, getrusage, setrlimit};
@@ -46,4 +49,23 @@ pub fn ensure_fd_limit(needed: u64) -> anyhow::Result<()> {
     }
     setrlimit(Resource::RLIMIT_NOFILE, needed, hard)
         .map_err(|e| anyhow::anyhow!("cannot raise the open-file limit from {soft} to {needed}: {e}"))
+}
+
+/// The flag SIGINT, SIGTERM and SIGHUP set. One handler for the whole process (a second
+/// cannot be installed): every command and every run in it watch the same flag.
+pub fn interrupt_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let on_signal = flag.clone();
+        // Without a handler (another library installed one) the signal keeps its default.
+        let _ = ctrlc::set_handler(move || on_signal.store(true, Ordering::SeqCst));
+        flag
+    })
+    .clone()
+}
+
+/// Whether a stop was asked for (installs the handler on first use).
+pub fn interrupted() -> bool {
+    interrupt_flag().load(Ordering::SeqCst)
 }

@@ -1,0 +1,183 @@
+//! `webtune tune`: the seeds' method automated. A trial launches the server in one
+//! configuration, warms it, loads it and samples its memory; strategies choose which trials
+//! to run and what the evidence says; every point is saved as soon as it is measured.
+
+pub mod journal;
+pub mod objective;
+pub mod point;
+pub mod settings;
+pub mod strategies;
+pub mod table;
+pub mod trial;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+pub use objective::Objective;
+pub use point::Point;
+pub use settings::Settings;
+use trial::Load;
+
+/// Something that measures a configuration: the real trial runner, or a model in tests.
+pub trait Measure {
+    fn measure(&mut self, step: &str, settings: &Settings, load: &Load) -> Point;
+    /// What a trial costs, for plans and ETAs, before any was measured.
+    fn estimate(&self, load: &Load) -> Duration;
+}
+
+/// The tuner's working state, shared by the strategies.
+pub struct Tuner<'a> {
+    measure: &'a mut dyn Measure,
+    pub load: Load,
+    pub objective: Objective,
+    pub budget_kib: Option<u64>,
+    /// Stop starting trials that would end after this.
+    pub deadline: Option<Instant>,
+    /// Called with every point as soon as it is measured (the journal, the store).
+    save: &'a mut dyn FnMut(&Point),
+    /// Points measured by an earlier, interrupted run of the same plan (--resume).
+    reuse: HashMap<(String, Settings), Point>,
+    pub points: Vec<Point>,
+    /// Why the tuner stopped early, when it did.
+    pub stopped: Option<String>,
+    started: Instant,
+    /// Trials still planned, for the ETA.
+    pub planned: usize,
+    quiet: bool,
+}
+
+impl<'a> Tuner<'a> {
+    pub fn new(
+        measure: &'a mut dyn Measure,
+        load: Load,
+        objective: Objective,
+        save: &'a mut dyn FnMut(&Point),
+        reuse: Vec<Point>,
+        quiet: bool,
+    ) -> Tuner<'a> {
+        Tuner {
+            measure,
+            load,
+            objective,
+            budget_kib: None,
+            deadline: None,
+            save,
+            reuse: reuse.into_iter().map(|p| ((p.step.clone(), p.settings.clone()), p)).collect(),
+            points: Vec::new(),
+            stopped: None,
+            started: Instant::now(),
+            planned: 0,
+            quiet,
+        }
+    }
+
+    /// The expected length of the next trial: the mean of those measured, else the estimate.
+    fn trial_time(&self, load: &Load) -> Duration {
+        let done: Vec<f64> = self.points.iter().filter(|p| p.seconds > 0.0).map(|p| p.seconds).collect();
+        if done.is_empty() {
+            self.measure.estimate(load)
+        } else {
+            Duration::from_secs_f64(done.iter().sum::<f64>() / done.len() as f64)
+        }
+    }
+
+    /// Measures (or reuses) one point; None when time is up or the user interrupted, and
+    /// then `stopped` says why.
+    pub fn point(&mut self, step: &str, settings: &Settings) -> Option<Point> {
+        let load = self.load.clone();
+        self.point_with(step, settings, &load)
+    }
+
+    pub fn point_with(&mut self, step: &str, settings: &Settings, load: &Load) -> Option<Point> {
+        if self.stopped.is_some() {
+            return None;
+        }
+        if let Some(p) = self.reuse.remove(&(step.to_string(), settings.clone())) {
+            self.note(&format!("{step}: reused from the interrupted run"));
+            self.points.push(p.clone());
+            return Some(p);
+        }
+        if crate::sys::interrupted() {
+            self.stopped = Some("interrupted".into());
+            return None;
+        }
+        let need = self.trial_time(load);
+        if let Some(d) = self.deadline
+            && Instant::now() + need > d
+        {
+            self.stopped = Some("the time budget is spent".into());
+            return None;
+        }
+        self.progress(step, need);
+        let p = self.measure.measure(step, settings, load);
+        if p.cause() == Some("interrupted") || crate::sys::interrupted() {
+            self.stopped = Some("interrupted".into());
+            return None;
+        }
+        (self.save)(&p);
+        self.planned = self.planned.saturating_sub(1);
+        self.note(&summary_line(&p));
+        self.points.push(p.clone());
+        Some(p)
+    }
+
+    fn progress(&self, step: &str, next: Duration) {
+        let eta = next * (self.planned.max(1) as u32);
+        self.note(&format!("[{} elapsed, ~{} left] measuring {step}", fmt_secs(self.started.elapsed()), fmt_secs(eta)));
+    }
+
+    pub fn note(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("tune: {line}");
+        }
+    }
+}
+
+fn summary_line(p: &Point) -> String {
+    match p.cause() {
+        Some(cause) => format!("{}: FAILED: {cause}", p.step),
+        None => {
+            let mem = p.memory().map_or(String::new(), |m| format!(", worker USS {} KiB", m.worker_uss_max_kib));
+            let noisy = if p.noisy { " (noisy: repeats spread over 10%, more taken)" } else { "" };
+            format!("{}: {:.1} req/s, p99 {:.2} ms{mem}{noisy}", p.step, p.rps(), p.p99())
+        }
+    }
+}
+
+pub fn fmt_secs(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 60 { format!("{}m{:02}s", s / 60, s % 60) } else { format!("{s}s") }
+}
+
+/// One before/after comparison (a step of one-at-a-time, or a strategy's conclusion).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Step {
+    pub knob: String,
+    pub before_value: String,
+    pub after_value: String,
+    pub adopted: bool,
+    pub before: Point,
+    pub after: Point,
+    /// Every candidate measured for this step.
+    pub candidates: Vec<Point>,
+    pub evidence: String,
+}
+
+/// What a strategy concluded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    pub strategy: String,
+    pub objective: String,
+    pub baseline: Option<Point>,
+    pub steps: Vec<Step>,
+    pub recommended: Settings,
+    /// One line of evidence per recommended value: (knob, value, why).
+    pub evidence: Vec<(String, String, String)>,
+    /// Why the run stopped before its plan was done (time budget, Ctrl-C).
+    pub stopped: Option<String>,
+    /// The recommended configuration in the server's own syntax.
+    pub config: String,
+    pub points: Vec<Point>,
+}

@@ -1,0 +1,114 @@
+//! What "better" means, and when a difference is more than the noise.
+
+use serde::{Deserialize, Serialize};
+
+use super::point::Point;
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Objective {
+    /// The most requests per second.
+    Throughput,
+    /// The most requests per second with p99 at or under this many milliseconds.
+    ThroughputWithin { p99_ms: f64 },
+    /// The least memory (PSS of the whole server) that serves at least this many requests/s.
+    LeastMemory { rps: f64 },
+}
+
+/// Differences smaller than this share of the value are noise however still the repeats were.
+const NOISE_FLOOR: f64 = 0.01;
+
+impl Objective {
+    /// The value to maximise for each repeat of a point, or None when the point misses a
+    /// constraint (an SLO, a required throughput) or failed.
+    fn values(&self, p: &Point) -> Option<Vec<f64>> {
+        if !p.ok() {
+            return None;
+        }
+        match *self {
+            Objective::Throughput => Some(p.samples.iter().map(|s| s.rps).collect()),
+            Objective::ThroughputWithin { p99_ms } => {
+                (p.median(|s| s.p99_ms) <= p99_ms).then(|| p.samples.iter().map(|s| s.rps).collect())
+            }
+            Objective::LeastMemory { rps } => (p.median(|s| s.rps) >= rps).then(|| {
+                p.samples.iter().map(|s| -(s.memory.as_ref().map_or(f64::MAX, |m| m.pss_total_kib as f64))).collect()
+            }),
+        }
+    }
+
+    /// The point's score (its repeats' median), None when it misses a constraint.
+    pub fn score(&self, p: &Point) -> Option<f64> {
+        self.values(p).map(|v| median(&v))
+    }
+
+    /// Whether `a` beats `b` by more than the measured noise: the difference of medians must
+    /// exceed the larger of the two spreads (max - min of the repeats), and 1%.
+    pub fn beats(&self, a: &Point, b: &Point) -> bool {
+        let Some(va) = self.values(a) else { return false };
+        let Some(vb) = self.values(b) else { return true };
+        let (ma, mb) = (median(&va), median(&vb));
+        let noise = spread(&va).max(spread(&vb)).max(NOISE_FLOOR * mb.abs());
+        ma - mb > noise
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Objective::Throughput => "maximum throughput".into(),
+            Objective::ThroughputWithin { p99_ms } => format!("maximum throughput with p99 <= {p99_ms} ms"),
+            Objective::LeastMemory { rps } => format!("least memory serving >= {rps} requests/s"),
+        }
+    }
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 }
+}
+
+/// max - min.
+pub fn spread(v: &[f64]) -> f64 {
+    let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
+    if v.is_empty() { 0.0 } else { max - min }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::point::{Sample, tests::point};
+
+    #[test]
+    fn medians_and_spreads() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(spread(&[3.0, 1.0, 2.0]), 2.0);
+    }
+
+    #[test]
+    fn a_difference_within_the_noise_does_not_win() {
+        let t = Objective::Throughput;
+        let base = point(&[100.0, 104.0, 96.0]);
+        assert!(!t.beats(&point(&[105.0, 107.0, 103.0]), &base), "5 better, noise 8");
+        assert!(t.beats(&point(&[110.0, 111.0, 109.0]), &base), "10 better, noise 8");
+        assert!(!t.beats(&point(&[100.5, 100.5, 100.5]), &point(&[100.0, 100.0, 100.0])), "under 1%");
+    }
+
+    #[test]
+    fn constraints_exclude_points() {
+        let mut fast_but_slow_tail = point(&[200.0, 200.0, 200.0]);
+        for s in &mut fast_but_slow_tail.samples {
+            s.p99_ms = 80.0;
+        }
+        let steady = point(&[150.0, 150.0, 150.0]);
+        let slo = Objective::ThroughputWithin { p99_ms: 50.0 };
+        assert!(slo.beats(&steady, &fast_but_slow_tail));
+        assert!(!slo.beats(&fast_but_slow_tail, &steady));
+        assert_eq!(slo.score(&fast_but_slow_tail), None);
+        let _ = Sample::default();
+    }
+}

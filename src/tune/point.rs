@@ -1,0 +1,139 @@
+//! One measured configuration: the tuner's unit of evidence.
+
+use serde::{Deserialize, Serialize};
+
+use super::objective::median;
+use super::settings::Settings;
+
+/// The server's memory while it served the load, KiB.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemUse {
+    pub workers: usize,
+    /// The costliest worker's unique memory: what one more worker adds.
+    pub worker_uss_max_kib: u64,
+    pub worker_uss_mean_kib: u64,
+    /// Memory each worker shares (with the parent and its siblings), mean.
+    pub worker_shared_mean_kib: u64,
+    pub parent_uss_kib: u64,
+    pub parent_shared_kib: u64,
+    /// The whole server's real footprint: the sum of PSS.
+    pub pss_total_kib: u64,
+    /// Workers that fit the budget, by the seeds' arithmetic with these figures.
+    pub workers_fit: Option<u64>,
+}
+
+/// One repeat: a bench run against a launched configuration.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Sample {
+    pub rps: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub first_byte_p99_ms: f64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub memory: Option<MemUse>,
+    /// The server's own counters mid-run (mod_status, stub_status...), when it has them.
+    pub counters: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    /// The server failed to start, crashed, or every request failed: the cause.
+    Failed {
+        cause: String,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Point {
+    /// The strategy's name for this measurement ("baseline", "workers=4", "burst"...).
+    pub step: String,
+    pub settings: Settings,
+    pub status: Status,
+    pub samples: Vec<Sample>,
+    /// Error-log lines that say the server ran out of workers.
+    pub saturation: Vec<String>,
+    /// The configuration as the server read it, for the evidence.
+    pub config_text: Option<String>,
+    /// Seconds the whole measurement took (launch, warm-up, repeats, stop).
+    pub seconds: f64,
+    /// The repeats varied by more than 10%: more were taken, and the point says so.
+    pub noisy: bool,
+    /// Requests sent to warm the server before the first repeat.
+    #[serde(default)]
+    pub warmed: u64,
+}
+
+impl Point {
+    pub fn failed(step: &str, settings: &Settings, cause: String, seconds: f64) -> Point {
+        Point {
+            step: step.into(),
+            settings: settings.clone(),
+            status: Status::Failed { cause },
+            samples: Vec::new(),
+            saturation: Vec::new(),
+            config_text: None,
+            seconds,
+            noisy: false,
+            warmed: 0,
+        }
+    }
+
+    pub fn ok(&self) -> bool {
+        self.status == Status::Ok && !self.samples.is_empty()
+    }
+
+    pub fn median(&self, f: impl Fn(&Sample) -> f64) -> f64 {
+        median(&self.samples.iter().map(f).collect::<Vec<_>>())
+    }
+
+    pub fn rps(&self) -> f64 {
+        self.median(|s| s.rps)
+    }
+
+    pub fn p99(&self) -> f64 {
+        self.median(|s| s.p99_ms)
+    }
+
+    /// The memory figures of the repeat whose workers cost most (the conservative one).
+    pub fn memory(&self) -> Option<&MemUse> {
+        self.samples.iter().filter_map(|s| s.memory.as_ref()).max_by_key(|m| m.worker_uss_max_kib)
+    }
+
+    /// Relative spread of the throughput over the repeats.
+    pub fn rps_spread(&self) -> f64 {
+        let v: Vec<f64> = self.samples.iter().map(|s| s.rps).collect();
+        let m = median(&v);
+        if m > 0.0 { super::objective::spread(&v) / m } else { 0.0 }
+    }
+
+    /// The cause, for a failed point.
+    pub fn cause(&self) -> Option<&str> {
+        match &self.status {
+            Status::Failed { cause } => Some(cause),
+            Status::Ok => None,
+        }
+    }
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    /// A point whose repeats had these throughputs.
+    pub fn point(rps: &[f64]) -> Point {
+        Point {
+            step: "t".into(),
+            settings: Settings::default(),
+            status: Status::Ok,
+            samples: rps.iter().map(|&r| Sample { rps: r, p99_ms: 10.0, ..Sample::default() }).collect(),
+            saturation: Vec::new(),
+            config_text: None,
+            seconds: 1.0,
+            noisy: false,
+            warmed: 0,
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! Keep-alive on or off, measured with a share of slow clients: on a pre-forking server each
+//! kept-alive connection holds a worker, so slow clients can starve the fast ones.
+
+use super::{Found, Knobs, value};
+use crate::tune::strategies::one_at_a_time::pct;
+use crate::tune::{Settings, Step, Tuner};
+
+pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
+    let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
+    let values: Vec<String> = knobs
+        .iter()
+        .find(|(k, _)| k == "keepalive")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| vec!["on".into(), "off".into()]);
+    let mut load = t.load.clone();
+    if load.get("throttle").is_none() {
+        load = load.with("throttle", Some("33.6kbps".into())).with("slow-share", Some("20%".into()));
+    }
+    let mut points = Vec::new();
+    for v in &values {
+        let Some(p) = t.point_with(&format!("keepalive={v}"), &base.with("keepalive", v), &load) else { break };
+        points.push((v.clone(), p));
+    }
+    let Some((first_v, first)) = points.first().cloned() else { return found };
+    found.baseline = Some(first.clone());
+    let mut best = (first_v.clone(), first.clone());
+    for (v, p) in &points[1..] {
+        if t.objective.beats(p, &best.1) {
+            best = (v.clone(), p.clone());
+        }
+    }
+    let occupancy = |p: &crate::tune::Point| {
+        p.samples
+            .iter()
+            .filter_map(|s| s.counters.as_ref())
+            .filter_map(|c| c.get("busy").and_then(|b| b.as_u64()).zip(c.get("alive").and_then(|a| a.as_u64())))
+            .map(|(b, a)| format!("{b} of {a} workers busy"))
+            .next()
+            .unwrap_or_default()
+    };
+    let rows: Vec<String> = points
+        .iter()
+        .map(|(v, p)| {
+            if p.ok() {
+                format!("{v}: {:.1} req/s, p99 {:.1} ms {}", p.rps(), p.p99(), occupancy(p))
+            } else {
+                format!("{v}: failed: {}", p.cause().unwrap_or(""))
+            }
+        })
+        .collect();
+    let slow = format!(
+        "with {} of clients at {}",
+        load.get("slow-share").unwrap_or("all"),
+        load.get("throttle").unwrap_or("")
+    );
+    let line = format!(
+        "keepalive {}: {:+.1}% against {first_v} {slow} [{}]",
+        best.0,
+        pct(best.1.rps(), first.rps()),
+        rows.join("; ")
+    );
+    found.steps.push(Step {
+        knob: "keepalive".into(),
+        before_value: first_v.clone(),
+        after_value: best.0.clone(),
+        adopted: best.0 != first_v,
+        before: first,
+        after: best.1.clone(),
+        candidates: points.iter().map(|(_, p)| p.clone()).collect(),
+        evidence: line.clone(),
+    });
+    found.recommended = base.with("keepalive", &best.0);
+    found.evidence.push(("keepalive".into(), value(&found.recommended, "keepalive"), line));
+    found
+}

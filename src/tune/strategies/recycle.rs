@@ -1,0 +1,145 @@
+//! Requests per worker before it is replaced (MaxRequestsPerChild, pm.max_requests...): from
+//! how fast the workers grow under load (leaks, pages unshared), the largest interval that
+//! keeps the pool within the memory budget; then what recycling that often costs in
+//! throughput (a fork each time). Intervals costing more than 5% are rejected: the seeds saw
+//! MaxRequestsPerChild 1 collapse throughput.
+
+use super::{Found, Knobs};
+use crate::tune::strategies::one_at_a_time::pct;
+use crate::tune::{Point, Settings, Step, Tuner};
+
+/// The most throughput recycling may cost.
+pub const MAX_COST: f64 = 0.05;
+/// Below this many KiB per request per worker, memory does not grow.
+const FLAT_KIB: f64 = 0.5;
+
+/// Growth of a worker's unique memory per request it serves, and its size when fresh, from
+/// the memory sampled in each repeat (KiB).
+pub fn growth(p: &Point) -> Option<(f64, f64)> {
+    let mems: Vec<(u64, &crate::tune::point::MemUse)> =
+        p.samples.iter().filter_map(|s| s.memory.as_ref().map(|m| (s.succeeded, m))).collect();
+    if mems.len() < 2 {
+        return None;
+    }
+    let workers = mems[0].1.workers.max(1) as f64;
+    // Samples are taken half-way through each repeat.
+    let mut served = 0.0;
+    let mut points = Vec::new();
+    for (i, (succeeded, m)) in mems.iter().enumerate() {
+        let before = if i == 0 { p.warmed as f64 } else { mems[i - 1].0 as f64 / 2.0 };
+        served += before + *succeeded as f64 / 2.0;
+        points.push((served / workers, m.worker_uss_mean_kib as f64));
+    }
+    // Least squares over (requests per worker, USS).
+    let n = points.len() as f64;
+    let (sx, sy) = points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    let (mx, my) = (sx / n, sy / n);
+    let (num, den) =
+        points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + (x - mx) * (y - my), b + (x - mx) * (x - mx)));
+    if den <= 0.0 {
+        return None;
+    }
+    let slope = num / den;
+    Some((slope, (my - slope * mx).max(0.0)))
+}
+
+pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
+    let knob = "max_requests";
+    let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
+    let mut candidates: Vec<u64> = knobs
+        .iter()
+        .find(|(k, _)| k == knob)
+        .map(|(_, v)| v.iter().filter_map(|x| x.parse().ok()).filter(|&n| n > 0).collect())
+        .unwrap_or_default();
+    candidates.sort_unstable_by(|a, b| b.cmp(a));
+    candidates.dedup();
+    let never = base.with(knob, "0");
+    let Some(here) = t.point(&format!("{knob}=0"), &never) else { return found };
+    found.baseline = Some(here.clone());
+    let say = |found: &mut Found, value: String, line: String| {
+        found.recommended = base.with(knob, &value);
+        found.evidence.push((knob.to_string(), value, line));
+    };
+    if !here.ok() {
+        say(
+            &mut found,
+            "0".into(),
+            format!("the server did not run without recycling: {}", here.cause().unwrap_or("")),
+        );
+        return found;
+    }
+    let Some((slope, fresh)) = growth(&here) else {
+        say(&mut found, "0".into(), "memory growth unknown (needs 2 repeats with memory samples)".into());
+        return found;
+    };
+    let mem = here.memory().cloned().unwrap_or_default();
+    let workers = mem.workers.max(1) as f64;
+    if slope < FLAT_KIB {
+        say(
+            &mut found,
+            "0".into(),
+            format!("workers do not grow ({slope:.2} KiB per request): no recycling needed (0 = never)"),
+        );
+        return found;
+    }
+    // parent + workers x (fresh + slope x R) <= budget.
+    let limit = t.budget_kib.map(|b| {
+        let room = b.saturating_sub(mem.parent_uss_kib + mem.parent_shared_kib) as f64 / workers - fresh;
+        (room / slope).floor().max(0.0) as u64
+    });
+    let growth_line = format!(
+        "workers grow {slope:.1} KiB per request they serve (leaks and pages unshared), from {:.0} KiB fresh",
+        fresh
+    );
+    let fitting: Vec<u64> = candidates.iter().copied().filter(|&c| limit.is_none_or(|l| c <= l)).collect();
+    let limit_line = match limit {
+        Some(l) => format!("{} workers stay within the budget for {l} requests each", mem.workers),
+        None => "no memory budget given: the largest interval that costs little".into(),
+    };
+    let mut tried = Vec::new();
+    let mut chosen = None;
+    for c in fitting {
+        let Some(p) = t.point(&format!("{knob}={c}"), &base.with(knob, &c.to_string())) else { break };
+        let cost = if p.ok() { 1.0 - p.rps() / here.rps() } else { 1.0 };
+        tried.push((c, cost, p.clone()));
+        if cost <= MAX_COST {
+            chosen = Some((c, cost, p));
+            break;
+        }
+    }
+    let rejected: Vec<String> = tried
+        .iter()
+        .filter(|(_, cost, _)| *cost > MAX_COST)
+        .map(|(c, cost, _)| format!("{c} costs {:.1}%", cost * 100.0))
+        .collect();
+    let rejected = if rejected.is_empty() { String::new() } else { format!("; rejected: {}", rejected.join(", ")) };
+    match chosen {
+        Some((c, _cost, p)) => {
+            let line = format!(
+                "{growth_line}; {limit_line}; recycling every {c} costs {:.1}% throughput ({:.1} -> {:.1} req/s){rejected}",
+                -pct(p.rps(), here.rps()),
+                here.rps(),
+                p.rps()
+            );
+            found.steps.push(Step {
+                knob: knob.into(),
+                before_value: "0".into(),
+                after_value: c.to_string(),
+                adopted: true,
+                before: here.clone(),
+                after: p,
+                candidates: tried.iter().map(|(_, _, p)| p.clone()).collect(),
+                evidence: line.clone(),
+            });
+            say(&mut found, c.to_string(), line);
+        }
+        None => {
+            let line = format!(
+                "{growth_line}; {limit_line}; no interval to try fits at a cost under {:.0}%{rejected}: use fewer workers or more memory",
+                MAX_COST * 100.0
+            );
+            say(&mut found, "0".into(), line);
+        }
+    }
+    found
+}

@@ -1,0 +1,100 @@
+//! Spare workers (StartServers, Min/MaxSpareServers, pm.start/min/max_spare_servers): a burst
+//! after an idle spell, with each setting; the time to first byte during the burst against
+//! steady state. The cheapest setting (fewest idle workers kept) whose burst p99 stays near
+//! steady state wins.
+
+use super::{Found, Knobs};
+use crate::tune::{Settings, Step, Tuner};
+
+const SPARE_KNOBS: [&str; 3] = ["start_workers", "min_spare", "max_spare"];
+/// How long the server idles before the burst (spares above the maximum retire meanwhile).
+const IDLE_SECS: u64 = 3;
+
+/// Every combination of the spare knobs' values, at most 16.
+pub fn candidates(knobs: &Knobs) -> Vec<Vec<(String, String)>> {
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (k, values) in knobs.iter().filter(|(k, _)| SPARE_KNOBS.contains(&k.as_str())) {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| values.iter().map(move |v| [c.clone(), vec![(k.clone(), v.clone())]].concat()))
+            .collect();
+    }
+    combos.retain(|c| !c.is_empty());
+    combos.truncate(16);
+    combos
+}
+
+/// Idle workers a setting keeps: its cost in memory.
+fn idle_cost(c: &[(String, String)]) -> u64 {
+    let get = |k: &str| c.iter().find(|(n, _)| n == k).and_then(|(_, v)| v.parse::<u64>().ok()).unwrap_or(0);
+    get("min_spare").max(get("start_workers").min(get("max_spare").max(get("min_spare"))))
+}
+
+pub fn spares(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
+    let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
+    let Some(steady) = t.point("steady", base) else { return found };
+    found.baseline = Some(steady.clone());
+    let steady_p99 = steady.median(|s| s.first_byte_p99_ms);
+    let allowed = (steady_p99 * 1.5).max(steady_p99 + 5.0);
+    let burst = t.load.clone();
+    let burst =
+        crate::tune::trial::Load { warm: false, idle_before: std::time::Duration::from_secs(IDLE_SECS), ..burst };
+    let mut results = Vec::new();
+    for c in candidates(knobs) {
+        let settings = c.iter().fold(base.clone(), |s, (k, v)| s.with(k, v));
+        let label = c.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+        let Some(p) = t.point_with(&format!("burst {label}"), &settings, &burst) else { break };
+        results.push((idle_cost(&c), settings, p));
+    }
+    let good = results
+        .iter()
+        .filter(|(_, _, p)| p.ok() && p.median(|s| s.first_byte_p99_ms) <= allowed)
+        .min_by_key(|(cost, _, _)| *cost);
+    let table: Vec<String> = results
+        .iter()
+        .map(|(cost, s, p)| {
+            let spare: Vec<String> = SPARE_KNOBS.iter().filter_map(|k| s.get(k).map(|v| format!("{k}={v}"))).collect();
+            if p.ok() {
+                format!("{} ({cost} idle): burst p99 {:.1} ms", spare.join(" "), p.median(|s| s.first_byte_p99_ms))
+            } else {
+                format!("{} failed: {}", spare.join(" "), p.cause().unwrap_or(""))
+            }
+        })
+        .collect();
+    let head = format!(
+        "steady first-byte p99 {steady_p99:.1} ms; a burst after {IDLE_SECS} s idle may reach {allowed:.1} ms; {}",
+        table.join("; ")
+    );
+    match good {
+        Some((cost, settings, p)) => {
+            for k in SPARE_KNOBS {
+                if let Some(v) = settings.get(k) {
+                    found.evidence.push((
+                        k.into(),
+                        v.into(),
+                        format!(
+                            "cheapest setting ({cost} idle workers) that keeps the burst near steady state: {head}"
+                        ),
+                    ));
+                }
+            }
+            found.steps.push(Step {
+                knob: "spares".into(),
+                before_value: "steady".into(),
+                after_value: format!("{cost} idle"),
+                adopted: true,
+                before: steady.clone(),
+                after: p.clone(),
+                candidates: results.iter().map(|(_, _, p)| p.clone()).collect(),
+                evidence: head.clone(),
+            });
+            found.recommended = settings.clone();
+        }
+        None => found.evidence.push((
+            "spares".into(),
+            "-".into(),
+            format!("no setting kept the burst near steady state: {head}"),
+        )),
+    }
+    found
+}

@@ -1,0 +1,155 @@
+//! The strategies' logic against model servers whose throughput and memory follow known
+//! formulas (the real servers are in the integration tests).
+
+use std::time::Duration;
+
+use super::*;
+use crate::tune::point::{MemUse, Sample, Status};
+use crate::tune::trial::Load;
+use crate::tune::{Measure, Objective, Tuner};
+
+/// A server model: (settings, repeat) -> (rps, p99, worker USS KiB at that repeat).
+struct Model<F: Fn(&Settings, usize) -> (f64, f64, u64)> {
+    f: F,
+    measured: Vec<String>,
+    budget: Option<u64>,
+}
+
+impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
+    fn measure(&mut self, step: &str, settings: &Settings, _load: &Load) -> Point {
+        self.measured.push(step.to_string());
+        let workers: u64 = settings.get("workers").and_then(|w| w.parse().ok()).unwrap_or(4);
+        let samples = (0..3)
+            .map(|r| {
+                let (rps, p99, uss) = (self.f)(settings, r);
+                let memory = MemUse {
+                    workers: workers as usize,
+                    worker_uss_max_kib: uss,
+                    worker_uss_mean_kib: uss,
+                    parent_uss_kib: 1000,
+                    parent_shared_kib: 10_000,
+                    workers_fit: self.budget.map(|b| (b - 11_000) / uss.max(1)),
+                    ..MemUse::default()
+                };
+                Sample { rps, p99_ms: p99, succeeded: (rps * 5.0) as u64, memory: Some(memory), ..Sample::default() }
+            })
+            .collect();
+        Point {
+            step: step.into(),
+            settings: settings.clone(),
+            status: Status::Ok,
+            samples,
+            saturation: Vec::new(),
+            config_text: None,
+            seconds: 0.0,
+            noisy: false,
+            warmed: 0,
+        }
+    }
+    fn estimate(&self, _load: &Load) -> Duration {
+        Duration::from_secs(1)
+    }
+}
+
+fn load() -> Load {
+    Load {
+        path: "/".into(),
+        flags: vec![("connections".into(), Some("10".into()))],
+        warm: true,
+        idle_before: Duration::ZERO,
+    }
+}
+
+fn knobs(name: &str, values: &[&str]) -> Knobs {
+    vec![(name.into(), values.iter().map(|v| v.to_string()).collect())]
+}
+
+fn workers_of(s: &Settings) -> f64 {
+    s.get("workers").unwrap().parse().unwrap()
+}
+
+#[test]
+fn workers_finds_the_knee_of_a_cpu_bound_server_without_the_whole_grid() {
+    // 2 cores, 5 ms of CPU per request: 200/s per worker up to 400/s; a little jitter.
+    let mut m = Model {
+        f: |s: &Settings, r| {
+            let w = workers_of(s);
+            ((200.0 * w).min(400.0) - w * 0.5 + r as f64, 5.0 * w, 3000)
+        },
+        measured: Vec::new(),
+        budget: None,
+    };
+    let counts: Vec<String> = (1..=64).map(|n| n.to_string()).collect();
+    let counts: Vec<&str> = counts.iter().map(String::as_str).collect();
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), true);
+    let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
+    assert_eq!(found.recommended.get("workers"), Some("2"), "{:?}", found.evidence);
+    assert!(found.evidence[0].2.contains("throughput"), "{}", found.evidence[0].2);
+    drop(t);
+    assert!(m.measured.len() <= 9, "coarse then refine, not 64 trials: {:?}", m.measured);
+}
+
+#[test]
+fn workers_never_exceed_the_memory_budget() {
+    // I/O bound: the knee is at 32, but 50 MiB fits only 10 workers of 4 MiB.
+    let mut m = Model {
+        f: |s: &Settings, _| (40.0 * workers_of(s).min(32.0), 30.0, 4096),
+        measured: Vec::new(),
+        budget: Some(11_000 + 10 * 4096 + 100),
+    };
+    let counts = ["1", "2", "4", "8", "10", "16", "32", "64"];
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), true);
+    let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
+    assert_eq!(found.recommended.get("workers"), Some("10"), "{:?}", found.evidence);
+    assert!(found.evidence[0].2.contains("memory sets the limit"), "{}", found.evidence[0].2);
+}
+
+#[test]
+fn one_at_a_time_adopts_what_helps_and_not_what_does_nothing() {
+    let mut m = Model {
+        f: |s: &Settings, r| {
+            let base = if s.get("cache") == Some("on") { 300.0 } else { 200.0 };
+            // "debug" does nothing but noise.
+            (base + [0.0, 3.0, -3.0][r] + if s.get("debug") == Some("0") { 1.0 } else { 0.0 }, 10.0, 2000)
+        },
+        measured: Vec::new(),
+        budget: None,
+    };
+    let k: Knobs =
+        vec![("debug".into(), vec!["1".into(), "0".into()]), ("cache".into(), vec!["off".into(), "on".into()])];
+    let mut saved = 0;
+    let mut save = |_: &Point| saved += 1;
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), true);
+    let found = one_at_a_time(&mut t, &k, &Settings::default());
+    assert_eq!(found.recommended.label(), "debug=1 cache=on");
+    assert!(!found.steps[0].adopted && found.steps[1].adopted);
+    assert_eq!(found.steps.len(), 2);
+    drop(t);
+    assert_eq!(saved, 3, "baseline and one candidate per knob, each saved");
+}
+
+#[test]
+fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
+    // 4 workers leak 100 KiB per request each; a fork costs throughput when frequent.
+    let mut m = Model {
+        f: |s: &Settings, r| {
+            let every: f64 = s.get("max_requests").unwrap().parse().unwrap();
+            let rps = if every == 0.0 { 500.0 } else { 500.0 * (1.0 - 10.0 / every).max(0.02) };
+            // Each repeat serves 2500 requests (625 per worker) beyond the warm-up.
+            (rps, 10.0, 5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64)
+        },
+        measured: Vec::new(),
+        budget: None,
+    };
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), true);
+    // Room per worker: (211 MiB - 11000 KiB) / 4 - 5000 KiB fresh, at 100 KiB per request.
+    t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
+    let k = knobs("max_requests", &["1", "10", "100", "500", "1000", "5000"]);
+    let found = recycle(&mut t, &k, &Settings::default());
+    let chosen: u64 = found.recommended.get("max_requests").unwrap().parse().unwrap();
+    assert_eq!(chosen, 500, "{:?}", found.evidence);
+    assert!(found.evidence[0].2.contains("100.0 KiB per request"), "{}", found.evidence[0].2);
+}

@@ -1,0 +1,162 @@
+//! How many workers: throughput and p99 against the pool size, at a concurrency above the
+//! pool. Throughput rises then flattens (the CPU, or whatever the workers wait on, is full):
+//! coarse powers of two find the flat part, a bisection finds where it starts. The memory
+//! budget caps the answer, from the workers' USS measured under load.
+
+use super::{Found, Knobs, value};
+use crate::tune::{Point, Settings, Step, Tuner};
+
+/// `tolerance`: counts within this share of the best throughput are "as good" (the knee).
+pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) -> Found {
+    let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
+    let mut counts: Vec<u64> = knobs
+        .iter()
+        .find(|(k, _)| k == "workers")
+        .map(|(_, v)| v.iter().filter_map(|x| x.parse().ok()).filter(|&n| n > 0).collect())
+        .unwrap_or_default();
+    counts.sort_unstable();
+    counts.dedup();
+    if counts.is_empty() {
+        found.evidence.push((
+            "workers".into(),
+            value(base, "workers"),
+            "no worker counts to try in [knobs] workers".into(),
+        ));
+        return found;
+    }
+    // Every count must meet more clients than it has workers, or it cannot show its best.
+    let most = *counts.last().unwrap();
+    let clients = t.load.connections().max(2 * most);
+    let load = t.load.with("connections", Some(clients.to_string()));
+
+    let mut measured: Vec<(u64, Point)> = Vec::new();
+    let measure = |t: &mut Tuner, n: u64, measured: &mut Vec<(u64, Point)>| -> bool {
+        if measured.iter().any(|(m, _)| *m == n) {
+            return true;
+        }
+        match t.point_with(&format!("workers={n}"), &base.with("workers", &n.to_string()), &load) {
+            Some(p) => {
+                measured.push((n, p));
+                measured.sort_by_key(|(m, _)| *m);
+                true
+            }
+            None => false,
+        }
+    };
+
+    // Coarse: the smallest, then doubling, and the largest. Stop once throughput has
+    // clearly fallen off twice: the curve is concave, further points only cost time.
+    let mut coarse = vec![counts[0]];
+    for &n in &counts {
+        if n >= 2 * coarse.last().unwrap() {
+            coarse.push(n);
+        }
+    }
+    if coarse.last() != Some(&most) {
+        coarse.push(most);
+    }
+    let mut falling = 0;
+    for &n in &coarse {
+        if !measure(t, n, &mut measured) {
+            break;
+        }
+        let best = best_rps(&measured);
+        let last = measured.iter().find(|(m, _)| *m == n).map_or(0.0, |(_, p)| if p.ok() { p.rps() } else { 0.0 });
+        falling = if last < best * (1.0 - 3.0 * tolerance) { falling + 1 } else { 0 };
+        if falling >= 2 {
+            break;
+        }
+    }
+    // Refine: bisect the file's counts between the last coarse point below the knee and the knee.
+    while let Some(knee) = knee(&measured, tolerance) {
+        let below = measured.iter().map(|(n, _)| *n).filter(|&n| n < knee).max();
+        let Some(below) = below else { break };
+        let between: Vec<u64> = counts.iter().copied().filter(|&n| n > below && n < knee).collect();
+        if between.is_empty() || t.stopped.is_some() {
+            break;
+        }
+        if !measure(t, between[between.len() / 2], &mut measured) {
+            break;
+        }
+    }
+
+    let Some(knee) = knee(&measured, tolerance) else {
+        found.evidence.push(("workers".into(), value(base, "workers"), "no worker count served a request".into()));
+        return found;
+    };
+    let at = |n: u64| measured.iter().find(|(m, _)| *m == n).map(|(_, p)| p.clone());
+    let best = measured.iter().filter(|(_, p)| p.ok()).max_by(|a, b| a.1.rps().total_cmp(&b.1.rps())).unwrap();
+    // The memory figures of the largest pool measured are the most telling.
+    let fit = measured.iter().rev().filter_map(|(_, p)| p.memory()).find_map(|m| m.workers_fit.map(|f| (f, m.clone())));
+    let (chosen, limit) = match &fit {
+        Some((f, _)) if *f < knee => {
+            let fits: Vec<u64> = counts.iter().copied().filter(|n| n <= f).collect();
+            (fits.last().copied().unwrap_or(counts[0]), "memory")
+        }
+        _ => (knee, "throughput"),
+    };
+    let knee_point = at(knee).unwrap();
+    let mut line = format!(
+        "{knee} workers reach {:.1} req/s, {:.1}% of the best ({:.1} req/s at {}), p99 {:.2} ms (at {} clients)",
+        knee_point.rps(),
+        knee_point.rps() / best.1.rps() * 100.0,
+        best.1.rps(),
+        best.0,
+        knee_point.p99(),
+        clients
+    );
+    if let Some((f, m)) = &fit {
+        line += &format!(
+            "; {f} fit the memory budget (worker USS {} KiB under load, parent {} KiB + {} KiB shared)",
+            m.worker_uss_max_kib, m.parent_uss_kib, m.parent_shared_kib
+        );
+    }
+    line += &format!(
+        "; {} sets the limit",
+        if limit == "memory" {
+            "memory".to_string()
+        } else {
+            "throughput (CPU or what the workers wait on)".to_string()
+        }
+    );
+    let climbing = p99_climbs_after(&measured, knee);
+    if let Some((n, p99)) = climbing {
+        line += &format!("; past it p99 climbs ({p99:.2} ms at {n})");
+    }
+    let baseline = at(counts[0]);
+    found.baseline = baseline.clone();
+    found.recommended = base.with("workers", &chosen.to_string());
+    if let (Some(before), Some(after)) = (baseline, at(chosen).or(Some(knee_point))) {
+        found.steps.push(Step {
+            knob: "workers".into(),
+            before_value: counts[0].to_string(),
+            after_value: chosen.to_string(),
+            adopted: chosen != counts[0],
+            before,
+            after,
+            candidates: measured.iter().map(|(_, p)| p.clone()).collect(),
+            evidence: line.clone(),
+        });
+    }
+    found.evidence.push(("workers".into(), chosen.to_string(), line));
+    found
+}
+
+fn best_rps(measured: &[(u64, Point)]) -> f64 {
+    measured.iter().filter(|(_, p)| p.ok()).map(|(_, p)| p.rps()).fold(0.0, f64::max)
+}
+
+/// The smallest count within `tolerance` of the best throughput.
+pub fn knee(measured: &[(u64, Point)], tolerance: f64) -> Option<u64> {
+    let best = best_rps(measured);
+    if best <= 0.0 {
+        return None;
+    }
+    measured.iter().filter(|(_, p)| p.ok() && p.rps() >= best * (1.0 - tolerance)).map(|(n, _)| *n).min()
+}
+
+/// The first count past the knee whose p99 is over 1.5 times the knee's.
+fn p99_climbs_after(measured: &[(u64, Point)], knee: u64) -> Option<(u64, f64)> {
+    let base = measured.iter().find(|(n, _)| *n == knee)?.1.p99();
+    measured.iter().filter(|(n, p)| *n > knee && p.ok() && p.p99() > 1.5 * base).map(|(n, p)| (*n, p.p99())).next()
+}

@@ -1,0 +1,213 @@
+//! A trial: launch the server with one configuration, warm it, load it R times while sampling
+//! its memory, stop it; the result is a `Point`. Failures become points with their cause.
+
+use std::time::{Duration, Instant};
+
+use super::point::{MemUse, Point, Sample, Status};
+use super::settings::Settings;
+use crate::cli::args::{Cli, Command};
+use crate::cli::bench::{self, BenchPlan};
+use crate::procmem::{self, Role, Selector};
+
+/// A server the tuner can start in a given configuration (an adapter from the target file).
+pub trait Launcher {
+    /// Starts the server with `settings`, ready to serve.
+    fn launch(&mut self, settings: &Settings) -> anyhow::Result<Box<dyn Launched>>;
+    /// The configuration in the server's own syntax (what the user pastes).
+    fn render(&self, settings: &Settings) -> String;
+}
+
+/// A running server; dropping it stops it.
+pub trait Launched: Sync {
+    /// Base URL (scheme, host, port).
+    fn base_url(&self) -> String;
+    /// The master process (its descendants are the workers).
+    fn master_pid(&self) -> i32;
+    /// The server's own counters (mod_status, stub_status...), when it has them.
+    fn counters(&self) -> Option<serde_json::Value> {
+        None
+    }
+    /// Error-log lines saying the server ran out of workers.
+    fn saturation(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The configuration as written for the server.
+    fn config_text(&self) -> Option<String> {
+        None
+    }
+}
+
+/// `webtune bench` flags (long names, without dashes) and the path to request.
+#[derive(Debug, Clone)]
+pub struct Load {
+    pub path: String,
+    pub flags: Vec<(String, Option<String>)>,
+    /// Warm every worker before measuring (off to measure a cold start or a burst).
+    pub warm: bool,
+    /// Leave the server idle this long before the load (spare workers retire meanwhile).
+    pub idle_before: Duration,
+}
+
+impl Load {
+    pub fn get(&self, flag: &str) -> Option<&str> {
+        self.flags.iter().find(|(f, _)| f == flag).and_then(|(_, v)| v.as_deref())
+    }
+
+    /// A copy with `flag` set (replacing any earlier value).
+    pub fn with(&self, flag: &str, value: Option<String>) -> Load {
+        let mut l = self.clone();
+        l.flags.retain(|(f, _)| f != flag);
+        l.flags.push((flag.to_string(), value));
+        l
+    }
+
+    pub fn connections(&self) -> u64 {
+        self.get("connections").and_then(|c| c.parse().ok()).unwrap_or(10)
+    }
+
+    pub fn duration(&self) -> Duration {
+        self.get("duration").and_then(|d| bench::parse_duration("duration", d).ok()).unwrap_or(Duration::from_secs(5))
+    }
+
+    /// The bench plan against `base` (validated as `webtune bench` validates its flags).
+    pub fn plan(&self, base: &str) -> anyhow::Result<BenchPlan> {
+        let mut argv = vec!["webtune".to_string(), "bench".to_string(), "--json".into(), "-q".into()];
+        for (flag, value) in &self.flags {
+            argv.push(format!("--{flag}"));
+            argv.extend(value.clone());
+        }
+        argv.push(format!("{}{}", base.trim_end_matches('/'), self.path));
+        let cli = <Cli as clap::Parser>::try_parse_from(&argv).map_err(|e| {
+            let text = e.render().to_string();
+            anyhow::anyhow!("[load]: {}", text.lines().next().unwrap_or("").trim_start_matches("error: "))
+        })?;
+        let Command::Bench(args) = cli.command else { unreachable!("argv starts with bench") };
+        Ok(BenchPlan::from_args(&args)?)
+    }
+}
+
+/// How each trial runs.
+#[derive(Debug, Clone)]
+pub struct TrialOptions {
+    pub repeats: usize,
+    /// Requests per worker before measuring, so every worker has compiled and cached.
+    pub warm_requests: u64,
+    /// Repeats spreading more than this share take as many again.
+    pub noisy_spread: f64,
+}
+
+/// Runs one trial. Never fails: a server that does not start, crashes or answers nothing
+/// gives a failed point with the cause.
+pub fn run(
+    launcher: &mut dyn Launcher,
+    step: &str,
+    settings: &Settings,
+    load: &Load,
+    opts: &TrialOptions,
+    budget_kib: Option<u64>,
+) -> Point {
+    let started = Instant::now();
+    let fail = |cause: String| Point::failed(step, settings, cause, started.elapsed().as_secs_f64());
+    let server = match launcher.launch(settings) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("{e:#}")),
+    };
+    let plan = match load.plan(&server.base_url()) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("{e:#}")),
+    };
+    let url = plan.url.clone();
+    let workers = procmem::select(&Selector::Pid(server.master_pid())).map_or(1, |p| p.len().max(2) - 1);
+    let warm = if load.warm { (opts.warm_requests * workers as u64).max(load.connections()) } else { 0 };
+    if warm > 0
+        && let Err(e) = bench::drive(&url, load.connections().min(warm), warm, true)
+    {
+        return fail(format!("warm-up: {e:#}"));
+    }
+    std::thread::sleep(load.idle_before);
+    let mut samples = Vec::new();
+    let mut noisy = false;
+    let mut wanted = opts.repeats.max(1);
+    while samples.len() < wanted {
+        if crate::sys::interrupted() {
+            return fail("interrupted".into());
+        }
+        match measure_once(&*server, &plan, load.duration(), budget_kib) {
+            Ok(s) if s.succeeded == 0 => return fail(format!("no request succeeded ({} failed)", s.failed)),
+            Ok(s) => samples.push(s),
+            Err(e) => return fail(format!("{e:#}")),
+        }
+        if samples.len() == wanted && wanted == opts.repeats.max(1) && wanted > 1 {
+            let rps: Vec<f64> = samples.iter().map(|s| s.rps).collect();
+            if super::objective::spread(&rps) > opts.noisy_spread * super::objective::median(&rps) {
+                noisy = true;
+                wanted *= 2;
+            }
+        }
+    }
+    if procmem::select(&Selector::Pid(server.master_pid())).is_err() {
+        return fail("the server died during the run".into());
+    }
+    let saturation = server.saturation();
+    let config_text = server.config_text();
+    drop(server);
+    Point {
+        step: step.into(),
+        settings: settings.clone(),
+        status: Status::Ok,
+        samples,
+        saturation,
+        config_text,
+        seconds: started.elapsed().as_secs_f64(),
+        noisy,
+        warmed: warm,
+    }
+}
+
+/// One bench run; memory and counters are read half-way through, under load.
+fn measure_once(
+    server: &dyn Launched,
+    plan: &BenchPlan,
+    duration: Duration,
+    budget: Option<u64>,
+) -> anyhow::Result<Sample> {
+    let master = server.master_pid();
+    let (report, (memory, counters)) = std::thread::scope(|s| {
+        let probe = s.spawn(move || {
+            std::thread::sleep(duration / 2);
+            let pids = procmem::select(&Selector::Pid(master)).unwrap_or_default();
+            (mem_use(&procmem::sample(&pids), budget), server.counters())
+        });
+        let report = bench::run(plan);
+        (report, probe.join().unwrap_or((None, None)))
+    });
+    let report = report?;
+    let lat = &report.result.latency_ms;
+    Ok(Sample {
+        rps: report.result.requests_per_s,
+        p50_ms: lat.total.as_ref().map_or(0.0, |l| l.p50),
+        p99_ms: lat.total.as_ref().map_or(0.0, |l| l.p99),
+        first_byte_p99_ms: lat.first_byte.as_ref().map_or(0.0, |l| l.p99),
+        succeeded: report.result.succeeded,
+        failed: report.result.failed,
+        memory,
+        counters,
+    })
+}
+
+/// The memory figures the tuner uses, from one sample of the server's processes.
+pub fn mem_use(procs: &[procmem::ProcMem], budget_kib: Option<u64>) -> Option<MemUse> {
+    let workers: Vec<_> = procs.iter().filter(|p| p.role == Role::Worker).collect();
+    let parent = procs.iter().find(|p| p.role == Role::Parent)?;
+    let n = workers.len().max(1) as u64;
+    Some(MemUse {
+        workers: workers.len(),
+        worker_uss_max_kib: workers.iter().map(|w| w.uss).max().unwrap_or(0),
+        worker_uss_mean_kib: workers.iter().map(|w| w.uss).sum::<u64>() / n,
+        worker_shared_mean_kib: workers.iter().map(|w| w.shared).sum::<u64>() / n,
+        parent_uss_kib: parent.uss,
+        parent_shared_kib: parent.shared,
+        pss_total_kib: procs.iter().map(|p| p.mem.pss).sum(),
+        workers_fit: budget_kib.and_then(|b| procmem::capacity::capacity(procs, b)).map(|c| c.workers_fit),
+    })
+}
