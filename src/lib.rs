@@ -20,4 +20,5 @@ pub mod procmem;
 pub mod report;
 pub mod sys;
 pub mod syscalls;
+pub mod target;
 pub mod tune;

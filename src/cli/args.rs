@@ -22,12 +22,90 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Combine the --json reports of runs made at once from several machines (exact percentiles).
     Merge(MergeArgs),
+    /// Find the configuration that serves the most within the memory: launch the target in
+    /// each configuration a strategy picks, measure, and recommend with the evidence.
+    Tune(TuneArgs),
+    /// Start a target file's server (private run directory, own process groups), print its
+    /// address and pids, and run until Ctrl-C; then stop it.
+    Launch(LaunchArgs),
     /// Run the embedded pre-forking test server (Apache prefork + mod_perl, reproduced).
     Lab(LabArgs),
     /// What a server's processes really cost: RSS, PSS, USS, shared; totals; capacity.
     Mem(MemArgs),
     /// System calls per request, from strace on the server while requests are driven.
     Syscalls(SyscallsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LaunchArgs {
+    /// The target file.
+    pub file: PathBuf,
+
+    /// Set a knob (repeatable), e.g. --set workers=4.
+    #[arg(long = "set")]
+    pub set: Vec<String>,
+
+    /// Stop after this long instead of waiting for Ctrl-C (e.g. 30s).
+    #[arg(long = "for")]
+    pub run_for: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// The target file (TOML: [target], [knobs], [load], [budget]; see examples/).
+    pub file: PathBuf,
+
+    /// one-at-a-time (each knob in turn, the seeds' method), workers (the knee of throughput
+    /// against the pool), recycle (requests per worker within the memory), spares (bursts
+    /// after idle), keepalive (with slow clients).
+    #[arg(long, default_value = "one-at-a-time", value_parser = ["one-at-a-time", "workers", "recycle", "spares", "keepalive"])]
+    pub strategy: String,
+
+    /// Objective: the most throughput with p99 at or under this (e.g. 50ms).
+    #[arg(long = "slo-p99", conflicts_with = "min_rps")]
+    pub slo_p99: Option<String>,
+
+    /// Objective: the least memory that serves at least this many requests/s.
+    #[arg(long = "min-rps")]
+    pub min_rps: Option<f64>,
+
+    /// Measurements of each configuration (more are taken when they spread over 10%).
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+
+    /// Time budget (e.g. 15m): the plan and its estimate come first; at the budget the tuner
+    /// stops with the best so far. Default: the file's [budget] time, else none.
+    #[arg(long)]
+    pub budget: Option<String>,
+
+    /// Memory budget (4GiB, 512MiB, auto). Default: the file's [budget] memory.
+    #[arg(long = "memory")]
+    pub memory: Option<String>,
+
+    /// workers: counts within this share of the best throughput are "as good" (the knee).
+    #[arg(long = "knee", default_value = "3%")]
+    pub knee: String,
+
+    /// Start from this value of a knob (repeatable), e.g. --set workers=4.
+    #[arg(long = "set")]
+    pub set: Vec<String>,
+
+    /// Every measured point is appended here as it is measured (default:
+    /// FILE's name with .tune.jsonl, in the current directory).
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
+
+    /// Continue an interrupted run: points already in the journal are not measured again.
+    #[arg(long)]
+    pub resume: bool,
+
+    /// Print the outcome as JSON instead of the tables.
+    #[arg(long)]
+    pub json: bool,
+
+    /// No progress lines on stderr.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

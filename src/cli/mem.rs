@@ -88,7 +88,7 @@ impl Budget {
     }
 }
 
-fn mem_available_kib() -> u64 {
+pub fn mem_available_kib() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|t| {

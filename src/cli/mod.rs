@@ -4,9 +4,11 @@
 pub mod args;
 pub mod bench;
 pub mod lab;
+pub mod launch;
 pub mod mem;
 pub mod merge;
 pub mod syscalls;
+pub mod tune;
 pub mod workload;
 
 use std::io::Write;
@@ -54,6 +56,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Mem(a) => mem::run(&a),
+        Command::Launch(a) => launch::run(&a),
+        Command::Tune(a) => tune::run(&a),
         Command::Syscalls(a) => syscalls::run(&a),
         Command::Lab(a) => {
             crate::lab::run(&lab::config(&a)?)?;

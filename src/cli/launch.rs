@@ -1,0 +1,53 @@
+//! `webtune launch FILE`: start a target as the tuner would, show where it is, keep it up
+//! until Ctrl-C (or --for), then stop everything it started.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use super::UsageError;
+use super::args::LaunchArgs;
+use crate::target::{self, TargetFile};
+
+/// `knob=value` pairs from --set.
+pub fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>, UsageError> {
+    sets.iter()
+        .map(|s| {
+            let (k, v) = s.split_once('=').ok_or_else(|| UsageError(format!("--set {s:?}: expected knob=value")))?;
+            if k.trim().is_empty() {
+                return Err(UsageError(format!("--set {s:?}: no knob name")));
+            }
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
+    let file = TargetFile::load(&a.file)?;
+    let sets = parse_sets(&a.set)?;
+    let limit = a.run_for.as_deref().map(|d| super::bench::parse_duration("--for", d)).transpose()?;
+    // Install the signal handler before anything starts, so Ctrl-C always stops the server.
+    let _ = crate::sys::interrupt_flag();
+    let running = target::launch(&file, &sets)?;
+    println!("{} ({}) ready at {}", file.path.display(), running_name(&file), running.base_url());
+    println!("master pid {}, worker pids {:?}", running.master_pid(), running.worker_pids());
+    println!("run directory {}", running.dir().display());
+    if let Some(c) = running.counters() {
+        println!("counters {c}");
+    }
+    println!("Ctrl-C stops it.");
+    let started = Instant::now();
+    while !crate::sys::interrupted() && limit.is_none_or(|l| started.elapsed() < l) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let saturation = running.saturation();
+    drop(running);
+    for line in saturation {
+        println!("saturation: {line}");
+    }
+    println!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn running_name(f: &TargetFile) -> &'static str {
+    f.adapter().name()
+}

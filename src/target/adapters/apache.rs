@@ -1,0 +1,187 @@
+//! Apache httpd, prefork MPM, with mod_perl 2: ModPerl::Registry scripts, preloaded Perl
+//! modules and handlers, Apache::ASP pages. The app directory follows a convention:
+//! `startup.pl` (PerlRequire'd in the parent, before the fork), `perl/` (Registry scripts at
+//! /perl/), `htdocs/` (the document root; *.asp by Apache::ASP), `handlers.conf` (included:
+//! Locations with PerlResponseHandler). Any other knob is a directive: "PerlSetVar Debug",
+//! AllowOverride (on the document root), BufferedLogs, MMapFile...
+
+use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
+use crate::target::process::Spawn;
+
+pub struct Apache;
+
+const MODULES: &str = "/usr/lib/apache2/modules";
+
+impl Adapter for Apache {
+    fn name(&self) -> &'static str {
+        "apache"
+    }
+
+    fn native(&self, knob: &str) -> Option<&'static str> {
+        Some(match knob {
+            "workers" => "MaxRequestWorkers",
+            "max_requests" => "MaxConnectionsPerChild",
+            "start_workers" => "StartServers",
+            "min_spare" => "MinSpareServers",
+            "max_spare" => "MaxSpareServers",
+            "keepalive" => "KeepAlive",
+            "keepalive_timeout" => "KeepAliveTimeout",
+            "backlog" => "ListenBacklog",
+            _ => return None,
+        })
+    }
+
+    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+        if get(values, "preload").is_some() {
+            anyhow::bail!(
+                "apache: preload is what startup.pl in the app directory does (PerlRequire, before the fork)"
+            );
+        }
+        let d = ctx.d();
+        let app = ctx.app().map(|a| a.display().to_string());
+        let has = |rel: &str| ctx.app().is_some_and(|a| a.join(rel).exists());
+        let docroot = if has("htdocs") {
+            format!("{}/htdocs", app.as_deref().unwrap_or_default())
+        } else {
+            std::fs::create_dir_all(format!("{d}/htdocs"))?;
+            write(ctx.dir, "htdocs/index.html", "webtune apache target\n")?;
+            format!("{d}/htdocs")
+        };
+        let m = MODULES;
+        let user = if nix::unistd::geteuid().is_root() { "User www-data\nGroup www-data\n" } else { "" };
+        let mut conf = format!(
+            "ServerRoot {d}\nServerName localhost\nDefaultRuntimeDir {d}\nPidFile {d}/apache2.pid\n\
+             Listen {}:{}\n{user}ErrorLog {d}/error.log\nLogLevel warn\n\
+             LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b\" common\nCustomLog {d}/access.log common\n\
+             LoadModule mpm_prefork_module {m}/mod_mpm_prefork.so\n\
+             LoadModule authz_core_module {m}/mod_authz_core.so\n\
+             LoadModule alias_module {m}/mod_alias.so\n\
+             LoadModule dir_module {m}/mod_dir.so\n\
+             LoadModule mime_module {m}/mod_mime.so\n\
+             LoadModule log_config_module {m}/mod_log_config.so\n\
+             LoadModule status_module {m}/mod_status.so\n\
+             LoadModule perl_module {m}/mod_perl.so\n\
+             TypesConfig /etc/mime.types\nDirectoryIndex index.html index.asp\n",
+            bracket(ctx.host),
+            ctx.port
+        );
+        conf += &mpm_lines(values)?;
+        conf += &format!(
+            "DocumentRoot {docroot}\n<Directory />\n  AllowOverride None\n  Require all denied\n</Directory>\n\
+             <Directory {docroot}>\n  AllowOverride {}\n  Require all granted\n</Directory>\n\
+             <Location /server-status>\n  SetHandler server-status\n  Require all granted\n</Location>\n",
+            get(values, "AllowOverride").unwrap_or("None")
+        );
+        for (k, v) in natives(values).filter(|(k, _)| *k != "AllowOverride") {
+            conf += &format!("{k} {v}\n");
+        }
+        if let Some(app) = &app {
+            if has("startup.pl") {
+                conf += &format!("PerlSwitches -I{app}/lib\nPerlRequire {app}/startup.pl\n");
+            }
+            if has("perl") {
+                conf += &format!(
+                    "PerlModule ModPerl::Registry\nAlias /perl/ {app}/perl/\n<Location /perl/>\n  SetHandler perl-script\n  \
+                     PerlResponseHandler ModPerl::Registry\n  Options +ExecCGI\n  Require all granted\n</Location>\n"
+                );
+            }
+            if has("htdocs") && asp_installed() {
+                std::fs::create_dir_all(format!("{d}/asp-state"))?;
+                use std::os::unix::fs::PermissionsExt;
+                let _ = std::fs::set_permissions(format!("{d}/asp-state"), std::fs::Permissions::from_mode(0o777));
+                conf += &format!(
+                    "PerlModule Apache::ASP\n<Files ~ \"\\.asp$\">\n  SetHandler perl-script\n  PerlResponseHandler Apache::ASP\n  \
+                     PerlSetVar Global {app}\n  PerlSetVar StateDir {d}/asp-state\n</Files>\n"
+                );
+            }
+            if has("handlers.conf") {
+                conf += &format!("Include {app}/handlers.conf\n");
+            }
+        }
+        write(ctx.dir, "httpd.conf", &conf)?;
+        let mut spawn = Spawn::new(
+            "apache2",
+            ctx.file.program.as_deref().unwrap_or("apache2"),
+            vec!["-f".into(), format!("{d}/httpd.conf"), "-DFOREGROUND".into()],
+        );
+        spawn.env = vec![("APACHE_RUN_DIR".into(), d.clone()), ("APACHE_LOG_DIR".into(), d.clone())];
+        Ok(Prepared {
+            config_text: conf,
+            spawns: vec![spawn],
+            master: 0,
+            error_logs: vec![ctx.dir.join("error.log"), ctx.dir.join("apache2.log")],
+            status_path: Some("/server-status?auto".into()),
+        })
+    }
+
+    fn recommend(&self, values: &[(String, String)]) -> String {
+        let mut out = mpm_lines(values).unwrap_or_default();
+        if let Some(a) = get(values, "AllowOverride") {
+            out += &format!("AllowOverride {a}   # in the <Directory> of the document root\n");
+        }
+        for (k, v) in natives(values).filter(|(k, _)| *k != "AllowOverride") {
+            out += &format!("{k} {v}\n");
+        }
+        out.trim_end().to_string()
+    }
+
+    fn counters(&self, body: &str) -> Option<serde_json::Value> {
+        let mut map = serde_json::Map::new();
+        for line in body.lines() {
+            let (k, v) = line.split_once(':')?;
+            let key = match k.trim() {
+                "BusyWorkers" => "busy",
+                "IdleWorkers" => "idle",
+                "Total Accesses" => "total_requests",
+                "ReqPerSec" => "requests_per_s",
+                _ => continue,
+            };
+            if let Ok(n) = v.trim().parse::<f64>() {
+                map.insert(key.into(), serde_json::json!(n));
+            }
+        }
+        if let (Some(b), Some(i)) = (map.get("busy").and_then(|v| v.as_f64()), map.get("idle").and_then(|v| v.as_f64()))
+        {
+            map.insert("alive".into(), serde_json::json!(b + i));
+        }
+        (!map.is_empty()).then_some(serde_json::Value::Object(map))
+    }
+
+    fn saturation(&self) -> &'static [&'static str] {
+        &["reached MaxRequestWorkers", "reached MaxClients"]
+    }
+}
+
+/// The prefork directives; unset spares follow the pool (all workers started, none retired).
+fn mpm_lines(values: &[(String, String)]) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let workers = get(values, "workers");
+    if let Some(w) = workers {
+        out += &format!("ServerLimit {w}\nMaxRequestWorkers {w}\n");
+    }
+    let w = workers.unwrap_or("5");
+    out += &format!("StartServers {}\n", get(values, "start_workers").unwrap_or(w));
+    out += &format!("MinSpareServers {}\n", get(values, "min_spare").unwrap_or("1"));
+    out += &format!("MaxSpareServers {}\n", get(values, "max_spare").unwrap_or(w));
+    if let Some(n) = get(values, "max_requests") {
+        out += &format!("MaxConnectionsPerChild {n}\n");
+    }
+    if let Some(k) = get(values, "keepalive") {
+        out += &format!("KeepAlive {}\n", if on(k) { "On" } else { "Off" });
+    }
+    if let Some(t) = get(values, "keepalive_timeout") {
+        out += &format!("KeepAliveTimeout {}\n", seconds(t)?);
+    }
+    if let Some(b) = get(values, "backlog") {
+        out += &format!("ListenBacklog {b}\n");
+    }
+    Ok(out)
+}
+
+fn bracket(host: &str) -> String {
+    if host.contains(':') { format!("[{host}]") } else { host.to_string() }
+}
+
+fn asp_installed() -> bool {
+    std::path::Path::new("/usr/share/perl5/Apache/ASP.pm").exists()
+}

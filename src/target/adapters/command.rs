@@ -1,0 +1,102 @@
+//! Any server, from a command template: {host}, {port}, {dir} (the run directory), {app} and
+//! every knob by name ({workers}, {max_requests}...) are replaced by their values.
+
+use super::{Adapter, Ctx, Prepared};
+use crate::target::process::Spawn;
+
+pub struct Command;
+
+impl Adapter for Command {
+    fn name(&self) -> &'static str {
+        "command"
+    }
+
+    fn native(&self, _knob: &str) -> Option<&'static str> {
+        None
+    }
+
+    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+        let template = ctx.file.command.as_deref().unwrap_or_default();
+        let mut line = template
+            .replace("{host}", ctx.host)
+            .replace("{port}", &ctx.port.to_string())
+            .replace("{dir}", &ctx.d())
+            .replace("{app}", &ctx.app().map(|a| a.display().to_string()).unwrap_or_default());
+        for (k, v) in values {
+            line = line.replace(&format!("{{{k}}}"), v);
+        }
+        if let Some(start) = line.find('{')
+            && let Some(len) = line[start..].find('}')
+        {
+            anyhow::bail!(
+                "command: placeholder {} has no value: set it in [target.config] or [knobs]",
+                &line[start..start + len + 1]
+            );
+        }
+        let words = shell_words(&line)?;
+        let (program, args) = words.split_first().ok_or_else(|| anyhow::anyhow!("command is empty"))?;
+        let mut spawn = Spawn::new("command", program, args.to_vec());
+        spawn.cwd = ctx.file.path.parent().map(|p| if p.as_os_str().is_empty() { ".".into() } else { p.to_path_buf() });
+        Ok(Prepared {
+            config_text: line,
+            spawns: vec![spawn],
+            master: 0,
+            error_logs: vec![ctx.dir.join("command.log")],
+            status_path: None,
+        })
+    }
+
+    fn recommend(&self, values: &[(String, String)]) -> String {
+        values.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// Splits a command line as a POSIX shell would for words, single and double quotes.
+fn shell_words(line: &str) -> anyhow::Result<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') => word.extend(chars.next()),
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, '\\') => {
+                word.extend(chars.next());
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        anyhow::bail!("command: unbalanced quote in {line:?}");
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn words() {
+        assert_eq!(super::shell_words("a 'b c' \"d \\\" e\" f\\ g").unwrap(), ["a", "b c", "d \" e", "f g"]);
+        assert!(super::shell_words("a 'b").is_err());
+    }
+}

@@ -1,0 +1,138 @@
+//! One module per server, one trait. An adapter renders the configuration for given knob
+//! values in the server's own syntax, says how to start the server in the foreground, where
+//! its error log is, how to read its counters and which log lines mean saturation.
+
+mod apache;
+mod command;
+mod gunicorn;
+mod lab;
+mod nginx;
+mod phpfpm;
+mod starman;
+mod uwsgi;
+
+use std::path::{Path, PathBuf};
+
+use super::file::{AdapterName, TargetFile};
+use super::process::Spawn;
+use super::rundir::RunDir;
+
+/// The knob names every adapter understands, mapped to each server's own.
+pub const CANONICAL: [&str; 9] = [
+    "workers",
+    "max_requests",
+    "start_workers",
+    "min_spare",
+    "max_spare",
+    "keepalive",
+    "keepalive_timeout",
+    "preload",
+    "backlog",
+];
+
+/// What an adapter gets to prepare a launch.
+pub struct Ctx<'a> {
+    pub dir: &'a RunDir,
+    pub host: &'a str,
+    pub port: u16,
+    pub file: &'a TargetFile,
+}
+
+impl Ctx<'_> {
+    pub fn app(&self) -> Option<&Path> {
+        self.file.app.as_deref()
+    }
+
+    pub fn d(&self) -> String {
+        self.dir.path.display().to_string()
+    }
+}
+
+/// A prepared launch.
+pub struct Prepared {
+    /// Started in order, each in its own process group (a front server last).
+    pub spawns: Vec<Spawn>,
+    /// Which of `spawns` is the tuned server (its memory and workers are measured).
+    pub master: usize,
+    /// The configuration as written, for the evidence.
+    pub config_text: String,
+    pub error_logs: Vec<PathBuf>,
+    /// Path of the server's own status page on the load port, when it has one.
+    pub status_path: Option<String>,
+}
+
+/// Where a running server is, for its counters.
+pub struct Where<'a> {
+    pub host: &'a str,
+    pub port: u16,
+    pub dir: &'a Path,
+    pub status_path: Option<&'a str>,
+}
+
+pub trait Adapter: Sync {
+    fn name(&self) -> &'static str;
+    /// The native name of a canonical knob, when the server has it.
+    fn native(&self, knob: &str) -> Option<&'static str>;
+    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared>;
+    /// The configuration lines for `values`, in the server's syntax, to paste.
+    fn recommend(&self, values: &[(String, String)]) -> String;
+    /// Reads the status page body into counters (busy and idle workers...).
+    fn counters(&self, _body: &str) -> Option<serde_json::Value> {
+        None
+    }
+    /// The server's counters now: its status page on the load port, by default.
+    fn read_counters(&self, at: &Where) -> Option<serde_json::Value> {
+        let (code, body) = super::http::get(at.host, at.port, at.status_path?, std::time::Duration::from_secs(2))?;
+        if code != 200 {
+            return None;
+        }
+        self.counters(&body)
+    }
+    /// Error-log lines that mean the server ran out of workers.
+    fn saturation(&self) -> &'static [&'static str] {
+        &[]
+    }
+}
+
+pub fn adapter(name: AdapterName) -> &'static dyn Adapter {
+    match name {
+        AdapterName::Lab => &lab::Lab,
+        AdapterName::Nginx => &nginx::Nginx,
+        AdapterName::Apache => &apache::Apache,
+        AdapterName::PhpFpm => &phpfpm::PhpFpm,
+        AdapterName::Gunicorn => &gunicorn::Gunicorn,
+        AdapterName::Uwsgi => &uwsgi::Uwsgi,
+        AdapterName::Starman => &starman::Starman,
+        AdapterName::Command => &command::Command,
+    }
+}
+
+/// A knob's value in `values`.
+pub fn get<'a>(values: &'a [(String, String)], knob: &str) -> Option<&'a str> {
+    values.iter().find(|(k, _)| k == knob).map(|(_, v)| v.as_str())
+}
+
+/// on/off, yes/no, true/false, 1/0.
+pub fn on(v: &str) -> bool {
+    matches!(v.trim().to_ascii_lowercase().as_str(), "on" | "yes" | "true" | "1")
+}
+
+/// "5s", "500ms", "2m" or a bare number of seconds -> whole seconds (at least 0).
+pub fn seconds(v: &str) -> anyhow::Result<u64> {
+    let d = crate::cli::bench::parse_duration("keepalive_timeout", v).map_err(|e| anyhow::anyhow!(e.0))?;
+    Ok(d.as_secs_f64().round() as u64)
+}
+
+/// Values whose knob is not canonical: the server's own directives or flags.
+pub fn natives(values: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> {
+    values.iter().filter(|(k, _)| !CANONICAL.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.as_str()))
+}
+
+/// Writes a file of the run directory, readable by servers that drop privileges.
+pub fn write(dir: &RunDir, name: &str, text: &str) -> anyhow::Result<PathBuf> {
+    let p = dir.join(name);
+    std::fs::write(&p, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644));
+    Ok(p)
+}

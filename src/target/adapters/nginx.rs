@@ -1,0 +1,126 @@
+//! nginx serving static files: worker_processes, keepalive_timeout, keepalive_requests,
+//! open_file_cache, sendfile, access_log buffering; any other http-level directive passes
+//! through as written.
+
+use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
+use crate::target::process::Spawn;
+
+pub struct Nginx;
+
+/// The http block's directives for `values` (canonical knobs translated).
+fn http_directives(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let keepalive = get(values, "keepalive").is_none_or(on);
+    match (keepalive, get(values, "keepalive_timeout")) {
+        (false, _) => out.push("keepalive_timeout 0;".to_string()),
+        (true, Some(t)) => out.push(format!("keepalive_timeout {}s;", seconds(t)?)),
+        (true, None) => {}
+    }
+    if let Some(n) = get(values, "max_requests") {
+        anyhow::bail!("nginx workers are not recycled (max_requests {n}): drop the knob for nginx");
+    }
+    for (k, v) in natives(values).filter(|(k, _)| *k != "access_log") {
+        out.push(format!("{k} {v};"));
+    }
+    Ok(out)
+}
+
+impl Adapter for Nginx {
+    fn name(&self) -> &'static str {
+        "nginx"
+    }
+
+    fn native(&self, knob: &str) -> Option<&'static str> {
+        Some(match knob {
+            "workers" => "worker_processes",
+            "keepalive" | "keepalive_timeout" => "keepalive_timeout",
+            "backlog" => "listen ... backlog=",
+            _ => return None,
+        })
+    }
+
+    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+        let d = ctx.d();
+        let root = ctx.app().map_or_else(|| format!("{d}/html"), |a| a.display().to_string());
+        if ctx.app().is_none() {
+            std::fs::create_dir_all(format!("{d}/html"))?;
+            write(ctx.dir, "html/index.html", "<html><body>webtune nginx target</body></html>\n")?;
+        }
+        let conf = server_conf(ctx, values, &format!("root {root};\n    location = /nginx_status {{ stub_status; }}"))?;
+        write(ctx.dir, "nginx.conf", &conf)?;
+        let spawn = Spawn::new(
+            "nginx",
+            ctx.file.program.as_deref().unwrap_or("nginx"),
+            vec!["-c".into(), format!("{d}/nginx.conf"), "-p".into(), d.clone(), "-e".into(), format!("{d}/error.log")],
+        );
+        Ok(Prepared {
+            config_text: conf,
+            spawns: vec![spawn],
+            master: 0,
+            error_logs: vec![ctx.dir.join("error.log"), ctx.dir.join("nginx.log")],
+            status_path: Some("/nginx_status".into()),
+        })
+    }
+
+    fn recommend(&self, values: &[(String, String)]) -> String {
+        let mut lines = Vec::new();
+        if let Some(w) = get(values, "workers") {
+            lines.push(format!("worker_processes {w};"));
+        }
+        lines.extend(http_directives(values).unwrap_or_default());
+        if let Some(a) = get(values, "access_log") {
+            lines.push(if a == "off" {
+                "access_log off;".into()
+            } else {
+                format!("access_log /var/log/nginx/access.log combined {a};")
+            });
+        }
+        if let Some(b) = get(values, "backlog") {
+            lines.push(format!("listen ... backlog={b};"));
+        }
+        lines.join("\n")
+    }
+
+    fn counters(&self, body: &str) -> Option<serde_json::Value> {
+        // "Active connections: 3 \nserver accepts handled requests\n 5 5 9 \nReading: 0 Writing: 1 Waiting: 2"
+        let nums: Vec<u64> = body.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        let [active, accepts, handled, requests, reading, writing, waiting] = nums[..] else { return None };
+        Some(serde_json::json!({
+            "active": active, "accepts": accepts, "handled": handled, "requests": requests,
+            "reading": reading, "writing": writing, "waiting": waiting,
+        }))
+    }
+
+    fn saturation(&self) -> &'static [&'static str] {
+        &["worker_connections are not enough", "Too many open files"]
+    }
+}
+
+/// A whole nginx.conf in the run directory, with `server_body` in its one server block.
+/// Shared with the php-fpm adapter's front.
+pub fn server_conf(ctx: &Ctx, values: &[(String, String)], server_body: &str) -> anyhow::Result<String> {
+    let d = ctx.d();
+    let workers = get(values, "workers").unwrap_or("1");
+    let user = if nix::unistd::geteuid().is_root() { "user root;\n" } else { "" };
+    let backlog = get(values, "backlog").map_or(String::new(), |b| format!(" backlog={b}"));
+    let listen = if ctx.host.contains(':') {
+        format!("[{}]:{}", ctx.host, ctx.port)
+    } else {
+        format!("{}:{}", ctx.host, ctx.port)
+    };
+    let http = http_directives(values)?.join("\n  ");
+    // access_log "off" or its options ("buffer=32k flush=5s"); the file is the run directory's.
+    let access = match get(values, "access_log") {
+        Some("off") => "access_log off;".to_string(),
+        Some(opts) => format!("access_log {d}/access.log combined {opts};"),
+        None => format!("access_log {d}/access.log;"),
+    };
+    Ok(format!(
+        "daemon off;\nmaster_process on;\nworker_processes {workers};\n{user}pid {d}/nginx.pid;\n\
+         error_log {d}/error.log notice;\nevents {{ worker_connections 4096; }}\n\
+         http {{\n  default_type application/octet-stream;\n  {access}\n\
+         client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
+         uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n  {http}\n\
+         server {{\n    listen {listen}{backlog};\n    {server_body}\n  }}\n}}\n"
+    ))
+}

@@ -1,0 +1,151 @@
+//! PHP-FPM: one pool (pm static, dynamic or ondemand) on a unix socket in the run directory,
+//! behind an nginx front that the adapter starts too. The app directory is the document root
+//! (*.php go to the pool).
+
+use super::{Adapter, Ctx, Prepared, get, natives, write};
+use crate::target::process::{Spawn, find_program};
+
+pub struct PhpFpm;
+
+const NATIVE: [(&str, &str); 5] = [
+    ("workers", "pm.max_children"),
+    ("max_requests", "pm.max_requests"),
+    ("start_workers", "pm.start_servers"),
+    ("min_spare", "pm.min_spare_servers"),
+    ("max_spare", "pm.max_spare_servers"),
+];
+
+/// The pool's directives for `values`.
+fn pool_lines(values: &[(String, String)]) -> anyhow::Result<String> {
+    if get(values, "preload").is_some() {
+        anyhow::bail!("php-fpm has no preload to switch (opcache.preload is a php.ini setting)");
+    }
+    let pm = get(values, "pm").unwrap_or("static");
+    let w = get(values, "workers").unwrap_or("5");
+    let mut out = format!("pm = {pm}\npm.max_children = {w}\n");
+    if pm == "dynamic" {
+        out += &format!(
+            "pm.start_servers = {}\npm.min_spare_servers = {}\npm.max_spare_servers = {}\n",
+            get(values, "start_workers").unwrap_or("1"),
+            get(values, "min_spare").unwrap_or("1"),
+            get(values, "max_spare").unwrap_or(w)
+        );
+    }
+    if let Some(b) = get(values, "backlog") {
+        out += &format!("listen.backlog = {b}\n");
+    }
+    if let Some(n) = get(values, "max_requests") {
+        out += &format!("pm.max_requests = {n}\n");
+    }
+    // keep-alive belongs to the nginx front.
+    for (k, v) in natives(values).filter(|(k, _)| *k != "pm") {
+        out += &format!("{k} = {v}\n");
+    }
+    Ok(out)
+}
+
+impl Adapter for PhpFpm {
+    fn name(&self) -> &'static str {
+        "php-fpm"
+    }
+
+    fn native(&self, knob: &str) -> Option<&'static str> {
+        NATIVE.iter().find(|(k, _)| *k == knob).map(|(_, n)| *n)
+    }
+
+    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+        let d = ctx.d();
+        let root = match ctx.app() {
+            Some(a) => a.display().to_string(),
+            None => {
+                std::fs::create_dir_all(format!("{d}/html"))?;
+                write(ctx.dir, "html/index.php", "<?php echo \"webtune php-fpm target\\n\";\n")?;
+                format!("{d}/html")
+            }
+        };
+        let user = if nix::unistd::geteuid().is_root() { "user = www-data\ngroup = www-data\n" } else { "" };
+        let sock = format!("{d}/fpm.sock");
+        let fpm = format!(
+            "[global]\npid = {d}/php-fpm.pid\nerror_log = {d}/php-fpm.err\nlog_level = notice\ndaemonize = no\n\n\
+             [webtune]\n{user}listen = {sock}\nlisten.mode = 0666\npm.status_path = /fpm-status\n\
+             catch_workers_output = yes\n{}",
+            pool_lines(values)?
+        );
+        write(ctx.dir, "php-fpm.conf", &fpm)?;
+        // Keep-alive, worker count and the like of the front are not what is tuned here.
+        let front_values: Vec<(String, String)> =
+            values.iter().filter(|(k, _)| k == "keepalive" || k == "keepalive_timeout").cloned().collect();
+        let body = format!(
+            "root {root};\n    index index.php index.html;\n    \
+             location ~ ^/fpm-status$ {{ include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_NAME /fpm-status; \
+             fastcgi_param SCRIPT_FILENAME /fpm-status; fastcgi_param QUERY_STRING $query_string; fastcgi_pass unix:{sock}; }}\n    \
+             location ~ \\.php$ {{ include /etc/nginx/fastcgi_params; \
+             fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name; fastcgi_pass unix:{sock}; }}"
+        );
+        let nginx = super::nginx::server_conf(ctx, &front_values, &body)?;
+        write(ctx.dir, "nginx.conf", &nginx)?;
+        let program = ctx.file.program.clone().unwrap_or_else(fpm_program);
+        Ok(Prepared {
+            config_text: format!("{fpm}\n# nginx front\n{nginx}"),
+            spawns: vec![
+                Spawn::new(
+                    "php-fpm",
+                    &program,
+                    vec!["--nodaemonize".into(), "--fpm-config".into(), format!("{d}/php-fpm.conf")],
+                ),
+                Spawn::new(
+                    "nginx",
+                    "nginx",
+                    vec![
+                        "-c".into(),
+                        format!("{d}/nginx.conf"),
+                        "-p".into(),
+                        d.clone(),
+                        "-e".into(),
+                        format!("{d}/error.log"),
+                    ],
+                ),
+            ],
+            master: 0,
+            error_logs: vec![ctx.dir.join("php-fpm.err"), ctx.dir.join("php-fpm.log"), ctx.dir.join("error.log")],
+            status_path: Some("/fpm-status?json".into()),
+        })
+    }
+
+    fn recommend(&self, values: &[(String, String)]) -> String {
+        pool_lines(values).unwrap_or_default().trim_end().to_string()
+    }
+
+    fn counters(&self, body: &str) -> Option<serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_str(body).ok()?;
+        let n = |k: &str| v.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+        Some(serde_json::json!({
+            "busy": n("active processes"),
+            "idle": n("idle processes"),
+            "alive": n("total processes"),
+            "total_requests": n("accepted conn"),
+            "listen_queue": n("listen queue"),
+            "max_children_reached": n("max children reached"),
+        }))
+    }
+
+    fn saturation(&self) -> &'static [&'static str] {
+        &["reached pm.max_children", "reached max_children"]
+    }
+}
+
+/// Debian names the binary after the PHP version (php-fpm8.2).
+fn fpm_program() -> String {
+    if find_program("php-fpm").is_some() {
+        return "php-fpm".into();
+    }
+    let mut found: Vec<String> = std::fs::read_dir("/usr/sbin")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("php-fpm"))
+        .collect();
+    found.sort();
+    found.pop().unwrap_or_else(|| "php-fpm".into())
+}

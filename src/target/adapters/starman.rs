@@ -1,0 +1,72 @@
+//! Starman, the pre-forking PSGI server: --workers, --max-requests, --preload-app. The app is a
+//! .psgi file (or a directory with app.psgi).
+
+use super::{Adapter, Ctx, Prepared, natives, on};
+use crate::target::process::Spawn;
+
+pub struct Starman;
+
+fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (k, v) in values {
+        match k.as_str() {
+            "workers" => out.extend(["--workers".into(), v.clone()]),
+            "max_requests" => out.extend(["--max-requests".into(), v.clone()]),
+            "backlog" => out.extend(["--backlog".into(), v.clone()]),
+            "keepalive_timeout" => out.extend(["--keepalive-timeout".into(), super::seconds(v)?.to_string()]),
+            "keepalive" if !on(v) => out.push("--disable-keepalive".into()),
+            "keepalive" => {}
+            "preload" if on(v) => out.push("--preload-app".into()),
+            "preload" => {}
+            "start_workers" | "min_spare" | "max_spare" => {
+                anyhow::bail!("starman has a fixed pool: {k} does not apply")
+            }
+            _ => {}
+        }
+    }
+    for (k, v) in natives(values) {
+        out.push(format!("--{}", k.trim_start_matches('-').replace('_', "-")));
+        if !matches!(v, "on" | "true") {
+            out.push(v.to_string());
+        }
+    }
+    Ok(out)
+}
+
+impl Adapter for Starman {
+    fn name(&self) -> &'static str {
+        "starman"
+    }
+
+    fn native(&self, knob: &str) -> Option<&'static str> {
+        Some(match knob {
+            "workers" => "--workers",
+            "max_requests" => "--max-requests",
+            "preload" => "--preload-app",
+            "backlog" => "--backlog",
+            "keepalive" => "--disable-keepalive",
+            "keepalive_timeout" => "--keepalive-timeout",
+            _ => return None,
+        })
+    }
+
+    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+        let app = ctx.app().ok_or_else(|| anyhow::anyhow!("starman needs app = a .psgi file or directory"))?;
+        let file = if app.is_dir() { app.join("app.psgi") } else { app.to_path_buf() };
+        let mut args = vec!["--listen".into(), format!("{}:{}", ctx.host, ctx.port)];
+        args.extend(flags(values)?);
+        args.push(file.display().to_string());
+        let spawn = Spawn::new("starman", ctx.file.program.as_deref().unwrap_or("starman"), args);
+        Ok(Prepared {
+            config_text: spawn.display(),
+            spawns: vec![spawn],
+            master: 0,
+            error_logs: vec![ctx.dir.join("starman.log")],
+            status_path: None,
+        })
+    }
+
+    fn recommend(&self, values: &[(String, String)]) -> String {
+        format!("starman {} app.psgi", flags(values).unwrap_or_default().join(" "))
+    }
+}

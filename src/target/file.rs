@@ -1,0 +1,320 @@
+//! The target file: which server, how to start it, which knobs to try, how to load it, and
+//! the budgets. TOML; every mistake is reported with the file, the line and what is allowed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::cli::UsageError;
+
+/// The adapters, by name.
+pub const ADAPTERS: [&str; 8] = ["lab", "nginx", "apache", "php-fpm", "gunicorn", "uwsgi", "starman", "command"];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    target: RawTarget,
+    #[serde(default)]
+    knobs: toml::Table,
+    #[serde(default)]
+    load: toml::Table,
+    #[serde(default)]
+    budget: RawBudget,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTarget {
+    adapter: AdapterName,
+    /// host:port; port 0 picks a free one.
+    #[serde(default = "default_listen")]
+    listen: String,
+    /// The path requested to tell that the server is up.
+    #[serde(default = "default_ready")]
+    ready: String,
+    /// How long the server may take to be ready.
+    #[serde(default = "default_ready_timeout")]
+    ready_timeout: String,
+    /// The application: a document root, a Perl/Python/PSGI app directory or file.
+    app: Option<PathBuf>,
+    /// `command` adapter: the command line, with {port}, {host}, {dir} and knob placeholders.
+    command: Option<String>,
+    /// The server program, when not the adapter's usual one (e.g. /usr/sbin/php-fpm8.2).
+    program: Option<String>,
+    /// Environment variables for the server.
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    /// The base configuration: knob = value, canonical names or the server's own directives.
+    #[serde(default)]
+    config: toml::Table,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdapterName {
+    Lab,
+    Nginx,
+    Apache,
+    PhpFpm,
+    Gunicorn,
+    Uwsgi,
+    Starman,
+    Command,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBudget {
+    /// "4GiB", "512MiB" or "auto".
+    memory: Option<String>,
+    /// "15m".
+    time: Option<String>,
+}
+
+fn default_listen() -> String {
+    "127.0.0.1:0".into()
+}
+fn default_ready() -> String {
+    "/".into()
+}
+fn default_ready_timeout() -> String {
+    "30s".into()
+}
+
+/// A loaded, checked target file.
+#[derive(Debug, Clone)]
+pub struct TargetFile {
+    pub path: PathBuf,
+    pub adapter: AdapterName,
+    pub host: String,
+    /// 0: pick a free one at each launch.
+    pub port: u16,
+    pub ready: String,
+    pub ready_timeout: std::time::Duration,
+    /// Absolute (relative paths resolve against the file's directory).
+    pub app: Option<PathBuf>,
+    pub command: Option<String>,
+    pub program: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub config: Vec<(String, String)>,
+    pub knobs: Vec<(String, Vec<String>)>,
+    /// `webtune bench` flags by long name; `path` is the path to request.
+    pub load_path: String,
+    pub load_flags: Vec<(String, Option<String>)>,
+    pub memory: Option<String>,
+    pub time: Option<String>,
+}
+
+impl TargetFile {
+    pub fn load(path: &Path) -> Result<TargetFile, UsageError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| UsageError(format!("cannot read target file {}: {e}", path.display())))?;
+        Self::parse(&text, path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<TargetFile, UsageError> {
+        let at = |span: Option<std::ops::Range<usize>>| match span {
+            Some(s) => format!("{}:{}", path.display(), text[..s.start.min(text.len())].matches('\n').count() + 1),
+            None => path.display().to_string(),
+        };
+        let raw: Raw = toml::from_str(text)
+            .map_err(|e| UsageError(format!("{}: {}", at(e.span()), e.message().trim().replace('\n', " "))))?;
+        let line_of = |needle: &str| {
+            text.find(needle)
+                .map(|i| format!("{}:{}", path.display(), text[..i].matches('\n').count() + 1))
+                .unwrap_or_else(|| path.display().to_string())
+        };
+        let t = raw.target;
+        let (host, port) = t
+            .listen
+            .rsplit_once(':')
+            .and_then(|(h, p)| {
+                Some((h.trim_start_matches('[').trim_end_matches(']').to_string(), p.parse::<u16>().ok()?))
+            })
+            .ok_or_else(|| {
+                UsageError(format!(
+                    "{}: listen {:?}: expected host:port (port 0 picks a free one)",
+                    line_of("listen"),
+                    t.listen
+                ))
+            })?;
+        if !is_loopback(&host) {
+            return Err(UsageError(format!(
+                "{}: listen {:?}: webtune starts servers on loopback addresses only (127.0.0.0/8, ::1)",
+                line_of("listen"),
+                t.listen
+            )));
+        }
+        let ready_timeout = crate::cli::bench::parse_duration("ready_timeout", &t.ready_timeout)
+            .map_err(|e| UsageError(format!("{}: {}", line_of("ready_timeout"), e.0)))?;
+        if !t.ready.starts_with('/') {
+            return Err(UsageError(format!("{}: ready {:?}: a path starting with /", line_of("ready"), t.ready)));
+        }
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let app = t.app.map(|a| if a.is_absolute() { a } else { dir.join(a) });
+        if let Some(a) = &app
+            && !a.exists()
+        {
+            return Err(UsageError(format!("{}: app {}: no such file or directory", line_of("app"), a.display())));
+        }
+        if t.adapter == AdapterName::Command && t.command.is_none() {
+            return Err(UsageError(format!(
+                "{}: the command adapter needs command = \"...{{port}}...\"",
+                line_of("adapter")
+            )));
+        }
+        let config =
+            table_values(&t.config).map_err(|(k, e)| UsageError(format!("{}: config {k}: {e}", line_of(&k))))?;
+        let mut knobs = Vec::new();
+        for (k, v) in &raw.knobs {
+            let values = match v {
+                toml::Value::Array(a) => a.iter().map(value_text).collect::<Result<Vec<_>, _>>(),
+                other => value_text(other).map(|v| vec![v]),
+            }
+            .map_err(|e| UsageError(format!("{}: knobs {k}: {e}", line_of(k))))?;
+            if values.is_empty() {
+                return Err(UsageError(format!("{}: knobs {k}: no value to try", line_of(k))));
+            }
+            knobs.push((k.clone(), values));
+        }
+        let mut load_path = "/".to_string();
+        let mut load_flags = Vec::new();
+        for (k, v) in &raw.load {
+            let where_ = line_of(k);
+            if k == "path" {
+                load_path = value_text(v).map_err(|e| UsageError(format!("{where_}: load path: {e}")))?;
+                if !load_path.starts_with('/') {
+                    return Err(UsageError(format!("{where_}: load path {load_path:?}: a path starting with /")));
+                }
+                continue;
+            }
+            match v {
+                toml::Value::Boolean(true) => load_flags.push((k.replace('_', "-"), None)),
+                toml::Value::Boolean(false) => {}
+                toml::Value::Array(a) => {
+                    for item in a {
+                        let text = value_text(item).map_err(|e| UsageError(format!("{where_}: load {k}: {e}")))?;
+                        load_flags.push((k.replace('_', "-"), Some(text)));
+                    }
+                }
+                other => {
+                    let text = value_text(other).map_err(|e| UsageError(format!("{where_}: load {k}: {e}")))?;
+                    load_flags.push((k.replace('_', "-"), Some(text)));
+                }
+            }
+        }
+        let file = TargetFile {
+            path: path.to_path_buf(),
+            adapter: t.adapter,
+            host,
+            port,
+            ready: t.ready,
+            ready_timeout,
+            app,
+            command: t.command,
+            program: t.program,
+            env: t.env.into_iter().collect(),
+            config,
+            knobs,
+            load_path,
+            load_flags,
+            memory: raw.budget.memory,
+            time: raw.budget.time,
+        };
+        // The load options are `webtune bench`'s: let its parser judge them now.
+        let load = crate::tune::trial::Load {
+            path: file.load_path.clone(),
+            flags: file.load_flags.clone(),
+            warm: true,
+            idle_before: std::time::Duration::ZERO,
+        };
+        if let Err(e) = load.plan("http://127.0.0.1:1") {
+            return Err(UsageError(format!("{}: {e:#}", line_of("[load]"))));
+        }
+        if let Some(m) = &file.memory {
+            crate::cli::mem::parse_budget(m)
+                .map_err(|e| UsageError(format!("{}: budget memory: {}", line_of("memory"), e.0)))?;
+        }
+        if let Some(tm) = &file.time {
+            crate::cli::bench::parse_duration("budget time", tm)
+                .map_err(|e| UsageError(format!("{}: {}", line_of("time"), e.0)))?;
+        }
+        Ok(file)
+    }
+
+    /// The base configuration with `overrides` applied (knob = value, in file order).
+    pub fn settings(&self, overrides: &[(String, String)]) -> Vec<(String, String)> {
+        let mut s = self.config.clone();
+        for (k, v) in overrides {
+            match s.iter_mut().find(|(n, _)| n == k) {
+                Some(slot) => slot.1 = v.clone(),
+                None => s.push((k.clone(), v.clone())),
+            }
+        }
+        s
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A TOML scalar as the text a server configuration takes: booleans become on/off.
+fn value_text(v: &toml::Value) -> Result<String, String> {
+    match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        toml::Value::Boolean(b) => Ok(if *b { "on" } else { "off" }.into()),
+        other => Err(format!("expected a string, number or boolean, not {}", other.type_str())),
+    }
+}
+
+fn table_values(t: &toml::Table) -> Result<Vec<(String, String)>, (String, String)> {
+    t.iter().map(|(k, v)| value_text(v).map(|v| (k.clone(), v)).map_err(|e| (k.clone(), e))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<TargetFile, String> {
+        TargetFile::parse(text, Path::new("t.toml")).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn a_full_file() {
+        let f = parse(
+            "[target]\nadapter = \"lab\"\nlisten = \"127.0.0.1:0\"\n[target.config]\ncpu = \"5ms\"\nworkers = 4\n\
+             [knobs]\nworkers = [1, 2, 4]\nkeepalive = [true, false]\n\
+             [load]\npath = \"/x\"\nconnections = 16\nduration = \"2s\"\nno_keepalive = true\n\
+             [budget]\nmemory = \"512MiB\"\ntime = \"5m\"\n",
+        )
+        .unwrap();
+        assert_eq!(f.adapter, AdapterName::Lab);
+        assert_eq!(f.port, 0);
+        assert_eq!(f.config, [("cpu".to_string(), "5ms".to_string()), ("workers".into(), "4".into())]);
+        assert_eq!(f.knobs[0], ("workers".to_string(), vec!["1".to_string(), "2".into(), "4".into()]));
+        assert_eq!(f.knobs[1].1, ["on", "off"]);
+        assert_eq!(f.load_path, "/x");
+        assert!(f.load_flags.contains(&("no-keepalive".to_string(), None)));
+        assert_eq!(f.settings(&[("workers".into(), "8".into())])[1].1, "8");
+    }
+
+    #[test]
+    fn mistakes_name_the_line_and_what_is_allowed() {
+        let e = parse("[target]\nadapter = \"lab\"\nlisen = \"x\"\n").unwrap_err();
+        assert!(e.starts_with("t.toml:3:") && e.contains("unknown field `lisen`") && e.contains("listen"), "{e}");
+        let e = parse("[target]\nadapter = \"iis\"\n").unwrap_err();
+        assert!(e.starts_with("t.toml:2:") && e.contains("apache") && e.contains("php-fpm"), "{e}");
+        let e = parse("[target]\nadapter = \"lab\"\n[load]\nconnections = \"many\"\n").unwrap_err();
+        assert!(e.contains("t.toml:3") && e.contains("connections"), "{e}");
+        let e = parse("[target]\nadapter = \"lab\"\nlisten = \"10.0.0.1:80\"\n").unwrap_err();
+        assert!(e.contains("loopback"), "{e}");
+        let e = parse("[target]\nadapter = \"lab\"\n[budget]\nmemory = \"lots\"\n").unwrap_err();
+        assert!(e.starts_with("t.toml:4:") && e.contains("budget"), "{e}");
+        let e = parse("[target]\nadapter = \"command\"\n").unwrap_err();
+        assert!(e.contains("command ="), "{e}");
+    }
+}

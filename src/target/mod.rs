@@ -1,0 +1,227 @@
+//! Targets: the real servers, launched through adapters from a target file, each in a
+//! private run directory and its own process groups; warmed, observed and stopped. Nothing
+//! is left behind: a Drop guard stops what was started, and a run directory whose owner
+//! died (SIGKILL) is reaped by the next launch.
+
+pub mod adapters;
+pub mod file;
+pub mod http;
+pub mod process;
+pub mod rundir;
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+pub use file::TargetFile;
+
+use adapters::{Adapter, Ctx, Prepared, Where};
+use process::{stop_group, tail};
+use rundir::RunDir;
+
+/// How long a server may take to stop after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// A running server. Dropping it stops it.
+pub struct Running {
+    adapter: &'static dyn Adapter,
+    pub host: String,
+    pub port: u16,
+    dir: RunDir,
+    children: Vec<(String, Child)>,
+    master: usize,
+    prepared: Prepared,
+    stopped: bool,
+}
+
+impl TargetFile {
+    pub fn adapter(&self) -> &'static dyn Adapter {
+        adapters::adapter(self.adapter)
+    }
+
+    /// The configuration lines for these values, in the server's own syntax.
+    pub fn recommend(&self, values: &[(String, String)]) -> String {
+        self.adapter().recommend(values)
+    }
+}
+
+/// Starts the target with its base configuration plus `overrides`, and waits until it
+/// answers its readiness URL.
+pub fn launch(file: &TargetFile, overrides: &[(String, String)]) -> anyhow::Result<Running> {
+    let adapter = file.adapter();
+    let values = file.settings(overrides);
+    let port = match file.port {
+        0 => free_port(&file.host)?,
+        p => {
+            if std::net::TcpListener::bind((file.host.as_str(), p)).is_err() {
+                anyhow::bail!("port {p} on {} is in use: stop what listens there or use port 0", file.host);
+            }
+            p
+        }
+    };
+    let dir = RunDir::create()?;
+    let ctx = Ctx { dir: &dir, host: &file.host, port, file };
+    let prepared = match adapter.prepare(&ctx, &values) {
+        Ok(p) => p,
+        Err(e) => {
+            dir.remove();
+            return Err(e.context(format!("{} configuration", adapter.name())));
+        }
+    };
+    let mut running = Running {
+        adapter,
+        host: file.host.clone(),
+        port,
+        dir,
+        children: Vec::new(),
+        master: prepared.master,
+        prepared,
+        stopped: false,
+    };
+    for s in running.prepared.spawns.clone() {
+        let mut s = s;
+        s.env.extend(file.env.iter().cloned());
+        let log = running.dir.join(&format!("{}.log", s.name));
+        let child = process::start(&s, &log)?;
+        running.dir.record_group(child.id() as i32)?;
+        running.children.push((s.name.clone(), child));
+    }
+    running.wait_ready(&file.ready, file.ready_timeout)?;
+    Ok(running)
+}
+
+impl Running {
+    pub fn base_url(&self) -> String {
+        if self.host.contains(':') {
+            format!("http://[{}]:{}", self.host, self.port)
+        } else {
+            format!("http://{}:{}", self.host, self.port)
+        }
+    }
+
+    /// The tuned server's master process.
+    pub fn master_pid(&self) -> i32 {
+        self.children[self.master].1.id() as i32
+    }
+
+    /// Its worker processes (the master's descendants).
+    pub fn worker_pids(&self) -> Vec<i32> {
+        let master = self.master_pid();
+        crate::procmem::select(&crate::procmem::Selector::Pid(master))
+            .map(|p| p.into_iter().filter(|&x| x != master).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn config_text(&self) -> &str {
+        &self.prepared.config_text
+    }
+
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir.path
+    }
+
+    pub fn counters(&self) -> Option<serde_json::Value> {
+        self.adapter.read_counters(&Where {
+            host: &self.host,
+            port: self.port,
+            dir: &self.dir.path,
+            status_path: self.prepared.status_path.as_deref(),
+        })
+    }
+
+    /// Error-log lines that say the server ran out of workers.
+    pub fn saturation(&self) -> Vec<String> {
+        let patterns = self.adapter.saturation();
+        self.prepared
+            .error_logs
+            .iter()
+            .flat_map(|p| {
+                std::fs::read_to_string(p).unwrap_or_default().lines().map(str::to_string).collect::<Vec<_>>()
+            })
+            .filter(|l| patterns.iter().any(|p| l.contains(p)))
+            .collect()
+    }
+
+    /// The last lines of every log, for errors.
+    fn logs(&self) -> String {
+        let mut out: Vec<String> = Vec::new();
+        for p in &self.prepared.error_logs {
+            let t = tail(p, 6);
+            if !t.is_empty() && !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        if out.is_empty() { "(its logs are empty)".into() } else { out.join(" | ") }
+    }
+
+    fn wait_ready(&mut self, path: &str, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            for (name, child) in &mut self.children {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let name = name.clone();
+                    std::thread::sleep(Duration::from_millis(50));
+                    let logs = self.logs();
+                    self.stop();
+                    anyhow::bail!("{name} exited ({status}) before it was ready: {logs}");
+                }
+            }
+            if let Some((code, _)) = http::get(&self.host, self.port, path, Duration::from_millis(500))
+                && code < 500
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let logs = self.logs();
+                self.stop();
+                anyhow::bail!("{} did not answer {path} within {timeout:?}: {logs}", self.adapter.name());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops every process group (front servers first), gracefully then by force, and
+    /// removes the run directory.
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        for (_, child) in self.children.iter_mut().rev() {
+            stop_group(child.id() as i32, STOP_GRACE);
+            let _ = child.wait();
+        }
+        self.dir.remove();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl crate::tune::trial::Launched for Running {
+    fn base_url(&self) -> String {
+        Running::base_url(self)
+    }
+    fn master_pid(&self) -> i32 {
+        Running::master_pid(self)
+    }
+    fn counters(&self) -> Option<serde_json::Value> {
+        Running::counters(self)
+    }
+    fn saturation(&self) -> Vec<String> {
+        Running::saturation(self)
+    }
+    fn config_text(&self) -> Option<String> {
+        Some(self.prepared.config_text.clone())
+    }
+}
+
+/// A port free a moment ago.
+fn free_port(host: &str) -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind((host, 0)).with_context(|| format!("cannot bind {host}"))?;
+    Ok(l.local_addr()?.port())
+}
