@@ -8,4 +8,6 @@ mod bench_pacing;
 mod bench_rogue;
 mod bench_workload;
 mod lab;
+mod launch;
 mod mem_syscalls;
+mod targets;

@@ -28,6 +28,9 @@ pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
     // Install the signal handler before anything starts, so Ctrl-C always stops the server.
     let _ = crate::sys::interrupt_flag();
     let running = target::launch(&file, &sets)?;
+    // Warm it as the tuner would: every worker serves requests before anyone measures it.
+    let workers = running.worker_pids().len().max(1) as u64;
+    running.warm(&file.ready, workers, workers * 20)?;
     println!("{} ({}) ready at {}", file.path.display(), running_name(&file), running.base_url());
     println!("master pid {}, worker pids {:?}", running.master_pid(), running.worker_pids());
     println!("run directory {}", running.dir().display());

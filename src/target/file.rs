@@ -152,12 +152,14 @@ impl TargetFile {
             return Err(UsageError(format!("{}: ready {:?}: a path starting with /", line_of("ready"), t.ready)));
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let app = t.app.map(|a| if a.is_absolute() { a } else { dir.join(a) });
-        if let Some(a) = &app
-            && !a.exists()
-        {
-            return Err(UsageError(format!("{}: app {}: no such file or directory", line_of("app"), a.display())));
-        }
+        // Absolute: servers run from their run directory.
+        let app = match t.app.map(|a| if a.is_absolute() { a } else { dir.join(a) }) {
+            Some(a) => Some(
+                std::fs::canonicalize(&a)
+                    .map_err(|e| UsageError(format!("{}: app {}: {e}", line_of("app"), a.display())))?,
+            ),
+            None => None,
+        };
         if t.adapter == AdapterName::Command && t.command.is_none() {
             return Err(UsageError(format!(
                 "{}: the command adapter needs command = \"...{{port}}...\"",

@@ -88,6 +88,9 @@ pub fn launch(file: &TargetFile, overrides: &[(String, String)]) -> anyhow::Resu
         running.children.push((s.name.clone(), child));
     }
     running.wait_ready(&file.ready, file.ready_timeout)?;
+    if let Some(n) = adapter.expected_workers(&values) {
+        running.wait_workers(n, Duration::from_secs(10));
+    }
     Ok(running)
 }
 
@@ -181,6 +184,24 @@ impl Running {
         }
     }
 
+    /// Waits (up to `limit`) until the master has `n` workers: some servers fork them after
+    /// they start answering.
+    fn wait_workers(&self, n: usize, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while self.worker_pids().len() < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends `requests` requests to `path` over `connections` connections, so that every
+    /// worker has compiled, cached and touched what a request needs before it is measured.
+    pub fn warm(&self, path: &str, connections: u64, requests: u64) -> anyhow::Result<()> {
+        let url = format!("{}{path}", self.base_url());
+        crate::cli::bench::drive(&url, connections.clamp(1, requests.max(1)), requests.max(connections).max(1), true)
+            .map(|_| ())
+            .with_context(|| format!("warming {url}"))
+    }
+
     /// Stops every process group (front servers first), gracefully then by force, and
     /// removes the run directory.
     pub fn stop(&mut self) {
@@ -217,6 +238,9 @@ impl crate::tune::trial::Launched for Running {
     }
     fn config_text(&self) -> Option<String> {
         Some(self.prepared.config_text.clone())
+    }
+    fn warm(&self, path: &str, connections: u64, requests: u64) -> anyhow::Result<()> {
+        Running::warm(self, path, connections, requests)
     }
 }
 

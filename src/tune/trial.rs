@@ -35,6 +35,8 @@ pub trait Launched: Sync {
     fn config_text(&self) -> Option<String> {
         None
     }
+    /// Sends `requests` requests to `path` (every worker then has served some).
+    fn warm(&self, path: &str, connections: u64, requests: u64) -> anyhow::Result<()>;
 }
 
 /// `webtune bench` flags (long names, without dashes) and the path to request.
@@ -116,11 +118,10 @@ pub fn run(
         Ok(p) => p,
         Err(e) => return fail(format!("{e:#}")),
     };
-    let url = plan.url.clone();
     let workers = procmem::select(&Selector::Pid(server.master_pid())).map_or(1, |p| p.len().max(2) - 1);
     let warm = if load.warm { (opts.warm_requests * workers as u64).max(load.connections()) } else { 0 };
     if warm > 0
-        && let Err(e) = bench::drive(&url, load.connections().min(warm), warm, true)
+        && let Err(e) = server.warm(&load.path, load.connections(), warm)
     {
         return fail(format!("warm-up: {e:#}"));
     }

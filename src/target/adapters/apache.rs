@@ -54,12 +54,12 @@ impl Adapter for Apache {
              Listen {}:{}\n{user}ErrorLog {d}/error.log\nLogLevel warn\n\
              LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b\" common\nCustomLog {d}/access.log common\n\
              LoadModule mpm_prefork_module {m}/mod_mpm_prefork.so\n\
-             LoadModule authz_core_module {m}/mod_authz_core.so\n\
-             LoadModule alias_module {m}/mod_alias.so\n\
-             LoadModule dir_module {m}/mod_dir.so\n\
-             LoadModule mime_module {m}/mod_mime.so\n\
-             LoadModule log_config_module {m}/mod_log_config.so\n\
-             LoadModule status_module {m}/mod_status.so\n\
+             <IfModule !authz_core_module>\nLoadModule authz_core_module {m}/mod_authz_core.so\n</IfModule>\n\
+             <IfModule !alias_module>\nLoadModule alias_module {m}/mod_alias.so\n</IfModule>\n\
+             <IfModule !dir_module>\nLoadModule dir_module {m}/mod_dir.so\n</IfModule>\n\
+             <IfModule !mime_module>\nLoadModule mime_module {m}/mod_mime.so\n</IfModule>\n\
+             <IfModule !log_config_module>\nLoadModule log_config_module {m}/mod_log_config.so\n</IfModule>\n\
+             <IfModule !status_module>\nLoadModule status_module {m}/mod_status.so\n</IfModule>\n\
              LoadModule perl_module {m}/mod_perl.so\n\
              TypesConfig /etc/mime.types\nDirectoryIndex index.html index.asp\n",
             bracket(ctx.host),
@@ -82,7 +82,7 @@ impl Adapter for Apache {
             if has("perl") {
                 conf += &format!(
                     "PerlModule ModPerl::Registry\nAlias /perl/ {app}/perl/\n<Location /perl/>\n  SetHandler perl-script\n  \
-                     PerlResponseHandler ModPerl::Registry\n  Options +ExecCGI\n  Require all granted\n</Location>\n"
+                     PerlResponseHandler ModPerl::Registry\n  PerlOptions +ParseHeaders\n  Options +ExecCGI\n  Require all granted\n</Location>\n"
                 );
             }
             if has("htdocs") && asp_installed() {
@@ -128,7 +128,7 @@ impl Adapter for Apache {
     fn counters(&self, body: &str) -> Option<serde_json::Value> {
         let mut map = serde_json::Map::new();
         for line in body.lines() {
-            let (k, v) = line.split_once(':')?;
+            let Some((k, v)) = line.split_once(':') else { continue };
             let key = match k.trim() {
                 "BusyWorkers" => "busy",
                 "IdleWorkers" => "idle",
@@ -149,6 +149,10 @@ impl Adapter for Apache {
 
     fn saturation(&self) -> &'static [&'static str] {
         &["reached MaxRequestWorkers", "reached MaxClients"]
+    }
+
+    fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
+        get(values, "start_workers").or(get(values, "workers"))?.parse().ok()
     }
 }
 

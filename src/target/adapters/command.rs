@@ -46,6 +46,10 @@ impl Adapter for Command {
         })
     }
 
+    fn expected_workers(&self, _values: &[(String, String)]) -> Option<usize> {
+        None
+    }
+
     fn recommend(&self, values: &[(String, String)]) -> String {
         values.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join("\n")
     }

@@ -30,7 +30,11 @@ impl Adapter for Lab {
     }
 
     fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
-        let exe = std::env::current_exe()?.display().to_string();
+        // `program` names another webtune binary (tests run the library from theirs).
+        let exe = match &ctx.file.program {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()?.display().to_string(),
+        };
         let mut args = vec!["lab".to_string(), "--listen".into(), format!("{}:{}", ctx.host, ctx.port)];
         for (k, v) in values {
             if k == "preload" {
@@ -63,5 +67,9 @@ impl Adapter for Lab {
 
     fn saturation(&self) -> &'static [&'static str] {
         &["server reached --workers"]
+    }
+
+    fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
+        super::get(values, "start_workers").or(super::get(values, "workers")).unwrap_or("4").parse().ok()
     }
 }

@@ -92,6 +92,10 @@ pub trait Adapter: Sync {
     fn saturation(&self) -> &'static [&'static str] {
         &[]
     }
+    /// How many workers the server starts with these values (launch waits for them).
+    fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
+        get(values, "workers")?.parse().ok()
+    }
 }
 
 pub fn adapter(name: AdapterName) -> &'static dyn Adapter {

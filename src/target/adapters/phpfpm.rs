@@ -132,6 +132,14 @@ impl Adapter for PhpFpm {
     fn saturation(&self) -> &'static [&'static str] {
         &["reached pm.max_children", "reached max_children"]
     }
+
+    fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
+        match get(values, "pm").unwrap_or("static") {
+            "dynamic" => get(values, "start_workers").unwrap_or("1").parse().ok(),
+            "ondemand" => Some(0),
+            _ => get(values, "workers").unwrap_or("5").parse().ok(),
+        }
+    }
 }
 
 /// Debian names the binary after the PHP version (php-fpm8.2).

@@ -1,0 +1,133 @@
+//! `webtune launch`: the server comes up, and whatever ends webtune (Ctrl-C, SIGTERM, an
+//! error, even SIGKILL followed by the next run), nothing it started is left running.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+/// A lab target file in `dir`, whose lab is this build's webtune.
+fn lab_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let f = dir.join("lab.toml");
+    std::fs::write(
+        &f,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 3\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    f
+}
+
+/// Starts `webtune launch FILE` with its own run-directory base; returns it once it printed
+/// the master and worker pids.
+fn launch(file: &std::path::Path, runtime: &std::path::Path) -> (Child, Vec<i32>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .arg("launch")
+        .arg(file)
+        .env("XDG_RUNTIME_DIR", runtime)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut pids = Vec::new();
+    let mut line = String::new();
+    while out.read_line(&mut line).unwrap() > 0 {
+        if let Some(rest) = line.strip_prefix("master pid ") {
+            // "master pid 123, worker pids [124, 125]"
+            pids = rest.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok()).collect();
+            break;
+        }
+        line.clear();
+    }
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    assert_eq!(pids.len(), 4, "master and 3 workers: {line}");
+    (child, pids)
+}
+
+fn wait_gone(pids: &[i32], limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<i32> = pids.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn sigint_and_sigterm_stop_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = lab_file(dir.path());
+    for signal in [Signal::SIGINT, Signal::SIGTERM] {
+        let (mut child, pids) = launch(&file, dir.path());
+        assert!(pids.iter().all(|&p| alive(p)));
+        kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{signal}: {status}");
+        wait_gone(&pids, Duration::from_secs(2));
+        let runs: Vec<_> = std::fs::read_dir(dir.path().join("webtune")).unwrap().collect();
+        assert!(runs.is_empty(), "{signal}: run directory left");
+    }
+}
+
+#[test]
+fn after_sigkill_the_next_run_stops_what_was_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = lab_file(dir.path());
+    let (mut child, pids) = launch(&file, dir.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // webtune is gone; its lab (in its own process group) is not.
+    assert!(alive(pids[0]), "the lab parent outlives a SIGKILLed webtune");
+    let run = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["launch", file.to_str().unwrap(), "--for", "0s"])
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    wait_gone(&pids, Duration::from_secs(2));
+    let runs: Vec<_> = std::fs::read_dir(dir.path().join("webtune")).unwrap().collect();
+    assert!(runs.is_empty(), "stale run directory not removed");
+}
+
+#[test]
+fn a_server_that_fails_to_start_leaves_nothing_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.toml");
+    // The lab refuses an unknown option; its own words come back.
+    std::fs::write(
+        &f,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nbogus = 1\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["launch", f.to_str().unwrap(), "--for", "0s"])
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("exited") && err.contains("bogus"), "{err}");
+    let runs: Vec<_> = std::fs::read_dir(dir.path().join("webtune")).unwrap().collect();
+    assert!(runs.is_empty());
+
+    // Mistakes in the file: the file, the line, what is allowed.
+    std::fs::write(&f, "[target]\nadapter = \"lab\"\n\n[knobs]\nworkers = []\n").unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_webtune")).args(["launch", f.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.toml:5") && err.contains("no value"), "{err}");
+}

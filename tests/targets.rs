@@ -1,0 +1,270 @@
+//! Targets against the real servers from Debian's packages: each adapter starts its server
+//! with the asked worker count, serves a bench through it, shows knob changes in the
+//! configuration and the process table, reports saturation and rejected configurations in
+//! the server's own words, and leaves nothing behind.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use webtune::target::{self, Running, TargetFile};
+
+use crate::support::{bench_json, find_program, missing};
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+/// A target file written next to the examples (so `app` paths resolve the same way).
+fn target(text: &str) -> TargetFile {
+    TargetFile::parse(text, &examples().join("test.toml")).unwrap_or_else(|e| panic!("{}", e.0))
+}
+
+/// Whether the programs a test needs are here; under CI they must be.
+fn have(programs: &[&str]) -> bool {
+    for p in programs {
+        if find_program(p).is_none() {
+            missing(p);
+            return false;
+        }
+    }
+    true
+}
+
+fn alive(pid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ")
+}
+
+/// Every pid the server runs as, master first.
+fn all_pids(r: &Running) -> Vec<i32> {
+    let mut p = vec![r.master_pid()];
+    p.extend(r.worker_pids());
+    p
+}
+
+/// Stops `r` and checks that none of its processes is left.
+fn stop_clean(mut r: Running) {
+    let pids = all_pids(&r);
+    let dir = r.dir().to_path_buf();
+    r.stop();
+    for pid in pids {
+        assert!(!alive(pid), "pid {pid} outlived the stop");
+    }
+    assert!(!dir.exists(), "run directory {} left behind", dir.display());
+}
+
+/// The adapter's common contract: 2 workers then 3, a bench through it, a clean stop.
+fn contract(file: &TargetFile, path: &str, native: &dyn Fn(u32) -> String) {
+    let r = target::launch(file, &[("workers".into(), "2".into())]).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(r.worker_pids().len(), 2, "workers: {:?}\n{}", r.worker_pids(), r.config_text());
+    assert!(r.config_text().contains(&native(2)), "{} not in\n{}", native(2), r.config_text());
+    let url = format!("{}{path}", r.base_url());
+    let (v, run) = bench_json(&["-c", "4", "-n", "200", &url]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(v["result"]["succeeded"], 200, "{:#}", v["result"]);
+    assert_eq!(v["result"]["status"]["200"], 200, "{:#}", v["result"]["status"]);
+    stop_clean(r);
+    let r = target::launch(file, &[("workers".into(), "3".into())]).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(r.worker_pids().len(), 3, "{}", r.config_text());
+    assert!(r.config_text().contains(&native(3)));
+    stop_clean(r);
+}
+
+#[test]
+fn lab_adapter() {
+    let file = target(&format!(
+        "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\ncpu = \"1ms\"\n",
+        env!("CARGO_BIN_EXE_webtune")
+    ));
+    contract(&file, "/", &|n| format!("--workers {n}"));
+    // Saturation: one worker, eight clients.
+    let r = target::launch(&file, &[("workers".into(), "1".into())]).unwrap();
+    let (_, run) = bench_json(&["-c", "8", "-d", "1", &format!("{}/?io=20ms", r.base_url())]);
+    assert_eq!(run.code, 0);
+    std::thread::sleep(Duration::from_millis(1200));
+    assert!(r.saturation().iter().any(|l| l.contains("reached --workers")), "{:?}", r.saturation());
+    let c = r.counters().expect("lab counters");
+    assert_eq!(c["workers_max"], 1);
+    stop_clean(r);
+}
+
+#[test]
+fn nginx_adapter() {
+    if !have(&["nginx"]) {
+        return;
+    }
+    let file = target("[target]\nadapter = \"nginx\"\napp = \"apps/static\"\nready = \"/index.html\"\n");
+    contract(&file, "/1k.html", &|n| format!("worker_processes {n};"));
+    // Native directives pass through; stub_status gives counters.
+    let r = target::launch(&file, &[("open_file_cache".into(), "max=100".into()), ("keepalive".into(), "off".into())])
+        .unwrap();
+    assert!(r.config_text().contains("open_file_cache max=100;") && r.config_text().contains("keepalive_timeout 0;"));
+    assert!(r.counters().expect("stub_status")["requests"].as_u64().unwrap() >= 1);
+    stop_clean(r);
+    // A directive nginx does not know: its own words.
+    let e = target::launch(&file, &[("bogus_directive".into(), "1".into())]).err().expect("rejected");
+    assert!(format!("{e:#}").contains("unknown directive \"bogus_directive\""), "{e:#}");
+}
+
+#[test]
+fn apache_mod_perl_adapter() {
+    if !have(&["apache2"]) || !Path::new("/usr/lib/apache2/modules/mod_perl.so").exists() {
+        missing("apache2 with mod_perl (libapache2-mod-perl2)");
+        return;
+    }
+    let file = target(
+        "[target]\nadapter = \"apache\"\napp = \"apps/perl\"\nready = \"/hello\"\n[target.config]\n\"PerlSetVar Debug\" = \"0\"\n",
+    );
+    contract(&file, "/hello", &|n| format!("MaxRequestWorkers {n}"));
+    let r = target::launch(&file, &[("workers".into(), "1".into()), ("keepalive".into(), "on".into())]).unwrap();
+    let base = r.base_url();
+    for (path, expect) in
+        [("/perl/hello.pl", "hello from registry"), ("/hello", "8192 rows"), ("/hello.asp", "row 3 from Apache::ASP")]
+    {
+        let (v, run) = bench_json(&["-c", "1", "-n", "5", &format!("{base}{path}")]);
+        assert_eq!(v["result"]["status"]["200"], 5, "{path}: {}", run.stderr);
+        let body = webtune::target::http::get("127.0.0.1", r.port, path, Duration::from_secs(5)).unwrap().1;
+        assert!(body.contains(expect), "{path}: {body}");
+    }
+    assert!(r.config_text().contains("PerlSetVar Debug 0"));
+    // One worker held by kept-alive clients: Apache says it reached MaxRequestWorkers.
+    let (_, _) = bench_json(&["-c", "6", "-d", "2", "--timeout", "3s", &format!("{base}/hello")]);
+    let c = r.counters().expect("mod_status counters");
+    assert_eq!(c["alive"], 1.0, "{c}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while r.saturation().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(r.saturation().iter().any(|l| l.contains("MaxRequestWorkers")), "{:?}", r.saturation());
+    stop_clean(r);
+    let e = target::launch(&file, &[("BogusDirective".into(), "x".into())]).err().expect("rejected");
+    assert!(format!("{e:#}").contains("Invalid command 'BogusDirective'"), "{e:#}");
+}
+
+#[test]
+fn php_fpm_adapter_behind_nginx() {
+    if !have(&["nginx"])
+        || std::fs::read_dir("/usr/sbin")
+            .map_or(true, |d| !d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("php-fpm")))
+    {
+        missing("php-fpm (Debian package php-fpm)");
+        return;
+    }
+    let file = target("[target]\nadapter = \"php-fpm\"\napp = \"apps/php\"\nready = \"/index.php\"\n");
+    contract(&file, "/index.php", &|n| format!("pm.max_children = {n}"));
+    // Dynamic, one child at most, a slow page for 8 clients: the pool says it is full.
+    let r = target::launch(
+        &file,
+        &[
+            ("pm".into(), "dynamic".into()),
+            ("workers".into(), "1".into()),
+            ("start_workers".into(), "1".into()),
+            ("max_spare".into(), "1".into()),
+        ],
+    )
+    .unwrap();
+    // php-fpm looks at its pool once a second.
+    let (v, _) = bench_json(&["-c", "8", "-d", "2.5", &format!("{}/index.php", r.base_url())]);
+    assert!(v["result"]["succeeded"].as_u64().unwrap() > 100);
+    let c = r.counters().expect("php-fpm status");
+    assert_eq!(c["alive"], 1, "{c}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while r.saturation().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(r.saturation().iter().any(|l| l.contains("max_children")), "{:?}", r.saturation());
+    stop_clean(r);
+}
+
+#[test]
+fn gunicorn_adapter() {
+    if !have(&["gunicorn"]) {
+        return;
+    }
+    let file = target("[target]\nadapter = \"gunicorn\"\napp = \"apps/wsgi/app.py\"\n");
+    contract(&file, "/", &|n| format!("--workers {n}"));
+    let r = target::launch(&file, &[("preload".into(), "on".into()), ("max_requests".into(), "50".into())]).unwrap();
+    assert!(r.config_text().contains("--preload") && r.config_text().contains("--max-requests 50"));
+    stop_clean(r);
+}
+
+#[test]
+fn uwsgi_adapter() {
+    if !have(&["uwsgi"]) || !Path::new("/usr/lib/uwsgi/plugins/python3_plugin.so").exists() {
+        missing("uwsgi with its python3 plugin (uwsgi-plugin-python3)");
+        return;
+    }
+    let file = target("[target]\nadapter = \"uwsgi\"\napp = \"apps/wsgi/app.py\"\n");
+    contract(&file, "/", &|n| format!("--processes {n}"));
+    let r = target::launch(&file, &[("workers".into(), "2".into())]).unwrap();
+    let (_, run) = bench_json(&["-c", "2", "-n", "50", &r.base_url()]);
+    assert_eq!(run.code, 0);
+    let c = r.counters().expect("uwsgi stats");
+    assert_eq!(c["alive"], 2, "{c}");
+    assert!(c["total_requests"].as_u64().unwrap() >= 50, "{c}");
+    stop_clean(r);
+}
+
+#[test]
+fn starman_adapter() {
+    if !have(&["starman"]) {
+        return;
+    }
+    let file = target("[target]\nadapter = \"starman\"\napp = \"apps/psgi/app.psgi\"\n");
+    contract(&file, "/", &|n| format!("--workers {n}"));
+}
+
+#[test]
+fn command_adapter_and_launch_errors() {
+    let file = target(
+        "[target]\nadapter = \"command\"\ncommand = \"python3 -m http.server {port} --bind {host} --directory {app}\"\n\
+         app = \"apps/static\"\nready = \"/index.html\"\n",
+    );
+    let r = target::launch(&file, &[]).unwrap_or_else(|e| panic!("{e:#}"));
+    let (v, _) = bench_json(&["-c", "2", "-n", "20", &format!("{}/1k.html", r.base_url())]);
+    assert_eq!(v["result"]["bytes"]["body"], 20 * 1024);
+    stop_clean(r);
+
+    // A program that is not installed.
+    let missing_program = target("[target]\nadapter = \"command\"\ncommand = \"no-such-server-xyz --port {port}\"\n");
+    let e = format!("{:#}", target::launch(&missing_program, &[]).err().unwrap());
+    assert!(e.contains("no-such-server-xyz not found"), "{e}");
+    // A placeholder with no value.
+    let e = format!(
+        "{:#}",
+        target::launch(&target("[target]\nadapter = \"command\"\ncommand = \"x {workers}\"\n"), &[]).err().unwrap()
+    );
+    assert!(e.contains("{workers}"), "{e}");
+    // A port in use.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let file = target(&format!(
+        "[target]\nadapter = \"lab\"\nlisten = \"127.0.0.1:{port}\"\nprogram = \"{}\"\n",
+        env!("CARGO_BIN_EXE_webtune")
+    ));
+    let e = format!("{:#}", target::launch(&file, &[]).err().unwrap());
+    assert!(e.contains(&format!("port {port}")) && e.contains("in use"), "{e}");
+    // A server that dies at once: its own words.
+    let file = target(
+        "[target]\nadapter = \"command\"\ncommand = \"sh -c 'echo cannot bind {port}: it broke >&2; exit 3'\"\n",
+    );
+    let e = format!("{:#}", target::launch(&file, &[]).err().unwrap());
+    assert!(e.contains("it broke") && e.contains("exit status: 3"), "{e}");
+}
+
+#[test]
+fn a_panic_stops_the_server_through_its_drop_guard() {
+    let file = target(&format!("[target]\nadapter = \"lab\"\nprogram = \"{}\"\n", env!("CARGO_BIN_EXE_webtune")));
+    let pids = std::sync::Mutex::new(Vec::new());
+    let result = std::panic::catch_unwind(|| {
+        let r = target::launch(&file, &[("workers".into(), "2".into())]).unwrap();
+        *pids.lock().unwrap() = all_pids(&r);
+        panic!("a bug while the server runs");
+    });
+    assert!(result.is_err());
+    let pids = pids.into_inner().unwrap();
+    assert_eq!(pids.len(), 3);
+    for pid in pids {
+        assert!(!alive(pid), "pid {pid} outlived the panic");
+    }
+}
