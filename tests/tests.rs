@@ -11,3 +11,4 @@ mod lab;
 mod launch;
 mod mem_syscalls;
 mod targets;
+mod tune;

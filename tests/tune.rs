@@ -1,0 +1,160 @@
+//! `webtune tune` on the lab, with tolerances from the physics of this 2-core machine: a
+//! CPU-bound app's knee sits at the core count, an I/O-bound one's far above; a binding
+//! memory budget caps the workers; a leak is recycled within the budget, never every request;
+//! a knob with no effect is not adopted; a failing value is recorded and the tuner goes on.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::webtune_with_limit;
+
+fn lab_target(dir: &std::path::Path, config: &str, knobs: &str, extra: &str) -> String {
+    let f = dir.join("lab.toml");
+    std::fs::write(
+        &f,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\n{config}\n[knobs]\n{knobs}\n\
+             [load]\nconnections = 16\nduration = \"1500ms\"\n{extra}",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    f.display().to_string()
+}
+
+fn tune(file: &str, args: &[&str], dir: &std::path::Path) -> Value {
+    let journal = dir.join("journal.jsonl");
+    let mut full = vec!["tune", file, "--json", "-q", "--repeats", "2", "--journal", journal.to_str().unwrap()];
+    full.extend_from_slice(args);
+    let run = webtune_with_limit(&full, Duration::from_secs(600));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
+}
+
+fn recommended(v: &Value, knob: &str) -> String {
+    v["recommended"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p[0] == knob)
+        .map(|p| p[1].as_str().unwrap().to_string())
+        .unwrap()
+}
+
+fn evidence(v: &Value, knob: &str) -> String {
+    v["evidence"].as_array().unwrap().iter().find(|e| e[0] == knob).map(|e| e[2].as_str().unwrap().to_string()).unwrap()
+}
+
+#[test]
+fn the_knee_of_a_cpu_bound_app_is_at_the_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = lab_target(dir.path(), "cpu = \"5ms\"", "workers = [1, 2, 3, 4, 6, 8, 12, 16]", "");
+    let v = tune(&f, &["--strategy", "workers"], dir.path());
+    let w: u32 = recommended(&v, "workers").parse().unwrap();
+    assert!((2..=3).contains(&w), "knee at {w}: {}", evidence(&v, "workers"));
+    assert!(evidence(&v, "workers").contains("throughput"), "{}", evidence(&v, "workers"));
+    // Coarse then refine: not every count was measured.
+    assert!(v["points"].as_array().unwrap().len() < 8, "{}", v["points"].as_array().unwrap().len());
+}
+
+#[test]
+fn the_knee_of_an_io_bound_app_is_far_higher() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = lab_target(dir.path(), "cpu = \"1ms\"\nio_wait = \"20ms\"", "workers = [1, 2, 4, 8, 16, 32, 64]", "");
+    let v = tune(&f, &["--strategy", "workers"], dir.path());
+    let w: u32 = recommended(&v, "workers").parse().unwrap();
+    // One worker does at most 1/21 ms = 47 req/s; two cores allow ~2000 req/s at 1 ms each.
+    assert!(w >= 16, "I/O-bound knee at {w}: {}", evidence(&v, "workers"));
+}
+
+#[test]
+fn a_binding_memory_budget_caps_the_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every request dirties 512 KiB of a 64 MiB preload: workers grow towards 64 MiB each.
+    let f = lab_target(
+        dir.path(),
+        "cpu = \"1ms\"\nio_wait = \"20ms\"\npreload_mb = 64\ndirty_kb = 512",
+        "workers = [1, 2, 4, 8, 16, 32]",
+        "[budget]\nmemory = \"400MiB\"\n",
+    );
+    let v = tune(&f, &["--strategy", "workers"], dir.path());
+    let w: u64 = recommended(&v, "workers").parse().unwrap();
+    let ev = evidence(&v, "workers");
+    assert!(ev.contains("memory sets the limit"), "{ev}");
+    // The fit the tuner computed from the USS it measured under load, with the largest pool.
+    let fit = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["samples"].as_array()?.iter().filter_map(|s| s["memory"]["workers_fit"].as_u64()).min())
+        .min()
+        .unwrap();
+    assert!(w <= fit && w < 32, "recommended {w}, fit {fit}: {ev}");
+}
+
+#[test]
+fn recycling_keeps_a_leaking_pool_within_budget_and_never_every_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = lab_target(
+        dir.path(),
+        "workers = 4\ncpu = \"1ms\"\nleak_kb = 100",
+        "max_requests = [1, 10, 100, 500, 1000, 5000, 20000]",
+        "[budget]\nmemory = \"512MiB\"\n",
+    );
+    let v = tune(&f, &["--strategy", "recycle"], dir.path());
+    let n: u64 = recommended(&v, "max_requests").parse().unwrap();
+    let ev = evidence(&v, "max_requests");
+    // 4 workers x 100 KiB per request within 512 MiB: at most ~1300 requests each.
+    assert!((100..=1000).contains(&n), "max_requests {n}: {ev}");
+    assert!(ev.contains("KiB per request"), "{ev}");
+}
+
+#[test]
+fn one_at_a_time_leaves_a_useless_knob_records_failures_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = lab_target(
+        dir.path(),
+        "workers = 2\ncpu = \"1ms\"\nio_wait = \"10ms\"",
+        "backlog = [511, 1024]\nworkers = [2, \"lots\", 4]",
+        "",
+    );
+    let v = tune(&f, &[], dir.path());
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["knob"], "backlog");
+    assert_eq!(steps[0]["adopted"], false, "backlog has no effect: {}", steps[0]["evidence"]);
+    assert_eq!(recommended(&v, "workers"), "4", "{}", evidence(&v, "workers"));
+    let failed: Vec<&Value> =
+        v["points"].as_array().unwrap().iter().filter(|p| p["status"]["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["step"], "workers=lots");
+    assert!(failed[0]["status"]["cause"].as_str().unwrap().contains("lots"), "{}", failed[0]["status"]);
+    // Every point is in the journal, one line each after the header.
+    let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
+    assert_eq!(journal.lines().count(), 1 + v["points"].as_array().unwrap().len());
+
+    // Ctrl-C mid-way: exit 130, what was measured is kept; --resume measures only the rest.
+    let journal = dir.path().join("j2.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["tune", &f, "--repeats", "1", "--journal", journal.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&journal).map_or(0, |j| j.lines().count()) < 3 && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let kept = std::fs::read_to_string(&journal).unwrap().lines().count() - 1;
+    assert!(kept >= 2, "{kept} points kept");
+    let run = webtune_with_limit(
+        &["tune", &f, "--repeats", "1", "--journal", journal.to_str().unwrap(), "--resume", "--json"],
+        Duration::from_secs(300),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr.matches("reused from the interrupted run").count(), kept, "{}", run.stderr);
+}
