@@ -11,4 +11,3 @@ mod lab;
 mod launch;
 mod mem_syscalls;
 mod targets;
-mod tune;

@@ -8,7 +8,17 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::webtune_with_limit;
+mod support;
+
+use support::webtune_with_limit;
+
+/// Throughput is the measurement here: one tuning at a time, alone on the machine (this
+/// binary runs after the other tests, as cargo runs test binaries in turn).
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ALONE.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn lab_target(dir: &std::path::Path, config: &str, knobs: &str, extra: &str) -> String {
     let f = dir.join("lab.toml");
@@ -49,6 +59,7 @@ fn evidence(v: &Value, knob: &str) -> String {
 
 #[test]
 fn the_knee_of_a_cpu_bound_app_is_at_the_cores() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let f = lab_target(dir.path(), "cpu = \"5ms\"", "workers = [1, 2, 3, 4, 6, 8, 12, 16]", "");
     let v = tune(&f, &["--strategy", "workers"], dir.path());
@@ -61,6 +72,7 @@ fn the_knee_of_a_cpu_bound_app_is_at_the_cores() {
 
 #[test]
 fn the_knee_of_an_io_bound_app_is_far_higher() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let f = lab_target(dir.path(), "cpu = \"1ms\"\nio_wait = \"20ms\"", "workers = [1, 2, 4, 8, 16, 32, 64]", "");
     let v = tune(&f, &["--strategy", "workers"], dir.path());
@@ -71,6 +83,7 @@ fn the_knee_of_an_io_bound_app_is_far_higher() {
 
 #[test]
 fn a_binding_memory_budget_caps_the_workers() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     // Every request dirties 512 KiB of a 64 MiB preload: workers grow towards 64 MiB each.
     let f = lab_target(
@@ -96,6 +109,7 @@ fn a_binding_memory_budget_caps_the_workers() {
 
 #[test]
 fn recycling_keeps_a_leaking_pool_within_budget_and_never_every_request() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let f = lab_target(
         dir.path(),
@@ -113,6 +127,7 @@ fn recycling_keeps_a_leaking_pool_within_budget_and_never_every_request() {
 
 #[test]
 fn one_at_a_time_leaves_a_useless_knob_records_failures_and_resumes() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let f = lab_target(
         dir.path(),
