@@ -18,6 +18,7 @@ pub mod engine;
 pub mod lab;
 pub mod procmem;
 pub mod report;
+pub mod store;
 pub mod sys;
 pub mod syscalls;
 pub mod target;

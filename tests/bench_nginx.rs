@@ -167,6 +167,7 @@ fn ctrl_c_ends_the_run_with_its_results() {
     let Some(ng) = Nginx::start("", "") else { return };
     ng.write_file("1k.html", &page());
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .env("WEBTUNE_DB", crate::support::test_db())
         .args(["bench", "--json", "-q", "-c", "2", "-d", "30s", &ng.url("/1k.html")])
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -205,6 +206,7 @@ fn file_descriptor_limit_is_raised_or_reported() {
 fn webtune_with_nofile(args: &[&str], soft: u64, hard: u64) -> crate::support::Run {
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"));
+    cmd.env("WEBTUNE_DB", crate::support::test_db());
     cmd.args(args);
     unsafe {
         cmd.pre_exec(move || {

@@ -10,4 +10,5 @@ mod bench_workload;
 mod lab;
 mod launch;
 mod mem_syscalls;
+mod store;
 mod targets;

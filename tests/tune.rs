@@ -153,6 +153,7 @@ fn one_at_a_time_leaves_a_useless_knob_records_failures_and_resumes() {
     let journal = dir.path().join("j2.jsonl");
     let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
         .args(["tune", &f, "--repeats", "1", "--journal", journal.to_str().unwrap()])
+        .env("WEBTUNE_DB", support::test_db())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -14,6 +14,10 @@ use clap::{Args, Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+
+    /// The history database (default: $WEBTUNE_DB, else ~/.local/share/webtune/webtune.db).
+    #[arg(long, global = true)]
+    pub db: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -28,12 +32,78 @@ pub enum Command {
     /// Start a target file's server (private run directory, own process groups), print its
     /// address and pids, and run until Ctrl-C; then stop it.
     Launch(LaunchArgs),
+    /// List the stored runs (bench runs and tune experiments), newest first.
+    Runs(RunsArgs),
+    /// Show one stored run.
+    Show(ShowArgs),
+    /// Compare two stored runs: each metric before and after, the % change, and whether it
+    /// exceeds the runs' spread.
+    Compare(CompareArgs),
+    /// Export a stored run as JSON or CSV.
+    Export(ExportArgs),
+    /// Write a stored run as one self-contained HTML file with charts.
+    Report(ReportArgs),
     /// Run the embedded pre-forking test server (Apache prefork + mod_perl, reproduced).
     Lab(LabArgs),
     /// What a server's processes really cost: RSS, PSS, USS, shared; totals; capacity.
     Mem(MemArgs),
     /// System calls per request, from strace on the server while requests are driven.
     Syscalls(SyscallsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only bench runs or only tune experiments.
+    #[arg(long, value_parser = ["bench", "tune"])]
+    pub kind: Option<String>,
+
+    /// Only runs whose target (URL or target file) contains this.
+    #[arg(long)]
+    pub target: Option<String>,
+
+    /// Only runs started on or after this date (YYYY-MM-DD, or a full RFC 3339 time).
+    #[arg(long)]
+    pub since: Option<String>,
+
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    pub id: i64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The run before.
+    pub before: i64,
+    /// The run after.
+    pub after: i64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("format").required(true).args(["json", "csv"])))]
+pub struct ExportArgs {
+    pub id: i64,
+    /// The whole stored run as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Bench: one row of figures; tune: one row per measured point.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    pub id: i64,
+    /// Where to write the HTML file.
+    #[arg(long, required = true)]
+    pub html: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod history;
 pub mod lab;
 pub mod launch;
 pub mod mem;
@@ -39,17 +40,30 @@ pub fn main() -> ExitCode {
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let db = cli.db.as_deref();
     match cli.command {
         Command::Bench(a) => {
             let plan = bench::BenchPlan::from_args(&a)?;
             let report = bench::run(&plan)?;
             emit(&report, plan.json, crate::report::text::write)?;
+            // The result is printed first: a store that fails loses nothing the user sees.
+            let saved =
+                crate::store::Store::open(&crate::store::default_path(db)).and_then(|mut s| s.save_bench(&report));
+            if let Err(e) = saved {
+                eprintln!("webtune: {}; the result above was not saved", one_line(&e));
+                return Ok(ExitCode::from(1));
+            }
             if report.result.succeeded == 0 {
                 eprintln!("webtune: no request succeeded");
                 return Ok(ExitCode::from(1));
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Runs(a) => history::runs(db, &a),
+        Command::Show(a) => history::show(db, &a),
+        Command::Compare(a) => history::compare(db, &a),
+        Command::Export(a) => history::export(db, &a),
+        Command::Report(a) => history::report(db, &a),
         Command::Merge(a) => {
             let report = merge::run(&a.files)?;
             emit(&report, a.json, crate::report::text::write)?;
@@ -57,7 +71,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Mem(a) => mem::run(&a),
         Command::Launch(a) => launch::run(&a),
-        Command::Tune(a) => tune::run(&a),
+        Command::Tune(a) => tune::run(&a, db),
         Command::Syscalls(a) => syscalls::run(&a),
         Command::Lab(a) => {
             crate::lab::run(&lab::config(&a)?)?;

@@ -20,7 +20,7 @@ const WARM_REQUESTS_PER_WORKER: u64 = 20;
 /// Repeats spreading more than this are reported and taken again.
 const NOISY_SPREAD: f64 = 0.10;
 
-pub fn run(a: &TuneArgs) -> anyhow::Result<ExitCode> {
+pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let file = TargetFile::load(&a.file)?;
     let objective = objective(a)?;
     let knee = parse_share(&a.knee)?;
@@ -68,9 +68,31 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<ExitCode> {
             journal_path.display()
         );
     }
+    // Every point goes to the journal (for --resume) and to the history database.
+    let mut store = match crate::store::Store::open(&crate::store::default_path(db)) {
+        Ok(mut s) => {
+            let options = serde_json::json!({ "objective": objective.describe(), "repeats": opts.repeats, "budget_kib": budget_kib });
+            match s.begin_tune(&a.file.display().to_string(), &a.strategy, &text, &options) {
+                Ok(id) => Some((s, id)),
+                Err(e) => {
+                    eprintln!("webtune: {e:#}; points go to the journal only");
+                    None
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("webtune: {e:#}; points go to the journal only");
+            None
+        }
+    };
     let mut save_error = None;
     let mut save = |p: &Point| {
         if let Err(e) = journal.append(p) {
+            save_error.get_or_insert(e);
+        }
+        if let Some((s, id)) = &mut store
+            && let Err(e) = s.save_point(*id, p)
+        {
             save_error.get_or_insert(e);
         }
     };
@@ -91,6 +113,16 @@ pub fn run(a: &TuneArgs) -> anyhow::Result<ExitCode> {
     let config = launcher.render(&found.recommended);
     let outcome = found.into_outcome(&a.strategy, objective.describe(), stopped, config, points);
     print(&outcome, a.json)?;
+    if let Some((mut s, id)) = store {
+        if let Err(e) = s.finish_tune(id, &outcome) {
+            save_error.get_or_insert(e);
+        } else if !a.quiet {
+            eprintln!(
+                "tune: stored as run {id} in {} (webtune show {id}, webtune report {id} --html F)",
+                s.path.display()
+            );
+        }
+    }
     if let Some(e) = save_error {
         eprintln!("webtune: the journal is incomplete: {e:#}");
         return Ok(ExitCode::from(1));

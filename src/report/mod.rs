@@ -1,8 +1,10 @@
 //! Exporters: each turns a report (plain data, never engine types) into one format.
 
 pub mod hdrlog;
+pub mod html;
 pub mod json;
 pub mod mem;
 pub mod progress;
+pub mod svg;
 pub mod syscalls;
 pub mod text;

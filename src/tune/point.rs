@@ -34,6 +34,9 @@ pub struct Sample {
     pub memory: Option<MemUse>,
     /// The server's own counters mid-run (mod_status, stub_status...), when it has them.
     pub counters: Option<serde_json::Value>,
+    /// Total latency, HdrHistogram V2 base64 (for percentile plots).
+    #[serde(default)]
+    pub histogram: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -193,6 +193,7 @@ fn measure_once(
         failed: report.result.failed,
         memory,
         counters,
+        histogram: report.result.histograms.as_ref().and_then(|h| h.total.clone()),
     })
 }
 

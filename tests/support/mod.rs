@@ -22,10 +22,17 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// The history database of this test process (never the user's own).
+pub fn test_db() -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path().join("webtune.db")
+}
+
 /// Runs `webtune ARGS`, killing it if it outlives `limit` (a hang is a test failure).
 pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
         .args(args)
+        .env("WEBTUNE_DB", test_db())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -98,18 +98,25 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     };
     let mut tried = Vec::new();
     let mut chosen = None;
+    let spread = |p: &Point| crate::tune::objective::spread(&p.samples.iter().map(|s| s.rps).collect::<Vec<_>>());
     for c in fitting {
         let Some(p) = t.point(&format!("{knob}={c}"), &base.with(knob, &c.to_string())) else { break };
         let cost = if p.ok() { 1.0 - p.rps() / here.rps() } else { 1.0 };
+        // Rejected only when the loss exceeds 5% by more than the repeats' own spread.
+        let noise = if p.ok() { spread(&p).max(spread(&here)) / here.rps() } else { 0.0 };
         tried.push((c, cost, p.clone()));
-        if cost <= MAX_COST {
+        if cost <= MAX_COST + noise {
             chosen = Some((c, cost, p));
+            break;
+        }
+        // Shorter intervals fork more often: two rejections in a row end the search.
+        if tried.len() >= 2 && tried[tried.len() - 2].1 > MAX_COST {
             break;
         }
     }
     let rejected: Vec<String> = tried
         .iter()
-        .filter(|(_, cost, _)| *cost > MAX_COST)
+        .filter(|(c, _, _)| chosen.as_ref().is_none_or(|(chosen, _, _)| chosen != c))
         .map(|(c, cost, _)| format!("{c} costs {:.1}%", cost * 100.0))
         .collect();
     let rejected = if rejected.is_empty() { String::new() } else { format!("; rejected: {}", rejected.join(", ")) };

@@ -1,0 +1,267 @@
+//! The history: every bench run and every tune experiment with each of its points, in an
+//! embedded SQLite database (WAL, one transaction per point, so a crash or Ctrl-C loses
+//! nothing finished and two webtune processes can write at once).
+
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use crate::aggregate::BenchReport;
+use crate::tune::{Outcome, Point};
+
+/// The database: --db, else $WEBTUNE_DB, else $XDG_DATA_HOME/webtune/webtune.db (by default
+/// ~/.local/share/webtune/webtune.db).
+pub fn default_path(flag: Option<&Path>) -> PathBuf {
+    if let Some(p) = flag {
+        return p.to_path_buf();
+    }
+    if let Some(p) = std::env::var_os("WEBTUNE_DB").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    data.join("webtune").join("webtune.db")
+}
+
+pub struct Store {
+    conn: Connection,
+    pub path: PathBuf,
+}
+
+/// One line of `webtune runs`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRow {
+    pub id: i64,
+    /// "bench" or "tune".
+    pub kind: String,
+    pub started_at: String,
+    /// The URL (bench) or the target file (tune).
+    pub target: String,
+    /// A one-line summary.
+    pub summary: String,
+    /// "done", "running" (a tune not finished: interrupted or still going), "interrupted".
+    pub status: String,
+}
+
+impl Store {
+    /// Opens (creating and migrating) the database; errors name the file.
+    pub fn open(path: &Path) -> anyhow::Result<Store> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("store {}: cannot create its directory", path.display()))?;
+        }
+        let wrap = |e: rusqlite::Error| anyhow::anyhow!("store {}: {e}", path.display());
+        let mut conn = Connection::open(path).map_err(wrap)?;
+        conn.busy_timeout(Duration::from_secs(3)).map_err(wrap)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
+        schema::migrate(&mut conn).map_err(wrap)?;
+        Ok(Store { conn, path: path.to_path_buf() })
+    }
+
+    fn err(&self, e: rusqlite::Error) -> anyhow::Error {
+        anyhow::anyhow!("store {}: {e}", self.path.display())
+    }
+
+    /// Saves a finished bench run; returns its id.
+    pub fn save_bench(&mut self, report: &BenchReport) -> anyhow::Result<i64> {
+        let r = &report.result;
+        let p99 = r.latency_ms.total.as_ref().map(|l| l.p99);
+        let summary = format!(
+            "{} req/s, p99 {} ms, {} ok, {} failed, -c {}",
+            fmt2(r.requests_per_s),
+            p99.map_or("-".into(), fmt2),
+            r.succeeded,
+            r.failed,
+            report.options.connections
+        );
+        let json = serde_json::to_string(report)?;
+        let status = if report.interrupted { "interrupted" } else { "done" };
+        let tx = self.conn.transaction().map_err(|e| anyhow::anyhow!("store: {e}"))?;
+        tx.execute(
+            "INSERT INTO runs (kind, started_at, target, summary, status) VALUES ('bench', ?1, ?2, ?3, ?4)",
+            params![report.started_at, report.target.url, summary, status],
+        )
+        .and_then(|_| {
+            let id = tx.last_insert_rowid();
+            tx.execute(
+                "INSERT INTO bench (run_id, requests_per_s, p99_ms, succeeded, failed, report) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![id, r.requests_per_s, p99, r.succeeded as i64, r.failed as i64, json],
+            )?;
+            Ok(id)
+        })
+        .and_then(|id| tx.commit().map(|()| id))
+        .map_err(|e| self.err(e))
+    }
+
+    /// Starts a tune experiment; its points follow one by one.
+    pub fn begin_tune(
+        &mut self,
+        target_file: &str,
+        strategy: &str,
+        file_text: &str,
+        options: &serde_json::Value,
+    ) -> anyhow::Result<i64> {
+        let started = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        self.conn
+            .execute(
+                "INSERT INTO runs (kind, started_at, target, summary, status) VALUES ('tune', ?1, ?2, ?3, 'running')",
+                params![started, target_file, format!("{strategy}: measuring")],
+            )
+            .map_err(|e| self.err(e))?;
+        let id = self.conn.last_insert_rowid();
+        self.conn
+            .execute(
+                "INSERT INTO tune (run_id, strategy, target_file_text, options) VALUES (?1, ?2, ?3, ?4)",
+                params![id, strategy, file_text, options.to_string()],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(id)
+    }
+
+    /// Saves one measured point (its own transaction) with its memory samples.
+    pub fn save_point(&mut self, run: i64, p: &Point) -> anyhow::Result<i64> {
+        let json = serde_json::to_string(p)?;
+        let (rps, p99) = if p.ok() { (Some(p.rps()), Some(p.p99())) } else { (None, None) };
+        let tx = self.conn.transaction().map_err(|e| anyhow::anyhow!("store: {e}"))?;
+        let result = tx
+            .execute(
+                "INSERT INTO points (run_id, step, settings, status, cause, requests_per_s, p99_ms, config_text, point)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    run,
+                    p.step,
+                    serde_json::to_string(&p.settings)?,
+                    if p.ok() { "ok" } else { "failed" },
+                    p.cause(),
+                    rps,
+                    p99,
+                    p.config_text,
+                    json
+                ],
+            )
+            .and_then(|_| {
+                let id = tx.last_insert_rowid();
+                for (i, s) in p.samples.iter().enumerate() {
+                    if let Some(m) = &s.memory {
+                        tx.execute(
+                            "INSERT INTO memory (point_id, repeat, workers, worker_uss_max_kib, worker_uss_mean_kib,
+                             worker_shared_mean_kib, parent_uss_kib, parent_shared_kib, pss_total_kib)
+                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                            params![
+                                id,
+                                i as i64,
+                                m.workers as i64,
+                                m.worker_uss_max_kib as i64,
+                                m.worker_uss_mean_kib as i64,
+                                m.worker_shared_mean_kib as i64,
+                                m.parent_uss_kib as i64,
+                                m.parent_shared_kib as i64,
+                                m.pss_total_kib as i64
+                            ],
+                        )?;
+                    }
+                }
+                Ok(id)
+            })
+            .and_then(|id| tx.commit().map(|()| id));
+        result.map_err(|e| self.err(e))
+    }
+
+    /// Records the experiment's conclusion.
+    pub fn finish_tune(&mut self, run: i64, o: &Outcome) -> anyhow::Result<()> {
+        let status = match o.stopped.as_deref() {
+            Some("interrupted") => "interrupted",
+            _ => "done",
+        };
+        let summary = format!(
+            "{}: {}",
+            o.strategy,
+            o.evidence.iter().map(|(k, v, _)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        );
+        self.conn
+            .execute("UPDATE tune SET outcome = ?2 WHERE run_id = ?1", params![run, serde_json::to_string(o)?])
+            .and_then(|_| {
+                self.conn
+                    .execute("UPDATE runs SET status = ?2, summary = ?3 WHERE id = ?1", params![run, status, summary])
+            })
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Runs, newest first, filtered by kind, a target substring and a start date prefix.
+    pub fn runs(&self, kind: Option<&str>, target: Option<&str>, since: Option<&str>) -> anyhow::Result<Vec<RunRow>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, kind, started_at, target, summary, status FROM runs
+                 WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR instr(target, ?2) > 0) AND (?3 IS NULL OR started_at >= ?3)
+                 ORDER BY id DESC",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![kind, target, since], |r| {
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    kind: r.get(1)?,
+                    started_at: r.get(2)?,
+                    target: r.get(3)?,
+                    summary: r.get(4)?,
+                    status: r.get(5)?,
+                })
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(e))?;
+        Ok(rows)
+    }
+
+    pub fn run(&self, id: i64) -> anyhow::Result<Option<Stored>> {
+        let row = self.runs(None, None, None)?.into_iter().find(|r| r.id == id);
+        let Some(row) = row else { return Ok(None) };
+        if row.kind == "bench" {
+            let json: String = self
+                .conn
+                .query_row("SELECT report FROM bench WHERE run_id = ?1", [id], |r| r.get(0))
+                .map_err(|e| self.err(e))?;
+            let report = serde_json::from_str(&json).with_context(|| format!("run {id}: stored report unreadable"))?;
+            return Ok(Some(Stored::Bench { row, report: Box::new(report) }));
+        }
+        let (strategy, outcome): (String, Option<String>) = self
+            .conn
+            .query_row("SELECT strategy, outcome FROM tune WHERE run_id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .map_err(|e| self.err(e))?
+            .unwrap_or_default();
+        let mut stmt =
+            self.conn.prepare("SELECT point FROM points WHERE run_id = ?1 ORDER BY id").map_err(|e| self.err(e))?;
+        let points = stmt
+            .query_map([id], |r| r.get::<_, String>(0))
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(e))?
+            .iter()
+            .filter_map(|j| serde_json::from_str(j).ok())
+            .collect();
+        let outcome = outcome.and_then(|o| serde_json::from_str(&o).ok());
+        Ok(Some(Stored::Tune { row, strategy, points, outcome: outcome.map(Box::new) }))
+    }
+}
+
+/// A stored run, whole.
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Stored {
+    Bench { row: RunRow, report: Box<BenchReport> },
+    Tune { row: RunRow, strategy: String, points: Vec<Point>, outcome: Option<Box<Outcome>> },
+}
+
+fn fmt2(v: f64) -> String {
+    format!("{v:.2}")
+}

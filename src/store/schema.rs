@@ -1,0 +1,67 @@
+//! The schema, as numbered migrations (PRAGMA user_version says how many ran).
+
+use rusqlite::Connection;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: runs (bench and tune share one id space), bench reports, tune experiments, their
+    // points and the memory sampled in each repeat.
+    "CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('bench', 'tune')),
+        started_at TEXT NOT NULL,
+        target TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        status TEXT NOT NULL
+     );
+     CREATE TABLE bench (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+        requests_per_s REAL NOT NULL,
+        p99_ms REAL,
+        succeeded INTEGER NOT NULL,
+        failed INTEGER NOT NULL,
+        report TEXT NOT NULL
+     );
+     CREATE TABLE tune (
+        run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+        strategy TEXT NOT NULL,
+        target_file_text TEXT NOT NULL,
+        options TEXT NOT NULL,
+        outcome TEXT
+     );
+     CREATE TABLE points (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        step TEXT NOT NULL,
+        settings TEXT NOT NULL,
+        status TEXT NOT NULL,
+        cause TEXT,
+        requests_per_s REAL,
+        p99_ms REAL,
+        config_text TEXT,
+        point TEXT NOT NULL
+     );
+     CREATE INDEX points_run ON points(run_id);
+     CREATE TABLE memory (
+        point_id INTEGER NOT NULL REFERENCES points(id) ON DELETE CASCADE,
+        repeat INTEGER NOT NULL,
+        workers INTEGER NOT NULL,
+        worker_uss_max_kib INTEGER NOT NULL,
+        worker_uss_mean_kib INTEGER NOT NULL,
+        worker_shared_mean_kib INTEGER NOT NULL,
+        parent_uss_kib INTEGER NOT NULL,
+        parent_shared_kib INTEGER NOT NULL,
+        pss_total_kib INTEGER NOT NULL,
+        PRIMARY KEY (point_id, repeat)
+     );",
+];
+
+pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let done: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(done as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! The history: bench runs and tune experiments land in a real SQLite file, are listed,
+//! shown, compared, exported, and rendered as an HTML report that a real browser (headless
+//! Chromium) displays with its charts. A corrupt or locked database is one clear error and
+//! the result is still printed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::nginx::Nginx;
+use crate::support::{find_program, missing};
+
+/// Runs webtune with its own database.
+fn wt(db: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_webtune")).args(args).env("WEBTUNE_DB", db).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn bench_runs_are_stored_listed_shown_compared_and_exported() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("p.html", &[b'p'; 512]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let url = ng.url("/p.html");
+    let (code, _, err) = wt(&db, &["bench", "-q", "-c", "2", "-n", "200", &url]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = wt(&db, &["bench", "-q", "-c", "4", "-n", "300", &url]);
+    assert_eq!(code, 0, "{err}");
+
+    let (_, out, _) = wt(&db, &["runs", "--json", "--kind", "bench"]);
+    let rows = json(&out);
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["id"], 2, "newest first");
+    assert_eq!(rows[0]["target"], url.as_str());
+    let (_, out, _) = wt(&db, &["runs", "--target", "no-such-host"]);
+    assert_eq!(out.lines().count(), 1, "header only: {out}");
+
+    let (code, out, _) = wt(&db, &["show", "1", "--json"]);
+    assert_eq!(code, 0);
+    let v = json(&out);
+    assert_eq!(v["kind"], "bench");
+    assert_eq!(v["report"]["result"]["succeeded"], 200);
+    assert!(v["report"]["result"]["histograms"]["total"].is_string());
+    let (_, out, _) = wt(&db, &["show", "2"]);
+    assert!(out.contains("Complete requests:   300"), "{out}");
+
+    let (code, out, _) = wt(&db, &["compare", "1", "2", "--json"]);
+    assert_eq!(code, 0);
+    let rows = json(&out);
+    let rps = &rows[0];
+    assert_eq!(rps["metric"], "requests/s");
+    let (b, a) = (rps["before"].as_f64().unwrap(), rps["after"].as_f64().unwrap());
+    assert!((rps["change_pct"].as_f64().unwrap() - (a - b) / b * 100.0).abs() < 1e-9);
+    let (_, out, _) = wt(&db, &["compare", "1", "2"]);
+    assert!(out.contains("requests/s") && out.contains('%'), "{out}");
+
+    let (code, out, _) = wt(&db, &["export", "1", "--csv"]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2);
+    let cols: Vec<&str> = lines[0].split(',').collect();
+    let vals: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(vals[cols.iter().position(|c| *c == "succeeded").unwrap()], "200");
+    let (_, out, _) = wt(&db, &["export", "2", "--json"]);
+    assert_eq!(json(&out)["report"]["result"]["succeeded"], 300);
+
+    let (code, _, err) = wt(&db, &["show", "99"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no run 99") && err.contains("h.db"), "{err}");
+}
+
+#[test]
+fn concurrent_writers_both_land() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("p.html", b"x");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let url = ng.url("/p.html");
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_webtune"))
+                .args(["bench", "-q", "-c", "2", "-n", "100", &url])
+                .env("WEBTUNE_DB", &db)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let (_, out, _) = wt(&db, &["runs", "--json"]);
+    assert_eq!(json(&out).as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn a_corrupt_or_locked_database_is_one_clear_error_and_the_result_is_still_printed() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("p.html", b"x");
+    let url = ng.url("/p.html");
+    let dir = tempfile::tempdir().unwrap();
+    let corrupt = dir.path().join("corrupt.db");
+    std::fs::write(&corrupt, vec![0x5a; 8192]).unwrap();
+    let (code, out, err) = wt(&corrupt, &["bench", "--json", "-q", "-n", "20", &url]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(json(&out)["result"]["succeeded"], 20, "the result is printed");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("corrupt.db") && err.contains("not a database") && err.contains("not saved"), "{err}");
+
+    let locked = dir.path().join("locked.db");
+    let (code, _, _) = wt(&locked, &["bench", "-q", "-n", "10", &url]);
+    assert_eq!(code, 0);
+    let holder = rusqlite::Connection::open(&locked).unwrap();
+    holder.execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE;").unwrap();
+    let (code, out, err) = wt(&locked, &["bench", "-q", "-n", "20", &url]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("Complete requests:   20"), "{out}");
+    assert!(err.contains("locked.db") && err.contains("locked"), "{err}");
+    drop(holder);
+    // Nothing half-written: the one run saved before is all there is.
+    let (_, out, _) = wt(&locked, &["runs", "--json"]);
+    assert_eq!(json(&out).as_array().unwrap().len(), 1);
+}
+
+fn chromium() -> Option<PathBuf> {
+    find_program("chromium").or_else(|| find_program("chromium-browser"))
+}
+
+#[test]
+fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
+    let Some(browser) = chromium() else {
+        missing("chromium");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let file = dir.path().join("lab.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\ncpu = \"1ms\"\nio_wait = \"2ms\"\n\
+             [knobs]\nworkers = [1, 4]\nkeepalive = [\"on\", \"off\"]\n[load]\nconnections = 8\nduration = \"500ms\"\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let (code, _, err) =
+        wt(&db, &["tune", file.to_str().unwrap(), "-q", "--repeats", "2", "--journal", journal.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = wt(&db, &["runs", "--kind", "tune", "--json"]);
+    let rows = json(&out);
+    assert_eq!(rows[0]["status"], "done");
+    let id = rows[0]["id"].to_string();
+    let (_, out, _) = wt(&db, &["export", &id, "--csv"]);
+    assert_eq!(out.lines().count(), 1 + 3, "header and three points: {out}");
+
+    let html = dir.path().join("report.html");
+    let (code, _, err) = wt(&db, &["report", &id, "--html", html.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(!text.contains("http://") || !text.contains("src=\"http"), "no network resources");
+    assert!(!text.contains("<script"), "no script");
+
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let url = format!("file://{}", html.display());
+    for (name, size) in [("wide", "1200,3000"), ("narrow", "400,3000")] {
+        let shot = shots.join(format!("tune-report-{name}.png"));
+        let out = Command::new(&browser)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"])
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(format!("--window-size={size}"))
+            .arg(&url)
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        let console_errors: Vec<&str> =
+            log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("rror") || l.contains("Uncaught"))).collect();
+        assert!(console_errors.is_empty(), "{console_errors:?}");
+        assert!(std::fs::metadata(&shot).map(|m| m.len() > 10_000).unwrap_or(false), "no screenshot: {log}");
+        eprintln!("screenshot: {}", shot.display());
+    }
+    // The DOM as the browser built it: the charts are there.
+    let out = Command::new(&browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", &url])
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(dom.matches("<svg").count() >= 6, "charts: {}", dom.matches("<svg").count());
+    for title in ["Requests/s by workers", "p99 by keepalive", "Latency by percentile", "Memory per worker (MiB)"] {
+        assert!(dom.contains(title), "{title} missing");
+    }
+    assert!(dom.contains("Recommended configuration") && dom.contains("webtune lab"));
+}
