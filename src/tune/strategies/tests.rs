@@ -13,11 +13,14 @@ struct Model<F: Fn(&Settings, usize) -> (f64, f64, u64)> {
     f: F,
     measured: Vec<String>,
     budget: Option<u64>,
+    /// How long each trial takes (and is estimated to take).
+    pace: Duration,
 }
 
 impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
     fn measure(&mut self, step: &str, settings: &Settings, _load: &Load) -> Point {
         self.measured.push(step.to_string());
+        std::thread::sleep(self.pace);
         let workers: u64 = settings.get("workers").and_then(|w| w.parse().ok()).unwrap_or(4);
         let samples = (0..3)
             .map(|r| {
@@ -41,13 +44,13 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
             samples,
             saturation: Vec::new(),
             config_text: None,
-            seconds: 0.0,
+            seconds: self.pace.as_secs_f64(),
             noisy: false,
             warmed: 0,
         }
     }
     fn estimate(&self, _load: &Load) -> Duration {
-        Duration::from_secs(1)
+        self.pace
     }
 }
 
@@ -78,6 +81,7 @@ fn workers_finds_the_knee_of_a_cpu_bound_server_without_the_whole_grid() {
         },
         measured: Vec::new(),
         budget: None,
+        pace: Duration::ZERO,
     };
     let counts: Vec<String> = (1..=64).map(|n| n.to_string()).collect();
     let counts: Vec<&str> = counts.iter().map(String::as_str).collect();
@@ -97,6 +101,7 @@ fn workers_never_exceed_the_memory_budget() {
         f: |s: &Settings, _| (40.0 * workers_of(s).min(32.0), 30.0, 4096),
         measured: Vec::new(),
         budget: Some(11_000 + 10 * 4096 + 100),
+        pace: Duration::ZERO,
     };
     let counts = ["1", "2", "4", "8", "10", "16", "32", "64"];
     let mut save = |_: &Point| {};
@@ -116,6 +121,7 @@ fn one_at_a_time_adopts_what_helps_and_not_what_does_nothing() {
         },
         measured: Vec::new(),
         budget: None,
+        pace: Duration::ZERO,
     };
     let k: Knobs =
         vec![("debug".into(), vec!["1".into(), "0".into()]), ("cache".into(), vec!["off".into(), "on".into()])];
@@ -142,6 +148,7 @@ fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
         },
         measured: Vec::new(),
         budget: None,
+        pace: Duration::ZERO,
     };
     let mut save = |_: &Point| {};
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), true);
@@ -152,4 +159,24 @@ fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
     let chosen: u64 = found.recommended.get("max_requests").unwrap().parse().unwrap();
     assert_eq!(chosen, 500, "{:?}", found.evidence);
     assert!(found.evidence[0].2.contains("100.0 KiB per request"), "{}", found.evidence[0].2);
+}
+
+#[test]
+fn the_time_budget_stops_with_the_best_so_far() {
+    let mut m = Model {
+        f: |s: &Settings, _| (100.0 * workers_of(s), 10.0, 1000),
+        measured: Vec::new(),
+        budget: None,
+        pace: Duration::from_millis(300),
+    };
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), true);
+    // Trials of 300 ms in a 750 ms budget: two fit, a third would end past it.
+    t.deadline = Some(std::time::Instant::now() + Duration::from_millis(750));
+    let k: Knobs = vec![("workers".into(), vec!["1".into(), "2".into(), "4".into(), "8".into()])];
+    let found = one_at_a_time(&mut t, &k, &Settings::default());
+    assert_eq!(t.stopped.as_deref(), Some("the time budget is spent"));
+    drop(t);
+    assert_eq!(m.measured, ["baseline", "workers=2"]);
+    assert_eq!(found.recommended.get("workers"), Some("2"), "the best so far");
 }
