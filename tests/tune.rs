@@ -174,3 +174,38 @@ fn one_at_a_time_leaves_a_useless_knob_records_failures_and_resumes() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stderr.matches("reused from the interrupted run").count(), kept, "{}", run.stderr);
 }
+
+#[test]
+fn spares_pick_the_cheapest_setting_that_absorbs_a_burst() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    // 8 clients at once after an idle spell: one worker kept idle is far too few.
+    let f = lab_target(
+        dir.path(),
+        "workers = 8\ncpu = \"1ms\"\nio_wait = \"20ms\"",
+        "min_spare = [1, 4]\nstart_workers = [1, 8]",
+        "",
+    );
+    let v = tune(&f, &["--strategy", "spares"], dir.path());
+    let chosen = (recommended(&v, "min_spare"), recommended(&v, "start_workers"));
+    assert_ne!(chosen, ("1".to_string(), "1".to_string()), "{}", evidence(&v, "min_spare"));
+    let bursts: Vec<&Value> =
+        v["points"].as_array().unwrap().iter().filter(|p| p["step"].as_str().unwrap().starts_with("burst")).collect();
+    assert_eq!(bursts.len(), 4);
+    // The starved burst waited for workers to be forked: far past steady state.
+    let starved = bursts.iter().find(|p| p["step"] == "burst min_spare=1 start_workers=1").unwrap();
+    assert!(starved["samples"][0]["first_byte_p99_ms"].as_f64().unwrap() > 100.0, "{}", starved["samples"][0]);
+    assert_eq!(starved["workers_at_start"], 1);
+}
+
+#[test]
+fn keepalive_is_measured_with_slow_clients() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let f = lab_target(dir.path(), "workers = 4\ncpu = \"1ms\"", "keepalive = [\"on\", \"off\"]", "");
+    let v = tune(&f, &["--strategy", "keepalive"], dir.path());
+    let ev = evidence(&v, "keepalive");
+    assert!(ev.contains("20% of clients at 33.6kbps"), "{ev}");
+    assert!(ev.contains("workers busy"), "occupancy from the lab's counters: {ev}");
+    assert_eq!(v["steps"][0]["candidates"].as_array().unwrap().len(), 2);
+}

@@ -67,6 +67,9 @@ pub struct Point {
     /// Requests sent to warm the server before the first repeat.
     #[serde(default)]
     pub warmed: u64,
+    /// Workers alive when the load began (after any idle spell): what the server keeps idle.
+    #[serde(default)]
+    pub workers_at_start: Option<usize>,
 }
 
 impl Point {
@@ -81,6 +84,7 @@ impl Point {
             seconds,
             noisy: false,
             warmed: 0,
+            workers_at_start: None,
         }
     }
 
@@ -137,6 +141,7 @@ pub mod tests {
             seconds: 1.0,
             noisy: false,
             warmed: 0,
+            workers_at_start: None,
         }
     }
 }

@@ -126,6 +126,7 @@ pub fn run(
         return fail(format!("warm-up: {e:#}"));
     }
     std::thread::sleep(load.idle_before);
+    let workers_at_start = procmem::select(&Selector::Pid(server.master_pid())).ok().map(|p| p.len().saturating_sub(1));
     let mut samples = Vec::new();
     let mut noisy = false;
     let mut wanted = opts.repeats.max(1);
@@ -162,6 +163,7 @@ pub fn run(
         seconds: started.elapsed().as_secs_f64(),
         noisy,
         warmed: warm,
+        workers_at_start,
     }
 }
 

@@ -47,6 +47,7 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
             seconds: self.pace.as_secs_f64(),
             noisy: false,
             warmed: 0,
+            workers_at_start: None,
         }
     }
     fn estimate(&self, _load: &Load) -> Duration {
