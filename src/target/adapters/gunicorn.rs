@@ -1,7 +1,7 @@
 //! gunicorn, sync workers: the app is a Python file (module:app, "app" by default) or a
 //! directory with app.py.
 
-use super::{Adapter, Ctx, Prepared, natives, on, seconds};
+use super::{Adapter, Ctx, Prepared, native_flags, on, seconds};
 use crate::target::process::Spawn;
 
 pub struct Gunicorn;
@@ -24,13 +24,7 @@ fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
             _ => {}
         }
     }
-    for (k, v) in natives(values) {
-        let name = k.trim_start_matches('-').replace('_', "-");
-        out.push(format!("--{name}"));
-        if !matches!(v, "on" | "true") {
-            out.push(v.to_string());
-        }
-    }
+    out.extend(native_flags(values));
     Ok(out)
 }
 

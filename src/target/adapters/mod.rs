@@ -132,6 +132,18 @@ pub fn natives(values: &[(String, String)]) -> impl Iterator<Item = (&str, &str)
     values.iter().filter(|(k, _)| !CANONICAL.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.as_str()))
 }
 
+/// Native knobs as long command-line options: `--name value`, or `--name` alone for on/true.
+pub fn native_flags(values: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in natives(values) {
+        out.push(format!("--{}", k.trim_start_matches('-').replace('_', "-")));
+        if !matches!(v, "on" | "true") {
+            out.push(v.to_string());
+        }
+    }
+    out
+}
+
 /// Writes a file of the run directory, readable by servers that drop privileges.
 pub fn write(dir: &RunDir, name: &str, text: &str) -> anyhow::Result<PathBuf> {
     let p = dir.join(name);

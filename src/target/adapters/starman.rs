@@ -1,7 +1,7 @@
 //! Starman, the pre-forking PSGI server: --workers, --max-requests, --preload-app. The app is a
 //! .psgi file (or a directory with app.psgi).
 
-use super::{Adapter, Ctx, Prepared, natives, on};
+use super::{Adapter, Ctx, Prepared, native_flags, on};
 use crate::target::process::Spawn;
 
 pub struct Starman;
@@ -24,12 +24,7 @@ fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
             _ => {}
         }
     }
-    for (k, v) in natives(values) {
-        out.push(format!("--{}", k.trim_start_matches('-').replace('_', "-")));
-        if !matches!(v, "on" | "true") {
-            out.push(v.to_string());
-        }
-    }
+    out.extend(native_flags(values));
     Ok(out)
 }
 

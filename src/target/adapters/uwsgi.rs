@@ -3,7 +3,7 @@
 
 use std::io::Read;
 
-use super::{Adapter, Ctx, Prepared, natives, on};
+use super::{Adapter, Ctx, Prepared, native_flags, on};
 use crate::target::process::Spawn;
 
 pub struct Uwsgi;
@@ -25,12 +25,7 @@ fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
             _ => {}
         }
     }
-    for (k, v) in natives(values) {
-        out.push(format!("--{}", k.trim_start_matches('-').replace('_', "-")));
-        if !matches!(v, "on" | "true") {
-            out.push(v.to_string());
-        }
-    }
+    out.extend(native_flags(values));
     Ok(out)
 }
 
