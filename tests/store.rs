@@ -93,15 +93,42 @@ fn concurrent_writers_both_land() {
                 .args(["bench", "-q", "-c", "2", "-n", "100", &url])
                 .env("WEBTUNE_DB", &db)
                 .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
-    for mut c in children {
-        assert!(c.wait().unwrap().success());
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
     let (_, out, _) = wt(&db, &["runs", "--json"]);
     assert_eq!(json(&out).as_array().unwrap().len(), 4);
+}
+
+/// Many processes creating one new database at once: each one migrates it or waits for the
+/// one that does (this raced once: "table runs already exists", then "database is locked").
+#[test]
+fn processes_creating_one_database_at_once_all_succeed() {
+    for round in 0..15 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("h.db");
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                Command::new(env!("CARGO_BIN_EXE_webtune"))
+                    .args(["runs", "--json"])
+                    .env("WEBTUNE_DB", &db)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            assert!(out.status.success(), "round {round}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
 }
 
 #[test]

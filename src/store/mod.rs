@@ -51,6 +51,23 @@ pub struct RunRow {
     pub status: String,
 }
 
+/// Switches a database to WAL. SQLite does not call the busy handler for this switch (it
+/// could deadlock), so several processes creating one database at once retry here.
+fn set_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 impl Store {
     /// Opens (creating and migrating) the database; errors name the file.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
@@ -61,7 +78,7 @@ impl Store {
         let wrap = |e: rusqlite::Error| anyhow::anyhow!("store {}: {e}", path.display());
         let mut conn = Connection::open(path).map_err(wrap)?;
         conn.busy_timeout(Duration::from_secs(3)).map_err(wrap)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
+        set_wal(&conn).map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
         schema::migrate(&mut conn).map_err(wrap)?;
         Ok(Store { conn, path: path.to_path_buf() })

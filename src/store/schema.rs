@@ -1,6 +1,6 @@
 //! The schema, as numbered migrations (PRAGMA user_version says how many ran).
 
-use rusqlite::Connection;
+use rusqlite::{Connection, TransactionBehavior};
 
 const MIGRATIONS: &[&str] = &[
     // 1: runs (bench and tune share one id space), bench reports, tune experiments, their
@@ -55,13 +55,17 @@ const MIGRATIONS: &[&str] = &[
      );",
 ];
 
+/// Runs the migrations not yet run. The version is read inside an IMMEDIATE transaction so
+/// two processes opening a new database at once cannot both create the tables: the second
+/// waits for the write lock (busy timeout) and then sees the work done.
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
-    let done: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(done as usize) {
-        let tx = conn.transaction()?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let done: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    for sql in MIGRATIONS.iter().skip(done as usize) {
         tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
     }
-    Ok(())
+    if (done as usize) < MIGRATIONS.len() {
+        tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
+    }
+    tx.commit()
 }
