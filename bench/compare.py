@@ -17,7 +17,8 @@ How
     - Each client runs pinned to CPU 0 (taskset execs into the tool, so the pid reaped is the
       tool's), -c 50, for --seconds, in turn, for --rounds rounds (tools interleaved within a
       round so drift hits all of them alike). Two modes:
-        keep-alive:    webtune -t 1, wrk -t1, ab -k, oha
+        keep-alive:    webtune -t 1, webtune -t 1 --no-coalesce (webtune-nc, no bar), wrk -t1,
+                       ab -k, oha
         no keep-alive: webtune --no-keepalive, ab, oha --disable-keepalive (wrk cannot)
       A peer that is not installed is reported as skipped.
     - A table per mode: medians over the rounds (with min-max), the kernel's share of the
@@ -361,6 +362,11 @@ def make_tools(webtune, seconds, conns):
         argv = [webtune, "bench", "-t", "1", "-c", c, "-d", f"{s}s", "-q", "--json"]
         return argv + ([] if keepalive else ["--no-keepalive"]) + [url]
 
+    def webtune_nc_argv(url, keepalive):
+        # The same without wake-up coalescing (wrk's way of collecting responses): shown for
+        # comparison, not a bar; without keep-alive webtune does not coalesce anyway.
+        return webtune_argv(url, True)[:-1] + ["--no-coalesce", url] if keepalive else None
+
     def wrk_argv(url, keepalive):
         return [wrk, "-t1", f"-c{c}", f"-d{s}s", url] if keepalive else None
 
@@ -377,6 +383,7 @@ def make_tools(webtune, seconds, conns):
     wrk, ab = shutil.which("wrk"), shutil.which("ab")
     return [
         Tool("webtune", webtune, webtune_argv, parse_webtune),
+        Tool("webtune-nc", webtune, webtune_nc_argv, parse_webtune),
         Tool("wrk", wrk, wrk_argv, parse_wrk, "not on PATH (apt-get install wrk)"),
         Tool("ab", ab, ab_argv, parse_ab, "not on PATH (apt-get install apache2-utils)"),
         Tool("oha", oha if oha_flag else None, oha_argv, parse_oha_json,

@@ -107,6 +107,9 @@ pub struct Options {
     /// Seed of random URL order and Poisson arrivals (--seed repeats a run's choices).
     #[serde(default)]
     pub seed: u64,
+    /// Closed loop on plain TCP: wake-ups coalesced (latencies from receive timestamps).
+    #[serde(default)]
+    pub coalesce: bool,
 }
 
 fn closed() -> String {

@@ -365,6 +365,12 @@ pub struct BenchArgs {
     #[arg(long = "no-keepalive", overrides_with = "keepalive")]
     pub no_keepalive: bool,
 
+    /// Collect each response as soon as it arrives (wrk's way). By default, when many
+    /// responses arrive per wake-up, the client pauses up to 100 us before collecting them so
+    /// each wake-up serves a batch; latencies still count to the kernel's arrival time.
+    #[arg(long = "no-coalesce")]
+    pub no_coalesce: bool,
+
     /// The request method.
     #[arg(short = 'm', long = "method", default_value = "GET")]
     pub method: String,

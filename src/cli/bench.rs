@@ -182,6 +182,7 @@ impl BenchPlan {
             cookies: a.cookies,
             throttle,
             seed,
+            coalesce: !a.no_coalesce,
         };
         Ok(BenchPlan {
             engine,
@@ -491,6 +492,7 @@ fn options(plan: &BenchPlan) -> Options {
         throttle_bytes_per_s: ep.throttle.map(|t| t.bytes_per_s),
         slow_share: ep.throttle.map(|t| t.share),
         seed: ep.seed,
+        coalesce: ep.coalesces_any(),
     }
 }
 
@@ -531,6 +533,7 @@ pub fn drive(
         scenario: None,
         throttle: None,
         slow_share: None,
+        no_coalesce: false,
         seed: None,
     };
     let plan = BenchPlan::from_args(&args)?;

@@ -6,6 +6,7 @@
 //! request costs one write, one read and a share of one epoll_wait; response bodies are
 //! counted in a per-thread scratch buffer, never copied or stored.
 
+mod coalesce;
 pub mod record;
 pub mod request;
 pub mod response;
@@ -103,11 +104,30 @@ pub struct Plan {
     pub throttle: Option<Throttle>,
     /// Seeds random URL order and Poisson arrivals (runs are repeatable).
     pub seed: u64,
+    /// Closed loop: coalesce wake-ups when many responses arrive per wake (see coalesce.rs).
+    pub coalesce: bool,
 }
 
 impl Plan {
     pub fn is_open_loop(&self) -> bool {
         matches!(self.pacing, Pacing::Open { .. })
+    }
+
+    /// Whether a thread serving `conns` of the connections coalesces its wake-ups: closed
+    /// loop on plain keep-alive TCP, enough clients to fill batches (see coalesce.rs). A new
+    /// connection per request costs several times what a wake-up does, and the stamps would
+    /// add a call per connection.
+    pub fn coalesces(&self, conns: usize) -> bool {
+        self.coalesce
+            && self.keepalive
+            && !self.is_open_loop()
+            && self.target.tls.is_none()
+            && conns >= coalesce::MIN_CLIENTS
+    }
+
+    /// Whether any thread coalesces (the busiest has the most connections).
+    pub fn coalesces_any(&self) -> bool {
+        self.coalesces(self.connections.div_ceil(self.threads.max(1)))
     }
 
     /// The schedule whose stages split the results, when the run has stages.

@@ -1,7 +1,11 @@
 //! Plain TCP and TLS behind the same calls, so the connection state machine does not care.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSliceMut, Read, Write};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, TimestampingFlag, recvmsg, setsockopt, sockopt};
 
 use mio::net::TcpStream;
 
@@ -65,6 +69,33 @@ impl Transport {
         }
     }
 
+    /// Asks the kernel to stamp received data with its arrival time (plain TCP only: with TLS
+    /// the bytes read and the records decrypted do not line up). True when it will.
+    pub fn enable_rx_stamps(&self) -> bool {
+        let Transport::Plain(s) = self else { return false };
+        let flags = TimestampingFlag::SOF_TIMESTAMPING_RX_SOFTWARE | TimestampingFlag::SOF_TIMESTAMPING_SOFTWARE;
+        setsockopt(s, sockopt::Timestamping, &flags).is_ok()
+    }
+
+    /// Reads as `read` does, and also returns the kernel's arrival time of the newest data
+    /// read (wall clock since the epoch) when the socket stamps it. `cmsg` holds the stamp
+    /// on its way (`RxStampBuf`).
+    #[inline]
+    pub fn read_stamped(&mut self, buf: &mut [u8], cmsg: &mut RxStampBuf) -> io::Result<(usize, Option<Duration>)> {
+        let Transport::Plain(s) = self else { return Ok((self.read(buf)?, None)) };
+        let mut iov = [IoSliceMut::new(buf)];
+        let msg = recvmsg::<()>(s.as_raw_fd(), &mut iov, Some(&mut cmsg.0), MsgFlags::empty())?;
+        let mut stamp = None;
+        if let Ok(cmsgs) = msg.cmsgs() {
+            for c in cmsgs {
+                if let ControlMessageOwned::ScmTimestampsns(t) = c {
+                    stamp = Some(Duration::from(t.system));
+                }
+            }
+        }
+        Ok((msg.bytes, stamp))
+    }
+
     pub fn is_plain(&self) -> bool {
         matches!(self, Transport::Plain(_))
     }
@@ -106,6 +137,15 @@ impl TlsStream {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+/// Room for one receive timestamp's control message, reused across reads.
+pub struct RxStampBuf(Vec<u8>);
+
+impl Default for RxStampBuf {
+    fn default() -> Self {
+        RxStampBuf(nix::cmsg_space!([nix::libc::timespec; 3]))
     }
 }
 
@@ -174,5 +214,49 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyCert {
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::engine::coalesce::arrival;
+
+    /// Data that waited 30 ms in the socket is dated when it arrived, not when it was read.
+    #[test]
+    fn a_stamped_read_dates_data_by_its_arrival() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let mut t = Transport::Plain(TcpStream::from_std(client));
+        assert!(t.enable_rx_stamps());
+        // The kernel turns stamping on from a work queue: give it a moment.
+        std::thread::sleep(Duration::from_millis(20));
+        server.write_all(b"HTTP/1.1 200 OK\r\n\r\n").unwrap();
+        let sent = Instant::now();
+        std::thread::sleep(Duration::from_millis(30));
+        let mut buf = [0u8; 64];
+        let mut cmsg = RxStampBuf::default();
+        let (n, stamp) = t.read_stamped(&mut buf, &mut cmsg).unwrap();
+        let now = Instant::now();
+        assert_eq!(&buf[..n], b"HTTP/1.1 200 OK\r\n\r\n");
+        let arrived = arrival(now, stamp.expect("a receive timestamp"));
+        assert!(arrived <= sent + Duration::from_millis(5), "dated {:?} after the send", arrived - sent);
+        assert!(now - arrived >= Duration::from_millis(25), "{:?}", now - arrived);
+        // Without stamps enabled there is none.
+        let (n, stamp) = Transport::Plain(TcpStream::from_std({
+            let c = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let (mut s, _) = listener.accept().unwrap();
+            s.write_all(b"x").unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+            c
+        }))
+        .read_stamped(&mut buf, &mut cmsg)
+        .unwrap();
+        assert_eq!((n, stamp), (1, None));
     }
 }

@@ -17,10 +17,11 @@ use mio::{Events, Interest, Poll, Token};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
+use super::coalesce::{self, Coalescer};
 use super::record::{ConnEvent, ErrorClass, Record};
 use super::response::{ParseError, Progress, ResponseReader};
 use super::schedule::{Arrivals, Schedule};
-use super::transport::{TlsSettings, Transport};
+use super::transport::{RxStampBuf, TlsSettings, Transport};
 use super::{Order, Pacing, Plan, Shared, Sink, Stop, Template};
 
 /// How often deadlines are checked; also the longest a stop request waits.
@@ -170,6 +171,9 @@ pub struct Worker<S> {
     want_server: bool,
     server: Option<String>,
     scratch: Box<[u8]>,
+    /// Closed loop on plain TCP: wake-ups coalesced, arrivals from receive timestamps.
+    coalescer: Option<Coalescer>,
+    stamps: RxStampBuf,
 }
 
 impl<S: Sink> Worker<S> {
@@ -265,6 +269,8 @@ impl<S: Sink> Worker<S> {
             want_server: place.index == 0,
             server: None,
             scratch: vec![0u8; SCRATCH_BYTES].into_boxed_slice(),
+            coalescer: plan.coalesces(place.conns).then(|| Coalescer::new(now)),
+            stamps: RxStampBuf::default(),
         })
     }
 
@@ -305,6 +311,14 @@ impl<S: Sink> Worker<S> {
             let mut wait = if self.queue.is_empty() { wake.saturating_duration_since(now) } else { Duration::ZERO };
             if wake < next_tick && !wait.is_zero() {
                 wait = self.arm(wake, wait);
+            }
+            if let Some(co) = &mut self.coalescer
+                && !wait.is_zero()
+            {
+                let pause = co.pause(now, self.running).min(wait);
+                if !pause.is_zero() {
+                    std::thread::sleep(pause);
+                }
             }
             if let Err(e) = self.poll.poll(&mut events, Some(wait))
                 && e.kind() != ErrorKind::Interrupted
@@ -571,6 +585,10 @@ impl<S: Sink> Worker<S> {
             Ok(t) => c.sock = Some(t),
             Err(_) => return self.fail(i, ErrorClass::Tls),
         }
+        if self.coalescer.is_some() && !c.sock.as_ref().is_some_and(Transport::enable_rx_stamps) {
+            // Without arrival times a pause would show in every latency.
+            self.coalescer = None;
+        }
         c.phase = Phase::Connecting;
         // On loopback the handshake has usually finished inside connect(): write at once
         // rather than wait a loop turn for the writable edge. A plain write tells whether the
@@ -687,9 +705,14 @@ impl<S: Sink> Worker<S> {
                 limit = self.throttle_chunk;
             }
             let Some(sock) = c.sock.as_mut() else { return };
-            let n = match sock.read(&mut self.scratch[..limit]) {
-                Ok(0) => return self.on_eof(i),
-                Ok(n) => n,
+            let read = if self.coalescer.is_some() {
+                sock.read_stamped(&mut self.scratch[..limit], &mut self.stamps)
+            } else {
+                sock.read(&mut self.scratch[..limit]).map(|n| (n, None))
+            };
+            let (n, stamp) = match read {
+                Ok((0, _)) => return self.on_eof(i),
+                Ok(r) => r,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == ErrorKind::UnexpectedEof => return self.on_eof(i),
@@ -698,17 +721,19 @@ impl<S: Sink> Worker<S> {
             // Edge-triggered: a short read empties the socket (new data brings a new event),
             // unless the peer's FIN is queued too, which only a read returning 0 consumes.
             let drained = !closing && !c.slow && n < self.scratch.len() && sock.short_read_drains();
-            // One clock read serves the first byte, the end and the next request's start.
+            // One clock read serves the first byte, the end and the next request's start; a
+            // receive timestamp, when there is one, says when the bytes really arrived.
             let now = Instant::now();
+            let arrived = stamp.map_or(now, |s| coalesce::arrival(now, s).max(c.start));
             if c.slow {
                 c.line_free = c.line_free.max(now) + Duration::from_secs_f64(n as f64 / self.throttle_bps);
             }
             if c.first_byte_us == 0 {
-                c.first_byte_us = micros(now - c.start).max(1);
+                c.first_byte_us = micros(arrived - c.start).max(1);
             }
             match c.reader.feed(&self.scratch[..n]) {
                 Ok(Progress::More) => {}
-                Ok(Progress::Done { consumed }) => return self.complete(i, consumed == n, now),
+                Ok(Progress::Done { consumed }) => return self.complete(i, consumed == n, arrived, now),
                 Err(e) => return self.fail(i, parse_error_class(e)),
             }
             if drained {
@@ -720,7 +745,8 @@ impl<S: Sink> Worker<S> {
     fn on_eof(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if c.reader.eof().is_ok() {
-            return self.complete(i, false, Instant::now());
+            let now = Instant::now();
+            return self.complete(i, false, now, now);
         }
         if !c.reader.started() {
             return self.server_closed(i, ErrorClass::ClosedEarly);
@@ -755,10 +781,14 @@ impl<S: Sink> Worker<S> {
         self.fail(i, class)
     }
 
-    /// The response is complete. `reusable` is false when the server sent bytes beyond it.
-    fn complete(&mut self, i: usize, reusable: bool, now: Instant) {
+    /// The response is complete: it arrived at `arrived`, it is `now`. `reusable` is false
+    /// when the server sent bytes beyond it.
+    fn complete(&mut self, i: usize, reusable: bool, arrived: Instant, now: Instant) {
         let c = &mut self.conns[i];
-        let mut rec = c.record(now, None);
+        let mut rec = c.record(arrived, None);
+        if let Some(co) = &mut self.coalescer {
+            co.completed();
+        }
         rec.length_differs = self.shared.length_differs(rec.body_bytes);
         if c.reader.capture_server {
             self.server = c.reader.server.take().or_else(|| Some(String::new()));

@@ -40,6 +40,9 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     } else if let Some(stages) = &o.stages {
         writeln!(out, "Pacing:              closed loop, clients ramped by stages {stages}")?;
     }
+    if o.coalesce {
+        writeln!(out, "Wake-ups:            coalesced (latency to the kernel's arrival time; --no-coalesce)")?;
+    }
     if let Some(file) = &o.requests_file {
         writeln!(out, "Requests from:       {file} ({} order)", o.order.as_deref().unwrap_or("sequential"))?;
     }
