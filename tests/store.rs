@@ -80,18 +80,14 @@ fn bench_runs_are_stored_listed_shown_compared_and_exported() {
     assert!(err.contains("no run 99") && err.contains("h.db"), "{err}");
 }
 
-#[test]
-fn concurrent_writers_both_land() {
-    let Some(ng) = Nginx::start("", "") else { return };
-    ng.write_file("p.html", b"x");
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
-    let url = ng.url("/p.html");
-    let children: Vec<_> = (0..4)
+/// Runs `n` webtune processes at once on one database; panics with the stderr of any that
+/// failed.
+fn all_at_once(db: &Path, n: usize, args: &[&str]) {
+    let children: Vec<_> = (0..n)
         .map(|_| {
             Command::new(env!("CARGO_BIN_EXE_webtune"))
-                .args(["bench", "-q", "-c", "2", "-n", "100", &url])
-                .env("WEBTUNE_DB", &db)
+                .args(args)
+                .env("WEBTUNE_DB", db)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -100,8 +96,17 @@ fn concurrent_writers_both_land() {
         .collect();
     for c in children {
         let out = c.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
+}
+
+#[test]
+fn concurrent_writers_both_land() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("p.html", b"x");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    all_at_once(&db, 4, &["bench", "-q", "-c", "2", "-n", "100", &ng.url("/p.html")]);
     let (_, out, _) = wt(&db, &["runs", "--json"]);
     assert_eq!(json(&out).as_array().unwrap().len(), 4);
 }
@@ -110,24 +115,9 @@ fn concurrent_writers_both_land() {
 /// one that does (this raced once: "table runs already exists", then "database is locked").
 #[test]
 fn processes_creating_one_database_at_once_all_succeed() {
-    for round in 0..15 {
+    for _ in 0..15 {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("h.db");
-        let children: Vec<_> = (0..8)
-            .map(|_| {
-                Command::new(env!("CARGO_BIN_EXE_webtune"))
-                    .args(["runs", "--json"])
-                    .env("WEBTUNE_DB", &db)
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        for c in children {
-            let out = c.wait_with_output().unwrap();
-            assert!(out.status.success(), "round {round}: {}", String::from_utf8_lossy(&out.stderr));
-        }
+        all_at_once(&dir.path().join("h.db"), 8, &["runs", "--json"]);
     }
 }
 
