@@ -206,9 +206,11 @@ impl ResponseReader {
         if find_head_end(&buf[from.max(lead).min(buf.len())..]).is_none() {
             return Ok(None);
         }
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut headers);
-        let n = match resp.parse(buf) {
+        // Uninitialised: filling 100 empty headers cost more than parsing a typical head.
+        let mut headers = [const { std::mem::MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut []);
+        let n = match httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut resp, buf, &mut headers)
+        {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return Ok(None),
             Err(httparse::Error::TooManyHeaders) => return Err(ParseError::HeadTooLarge),
@@ -373,7 +375,7 @@ impl ResponseReader {
 /// Finds the blank line that ends a head (CRLF CRLF, or bare LF LF as httparse accepts).
 fn find_head_end(buf: &[u8]) -> Option<usize> {
     let mut i = 0;
-    while let Some(off) = buf[i..].iter().position(|&b| b == b'\n') {
+    while let Some(off) = memchr::memchr(b'\n', &buf[i..]) {
         let nl = i + off;
         match buf.get(nl + 1) {
             Some(b'\n') => return Some(nl + 2),
