@@ -4,7 +4,8 @@
 //! Hot-path choices (measured against wrk, see bench/): request bytes are rendered once;
 //! sockets are registered once for readability and written to directly, so a kept-alive
 //! request costs one write, one read and a share of one epoll_wait; response bodies are
-//! counted in a per-thread scratch buffer, never copied or stored.
+//! counted in a per-thread scratch buffer, never copied or stored. With many clients per
+//! thread, wake-ups are coalesced and responses dated by the kernel (coalesce.rs).
 
 mod coalesce;
 pub mod record;
