@@ -208,3 +208,34 @@ fn ipv6_loopback() {
     assert_eq!(num(&v, "/result/succeeded"), 10, "{v:#}");
     assert_eq!(num(&v, "/result/bytes/body"), 30);
 }
+
+/// Segments the socket has received (tcp_info's tcpi_segs_in, Linux 4.2 and later).
+fn segments_in(stream: &std::net::TcpStream) -> u32 {
+    use std::os::fd::AsRawFd;
+    let mut info = [0u8; 256];
+    let mut len = info.len() as libc::socklen_t;
+    // SAFETY: a valid descriptor and a buffer of `len` bytes; the kernel writes at most that.
+    let rc = unsafe {
+        libc::getsockopt(stream.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, info.as_mut_ptr().cast(), &mut len)
+    };
+    assert!(rc == 0 && len >= 144, "TCP_INFO: rc {rc}, {len} bytes");
+    u32::from_ne_bytes(info[140..144].try_into().unwrap())
+}
+
+#[test]
+fn the_handshakes_last_ack_rides_on_the_request() {
+    // The server's side of each connection, once the request is in: SYN + the request
+    // carrying the handshake's ACK is 2 segments; a separate ACK would make it 3.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    let server = Rogue::start(move |mut s, _| {
+        if read_request(&mut s).is_some() {
+            seen2.lock().unwrap().push(segments_in(&s));
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        }
+    });
+    let (v, _) = bench_json(&["-c", "2", "-n", "20", "--no-keepalive", &server.url("/")]);
+    assert_eq!(num(&v, "/result/succeeded"), 20, "{v:#}");
+    assert_eq!(num(&v, "/result/connections/opened"), 20, "{v:#}");
+    assert_eq!(*seen.lock().unwrap(), vec![2; 20]);
+}

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use std::os::fd::{AsFd, AsRawFd};
 
-use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use nix::sys::time::TimeSpec;
@@ -584,7 +583,7 @@ impl<S: Sink> Worker<S> {
         c.connect_start = now;
         c.deadline = c.deadline.min(now + self.connect_timeout);
         c.served = 0;
-        let mut sock = match TcpStream::connect(self.addr) {
+        let mut sock = match super::transport::connect(self.addr) {
             Ok(s) => s,
             Err(e) => return self.fail(i, ErrorClass::from_io(&e)),
         };
