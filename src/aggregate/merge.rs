@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::Summary;
-use super::result::{BenchReport, Breakdown, ClientCpu, Part};
+use super::result::{BenchReport, Breakdown, ClientCpu, Coalesced, Part};
 
 /// Merges `reports` (named by `names` in errors). The runs are taken as concurrent: the
 /// duration is the longest, the rates are summed.
@@ -25,6 +25,7 @@ pub fn merge(reports: &[BenchReport], names: &[String]) -> anyhow::Result<BenchR
     result.requests_per_s = reports.iter().map(|r| r.result.requests_per_s).sum();
     result.bytes.per_s = reports.iter().map(|r| r.result.bytes.per_s).sum();
     result.scheduled = reports.iter().map(|r| r.result.scheduled).sum();
+    result.coalesced = Coalesced::merged(reports.iter().map(|r| r.result.coalesced.as_ref()));
 
     let mut options = first.options.clone();
     options.connections = reports.iter().map(|r| r.options.connections).sum();

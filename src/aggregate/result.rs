@@ -143,9 +143,35 @@ pub struct BenchResult {
     /// Requests that started after their scheduled time because all -c connections were busy.
     #[serde(default)]
     pub late: Option<Late>,
+    /// Responses collected after coalescing pauses and how long they waited in the client
+    /// (None: the run could not coalesce; see `options.coalesce`).
+    #[serde(default)]
+    pub coalesced: Option<Coalesced>,
     /// The latency histograms, exact, for `webtune merge` and the store.
     #[serde(default)]
     pub histograms: Option<Histograms>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Coalesced {
+    pub responses: u64,
+    /// Their mean wait from arrival (the kernel's receive timestamp) to being read: how much
+    /// later than it could have, on average, their client sent its next request.
+    pub mean_wait_ms: f64,
+}
+
+impl Coalesced {
+    pub fn new(responses: u64, total_wait_ms: f64) -> Coalesced {
+        Coalesced { responses, mean_wait_ms: if responses == 0 { 0.0 } else { total_wait_ms / responses as f64 } }
+    }
+
+    /// The union of several runs' (None when none could coalesce).
+    pub fn merged<'a>(parts: impl Iterator<Item = Option<&'a Coalesced>>) -> Option<Coalesced> {
+        parts.flatten().fold(None, |acc: Option<Coalesced>, c| {
+            let (n, total) = acc.map_or((0, 0.0), |a| (a.responses, a.mean_wait_ms * a.responses as f64));
+            Some(Coalesced::new(n + c.responses, total + c.mean_wait_ms * c.responses as f64))
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

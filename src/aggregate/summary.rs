@@ -218,6 +218,7 @@ impl Summary {
                 total: stats(&self.total),
             },
             scheduled: None,
+            coalesced: None,
             late: self.late_stats(),
             histograms: Some(Histograms {
                 connect: self.connect.as_ref().and_then(codec::encode),

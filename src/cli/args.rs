@@ -366,8 +366,9 @@ pub struct BenchArgs {
     pub no_keepalive: bool,
 
     /// Collect each response as soon as it arrives (wrk's way). By default, when many
-    /// responses arrive per wake-up, the client pauses up to 100 us before collecting them so
-    /// each wake-up serves a batch; latencies still count to the kernel's arrival time.
+    /// responses arrive per wake-up, the client may pause up to 100 us before collecting them
+    /// so each wake-up serves a batch, as long as batched responses wait in it at most 1/16 of
+    /// a client's cycle on average; latencies count to the kernel's arrival time.
     #[arg(long = "no-coalesce")]
     pub no_coalesce: bool,
 

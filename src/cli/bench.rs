@@ -12,7 +12,7 @@ use crate::aggregate::Summary;
 use crate::aggregate::breakdown::{BreakdownSink, Layout};
 use crate::aggregate::intervals::IntervalTap;
 use crate::aggregate::progress::ProgressBoard;
-use crate::aggregate::result::{BenchReport, ClientCpu, Options, RateStats, SCHEMA_ID, TargetInfo};
+use crate::aggregate::result::{BenchReport, ClientCpu, Coalesced, Options, RateStats, SCHEMA_ID, TargetInfo};
 use crate::engine::{self, Arrival, Order, Pacing, Plan, Schedule, Shared, Stage, Stop, Target, Throttle};
 use crate::report::hdrlog::{HdrLogWriter, Timing};
 use crate::report::progress::{Goal, ProgressLine};
@@ -371,6 +371,7 @@ pub fn run(plan: &BenchPlan) -> anyhow::Result<BenchReport> {
     if ep.is_open_loop() {
         result.scheduled = Some(outcome.scheduled);
     }
+    result.coalesced = outcome.batched.map(|b| Coalesced::new(b.responses, b.waited.as_secs_f64() * 1000.0));
     let breakdown = parts.map(|p| p.to_breakdown(&plan.layout, outcome.elapsed)).unwrap_or_default();
 
     let (client_cpu, client_bound) = client_cpu(cpu, outcome.elapsed, ep.threads, result.succeeded);

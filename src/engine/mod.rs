@@ -5,7 +5,8 @@
 //! sockets are registered once for readability and written to directly, so a kept-alive
 //! request costs one write, one read and a share of one epoll_wait; response bodies are
 //! counted in a per-thread scratch buffer, never copied or stored. With many clients per
-//! thread, wake-ups are coalesced and responses dated by the kernel (coalesce.rs).
+//! thread, wake-ups may be coalesced, within a bound on how long responses wait in the
+//! client (coalesce.rs).
 
 mod coalesce;
 pub mod record;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+pub use coalesce::Batched;
 pub use record::{ConnEvent, ErrorClass, Record};
 pub use schedule::{Arrival, Schedule, Stage};
 pub use sink::Sink;
@@ -230,6 +232,8 @@ pub struct Outcome<S> {
     pub in_flight_at_end: u64,
     /// Open loop: requests that were due by the end (started or not).
     pub scheduled: u64,
+    /// Responses collected after coalescing pauses (None: no thread could coalesce).
+    pub batched: Option<Batched>,
 }
 
 /// Runs the plan with one sink per thread (`sinks.len()` threads, which must equal
@@ -274,12 +278,16 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
     let mut failure = None;
     let mut in_flight_at_end = 0;
     let mut scheduled = 0;
+    let mut batched: Option<Batched> = None;
     for h in handles {
         match h.join() {
             Ok(Ok(done)) => {
                 server = server.or(done.server);
                 in_flight_at_end += done.in_flight;
                 scheduled += done.scheduled;
+                if let Some(b) = done.batched {
+                    batched.get_or_insert_default().add(b);
+                }
                 sinks.push(done.sink);
             }
             Ok(Err(e)) => failure = Some(e),
@@ -293,5 +301,5 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
         Some(d) if !shared.interrupted() => d.saturating_duration_since(started).min(started.elapsed()),
         _ => started.elapsed(),
     };
-    Ok(Outcome { sinks, elapsed, interrupted: shared.interrupted(), server, in_flight_at_end, scheduled })
+    Ok(Outcome { sinks, elapsed, interrupted: shared.interrupted(), server, in_flight_at_end, scheduled, batched })
 }

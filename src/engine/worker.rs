@@ -114,6 +114,8 @@ pub struct Done<S> {
     pub in_flight: u64,
     /// Open loop: requests scheduled.
     pub scheduled: u64,
+    /// Responses collected after coalescing pauses (None: this thread never coalesces).
+    pub batched: Option<coalesce::Batched>,
 }
 
 /// A thread's place in the run: its index and its slice of the connections.
@@ -286,7 +288,7 @@ impl<S: Sink> Worker<S> {
 
     pub fn run(mut self, start: &super::Gate) -> anyhow::Result<Done<S>> {
         if !start.wait() {
-            return Ok(Done { sink: self.sink, server: None, in_flight: 0, scheduled: 0 });
+            return Ok(Done { sink: self.sink, server: None, in_flight: 0, scheduled: 0, batched: None });
         }
         let mut events = Events::with_capacity(1024);
         let mut next_tick = Instant::now() + TICK;
@@ -364,7 +366,8 @@ impl<S: Sink> Worker<S> {
             in_flight += open.backlog.len() as u64;
             scheduled = open.scheduled;
         }
-        Ok(Done { sink: self.sink, server: self.server, in_flight, scheduled })
+        let batched = self.coalescer.map(Coalescer::finish);
+        Ok(Done { sink: self.sink, server: self.server, in_flight, scheduled, batched })
     }
 
     /// Sets the precise timer to fire at `at` (in `wait`); returns the poll's own timeout, a
@@ -717,7 +720,7 @@ impl<S: Sink> Worker<S> {
                 limit = self.throttle_chunk;
             }
             let Some(sock) = c.sock.as_mut() else { return };
-            let read = if self.coalescer.is_some() {
+            let read = if self.coalescer.as_ref().is_some_and(Coalescer::pausing) {
                 sock.read_stamped(&mut self.scratch[..limit], &mut self.stamps)
             } else {
                 sock.read(&mut self.scratch[..limit]).map(|n| (n, None))
@@ -736,7 +739,8 @@ impl<S: Sink> Worker<S> {
             // One clock read serves the first byte, the end and the next request's start; a
             // receive timestamp, when there is one, says when the bytes really arrived.
             let now = Instant::now();
-            let arrived = stamp.map_or(now, |s| coalesce::arrival(now, s).max(c.start));
+            let stamped = stamp.map(|s| coalesce::arrival(now, s).max(c.start));
+            let arrived = stamped.unwrap_or(now);
             if c.slow {
                 c.line_free = c.line_free.max(now) + Duration::from_secs_f64(n as f64 / self.throttle_bps);
             }
@@ -745,7 +749,7 @@ impl<S: Sink> Worker<S> {
             }
             match c.reader.feed(&self.scratch[..n]) {
                 Ok(Progress::More) => {}
-                Ok(Progress::Done { consumed }) => return self.complete(i, consumed == n, arrived, now),
+                Ok(Progress::Done { consumed }) => return self.complete(i, consumed == n, stamped, now),
                 Err(e) => return self.fail(i, parse_error_class(e)),
             }
             if drained {
@@ -757,8 +761,7 @@ impl<S: Sink> Worker<S> {
     fn on_eof(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if c.reader.eof().is_ok() {
-            let now = Instant::now();
-            return self.complete(i, false, now, now);
+            return self.complete(i, false, None, Instant::now());
         }
         if !c.reader.started() {
             return self.server_closed(i, ErrorClass::ClosedEarly);
@@ -793,13 +796,14 @@ impl<S: Sink> Worker<S> {
         self.fail(i, class)
     }
 
-    /// The response is complete: it arrived at `arrived`, it is `now`. `reusable` is false
-    /// when the server sent bytes beyond it.
-    fn complete(&mut self, i: usize, reusable: bool, arrived: Instant, now: Instant) {
+    /// The response is complete at `now`; `stamped`: when it arrived, by its receive
+    /// timestamp (it was collected after a pause). `reusable` is false when the server sent
+    /// bytes beyond it.
+    fn complete(&mut self, i: usize, reusable: bool, stamped: Option<Instant>, now: Instant) {
         let c = &mut self.conns[i];
-        let mut rec = c.record(arrived, None);
+        let mut rec = c.record(stamped.unwrap_or(now), None);
         if let Some(co) = &mut self.coalescer {
-            co.completed();
+            co.completed(stamped.map(|at| now.saturating_duration_since(at)));
         }
         rec.length_differs = self.shared.length_differs(rec.body_bytes);
         if c.reader.capture_server {

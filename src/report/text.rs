@@ -40,8 +40,19 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     } else if let Some(stages) = &o.stages {
         writeln!(out, "Pacing:              closed loop, clients ramped by stages {stages}")?;
     }
-    if o.coalesce {
-        writeln!(out, "Wake-ups:            coalesced (latency to the kernel's arrival time; --no-coalesce)")?;
+    match res.coalesced {
+        Some(c) if o.coalesce && c.responses > 0 => writeln!(
+            out,
+            "Wake-ups:            coalesced for {:.1}% of responses, which waited {:.3} ms in the client on \
+             average (their latency counts to their arrival; --no-coalesce)",
+            c.responses as f64 * 100.0 / res.succeeded.max(1) as f64,
+            c.mean_wait_ms
+        )?,
+        Some(_) if o.coalesce => writeln!(
+            out,
+            "Wake-ups:            not coalesced (batches would not have paid, or would have kept clients waiting)"
+        )?,
+        _ => {}
     }
     if let Some(file) = &o.requests_file {
         writeln!(out, "Requests from:       {file} ({} order)", o.order.as_deref().unwrap_or("sequential"))?;
