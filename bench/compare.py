@@ -18,7 +18,10 @@ How
       tool's), -c 50, for --seconds, in turn, for --rounds rounds (tools interleaved within a
       round so drift hits all of them alike). Two modes:
         keep-alive:    webtune -t 1, webtune -t 1 --no-coalesce (webtune-nc, no bar), wrk -t1,
-                       ab -k, oha
+                       ab -k, oha, and floor (bench/floor.rs, no bar: the least an epoll client
+                       does per request -- one send, reads until empty, a share of a wait --
+                       with no parsing or timing; built by `cargo build --release --example
+                       floor`, which this script runs)
         no keep-alive: webtune --no-keepalive, ab, oha --disable-keepalive (wrk cannot)
       A peer that is not installed is reported as skipped.
     - A table per mode: medians over the rounds (with min-max), the kernel's share of the
@@ -294,6 +297,11 @@ def parse_webtune(text):
     return Figures(result["succeeded"], result["requests_per_s"], result["failed"])
 
 
+def parse_floor(text):
+    completed = first_number(r"^requests (\d+)$", text, int)
+    return Figures(completed, first_number(r"^requests/s ([\d.]+)$", text), 0)
+
+
 def parse_wrk(text):
     completed = first_number(r"^\s*(\d+) requests in ", text, int)
     rps = first_number(r"^Requests/sec:\s+([\d.]+)", text)
@@ -380,7 +388,12 @@ def make_tools(webtune, seconds, conns):
         argv = [oha, "-z", f"{s}s", "-c", c, "--no-tui"] + oha_flag
         return argv + ([] if keepalive else ["--disable-keepalive"]) + [url]
 
+    def floor_argv(url, keepalive):
+        return [floor, url, c, s] if keepalive else None
+
     wrk, ab = shutil.which("wrk"), shutil.which("ab")
+    floor = os.path.join(ROOT, "target", "release", "examples", "floor")
+    floor = floor if os.access(floor, os.X_OK) else None
     return [
         Tool("webtune", webtune, webtune_argv, parse_webtune),
         Tool("webtune-nc", webtune, webtune_nc_argv, parse_webtune),
@@ -388,6 +401,8 @@ def make_tools(webtune, seconds, conns):
         Tool("ab", ab, ab_argv, parse_ab, "not on PATH (apt-get install apache2-utils)"),
         Tool("oha", oha if oha_flag else None, oha_argv, parse_oha_json,
              "not on PATH (cargo install oha)" if not oha else "its --help shows no JSON output"),
+        Tool("floor", floor, floor_argv, parse_floor,
+             "not built (cargo build --release --example floor)"),
     ]
 
 
@@ -588,6 +603,18 @@ def parse_args(argv=None):
     return a
 
 
+def build_floor():
+    """Builds bench/floor.rs (the "floor" row); when it cannot, the row is skipped."""
+    cargo = shutil.which("cargo")
+    if not cargo:
+        return
+    try:
+        subprocess.run([cargo, "build", "--release", "--quiet", "--example", "floor"], cwd=ROOT,
+                       timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
 def print_setup(a, tools, url):
     print(f"webtune {a.webtune}; nginx {NGINX} at {url}; "
           f"CPUs available: {sorted(os.sched_getaffinity(0))}; load average "
@@ -603,6 +630,8 @@ def main(argv=None):
             raise SetupError(f"no webtune binary at {a.webtune} (cargo build --release)")
         if not shutil.which("taskset"):
             raise SetupError("taskset not found (util-linux)")
+        if not a.memory:
+            build_floor()
         passed = True
         with Nginx() as nginx:
             tools = make_tools(a.webtune, a.seconds, a.connections)
