@@ -167,7 +167,7 @@ impl ResponseReader {
     fn feed_head(&mut self, data: &[u8]) -> Result<usize, ParseError> {
         // Fast path: the whole head arrived in this read (the common case), parse in place.
         if self.head.is_empty() {
-            if let Some(n) = self.parse_head(data, 0)? {
+            if let Some(n) = self.parse_head(data, None)? {
                 return Ok(n);
             }
             if data.len() > MAX_HEAD_BYTES {
@@ -181,7 +181,7 @@ impl ResponseReader {
         self.head.extend_from_slice(data);
         let head = std::mem::take(&mut self.head);
         // The blank line may straddle the old end: look from 3 bytes before it.
-        let parsed = self.parse_head(&head, self.scanned.saturating_sub(3));
+        let parsed = self.parse_head(&head, Some(self.scanned.saturating_sub(3)));
         self.head = head;
         match parsed? {
             Some(n) => {
@@ -198,12 +198,14 @@ impl ResponseReader {
         }
     }
 
-    /// Parses the head at the start of `buf` once its blank line (searched from `from`) is
-    /// there; returns its length. A final head sets the body's framing.
-    fn parse_head(&mut self, buf: &[u8], from: usize) -> Result<Option<usize>, ParseError> {
-        // httparse skips empty lines before a status line: they do not end a head.
-        let lead = buf.iter().take_while(|b| matches!(b, b'\r' | b'\n')).count();
-        if find_head_end(&buf[from.max(lead).min(buf.len())..]).is_none() {
+    /// Parses the head at the start of `buf`; returns its length, or None while it is
+    /// incomplete. A head is judged only once its blank line is there, however its bytes
+    /// were split. A final head sets the body's framing. `from`: None on a first attempt,
+    /// which parses straight away (a whole head in one read is the common case); on later
+    /// attempts, where to look for the blank line first, so that a head arriving in pieces
+    /// is not parsed again for every piece.
+    fn parse_head(&mut self, buf: &[u8], from: Option<usize>) -> Result<Option<usize>, ParseError> {
+        if from.is_some_and(|from| !has_blank_line(buf, from)) {
             return Ok(None);
         }
         // Uninitialised: filling 100 empty headers cost more than parsing a typical head.
@@ -213,6 +215,7 @@ impl ResponseReader {
         {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return Ok(None),
+            Err(_) if from.is_none() && !has_blank_line(buf, 0) => return Ok(None),
             Err(httparse::Error::TooManyHeaders) => return Err(ParseError::HeadTooLarge),
             Err(_) => return Err(ParseError::BadHead),
         };
@@ -236,6 +239,10 @@ impl ResponseReader {
         let mut other_coding = false;
         for h in resp.headers.iter() {
             let name = h.name.as_bytes();
+            // Most headers say nothing about framing: skip them by length first.
+            if !matches!(name.len(), 6 | 10 | 14 | 17) {
+                continue;
+            }
             if name.eq_ignore_ascii_case(b"content-length") {
                 let v = parse_decimal(h.value).ok_or(ParseError::BadFraming)?;
                 if length.is_some_and(|l| l != v) {
@@ -373,6 +380,13 @@ impl ResponseReader {
 }
 
 /// Finds the blank line that ends a head (CRLF CRLF, or bare LF LF as httparse accepts).
+/// Whether the head's blank line is in `buf` (looking from `from`).
+fn has_blank_line(buf: &[u8], from: usize) -> bool {
+    // httparse skips empty lines before a status line: they do not end a head.
+    let lead = buf.iter().take_while(|b| matches!(b, b'\r' | b'\n')).count();
+    find_head_end(&buf[from.max(lead).min(buf.len())..]).is_some()
+}
+
 fn find_head_end(buf: &[u8]) -> Option<usize> {
     let mut i = 0;
     while let Some(off) = memchr::memchr(b'\n', &buf[i..]) {
