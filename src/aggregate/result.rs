@@ -107,7 +107,8 @@ pub struct Options {
     /// Seed of random URL order and Poisson arrivals (--seed repeats a run's choices).
     #[serde(default)]
     pub seed: u64,
-    /// Closed loop on plain TCP: wake-ups coalesced (latencies from receive timestamps).
+    /// The run could coalesce wake-ups (closed loop, plain keep-alive TCP, enough clients per
+    /// thread); whether it did and what it cost is `result.coalesced`.
     #[serde(default)]
     pub coalesce: bool,
 }
@@ -262,5 +263,21 @@ impl RateStats {
             max: samples.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
             stdev: var.sqrt(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Coalesced;
+
+    #[test]
+    fn merged_coalescing_weights_the_waits_by_responses() {
+        let a = Coalesced::new(100, 20.0);
+        let b = Coalesced::new(300, 120.0);
+        let m = Coalesced::merged([Some(&a), None, Some(&b)].into_iter()).unwrap();
+        assert_eq!(m.responses, 400);
+        assert!((m.mean_wait_ms - 0.35).abs() < 1e-12, "{}", m.mean_wait_ms);
+        assert!(Coalesced::merged([None, None].into_iter()).is_none());
+        assert_eq!(Coalesced::new(0, 0.0).mean_wait_ms, 0.0);
     }
 }

@@ -116,8 +116,9 @@ impl Plan {
         matches!(self.pacing, Pacing::Open { .. })
     }
 
-    /// Whether a thread serving `conns` of the connections coalesces its wake-ups: closed
-    /// loop on plain keep-alive TCP, enough clients to fill batches (see coalesce.rs). A new
+    /// Whether a thread serving `conns` of the connections may coalesce its wake-ups (when
+    /// and for how long, coalesce.rs decides): closed loop on plain keep-alive TCP, enough
+    /// clients to fill batches. A new
     /// connection per request costs several times what a wake-up does, and the stamps would
     /// add a call per connection.
     pub fn coalesces(&self, conns: usize) -> bool {
