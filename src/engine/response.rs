@@ -379,7 +379,6 @@ impl ResponseReader {
     }
 }
 
-/// Finds the blank line that ends a head (CRLF CRLF, or bare LF LF as httparse accepts).
 /// Whether the head's blank line is in `buf` (looking from `from`).
 fn has_blank_line(buf: &[u8], from: usize) -> bool {
     // httparse skips empty lines before a status line: they do not end a head.
@@ -387,6 +386,7 @@ fn has_blank_line(buf: &[u8], from: usize) -> bool {
     find_head_end(&buf[from.max(lead).min(buf.len())..]).is_some()
 }
 
+/// Finds the blank line that ends a head (CRLF CRLF, or bare LF LF as httparse accepts).
 fn find_head_end(buf: &[u8]) -> Option<usize> {
     let mut i = 0;
     while let Some(off) = memchr::memchr(b'\n', &buf[i..]) {
