@@ -48,8 +48,8 @@ pub struct Coalescer {
     /// Epochs to sit out before pausing again, and the next back-off.
     idle: u32,
     backoff: u32,
-    /// The run's batched responses and their total wait, for the report.
-    pub total: Batched,
+    /// The run's batched responses and their total wait, for the report (`finish`).
+    total: Batched,
 }
 
 /// Responses collected after a pause, and how long they waited in the client in all.

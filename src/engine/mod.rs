@@ -107,7 +107,8 @@ pub struct Plan {
     pub throttle: Option<Throttle>,
     /// Seeds random URL order and Poisson arrivals (runs are repeatable).
     pub seed: u64,
-    /// Closed loop: coalesce wake-ups when many responses arrive per wake (see coalesce.rs).
+    /// Closed loop: wake-ups may be coalesced when many responses arrive per wake, within a
+    /// bound on their wait in the client (see coalesce.rs); false: never (--no-coalesce).
     pub coalesce: bool,
 }
 
@@ -118,9 +119,8 @@ impl Plan {
 
     /// Whether a thread serving `conns` of the connections may coalesce its wake-ups (when
     /// and for how long, coalesce.rs decides): closed loop on plain keep-alive TCP, enough
-    /// clients to fill batches. A new
-    /// connection per request costs several times what a wake-up does, and the stamps would
-    /// add a call per connection.
+    /// clients to fill batches. A new connection per request costs several times what a
+    /// wake-up does, and the stamps would add a call per connection.
     pub fn coalesces(&self, conns: usize) -> bool {
         self.coalesce
             && self.keepalive
