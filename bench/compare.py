@@ -25,11 +25,16 @@ How
         no keep-alive: webtune --no-keepalive, ab, oha --disable-keepalive (wrk cannot)
       A peer that is not installed is reported as skipped.
     - A table per mode: medians over the rounds (with min-max), the kernel's share of the
-      client CPU (sys %), failed requests summed over the rounds, ratios to wrk (keep-alive)
+      client CPU (sys %), how often the client blocked per request (sleeps/req, its voluntary
+      context switches), failed requests summed over the rounds, ratios to wrk (keep-alive)
       or ab (no keep-alive), and PASS/FAIL for the bars:
         keep-alive:    webtune CPU/request <= 0.8 x wrk's, requests/s >= 0.95 x wrk's
         no keep-alive: webtune requests/s >= ab's
         memory:        peak RSS of a 60 s run within 5 MiB of a 10 s run's
+    - After the keep-alive table, what one sleep costs here (bench/wake.rs, also built by
+      this script): the CPU a thread on the client's core is charged per wake-up from the
+      server's core, woken every 0, 5, 10 and 20 us. A client's CPU per request is its work
+      plus sleeps/req times that; on a virtual machine a sleep can cost more than a request.
 
 Usage
     python3 bench/compare.py                # 3 rounds x 5 s per tool and mode, then memory
@@ -129,6 +134,7 @@ class Run:
     user_s: float         # ru_utime
     sys_s: float          # ru_stime
     max_rss_kib: int      # ru_maxrss
+    sleeps: int           # ru_nvcsw: the times it blocked (waited for the server)
     wall_s: float
 
 
@@ -149,7 +155,8 @@ def run_pinned(argv, cpu=CLIENT_CPU):
         out.seek(0)
         err.seek(0)
         return Run(out.read().decode(errors="replace"), err.read().decode(errors="replace"),
-                   proc.returncode, usage.ru_utime, usage.ru_stime, usage.ru_maxrss, wall)
+                   proc.returncode, usage.ru_utime, usage.ru_stime, usage.ru_maxrss, usage.ru_nvcsw,
+                   wall)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -392,8 +399,7 @@ def make_tools(webtune, seconds, conns):
         return [floor, url, c, s] if keepalive else None
 
     wrk, ab = shutil.which("wrk"), shutil.which("ab")
-    floor = os.path.join(ROOT, "target", "release", "examples", "floor")
-    floor = floor if os.access(floor, os.X_OK) else None
+    floor = example("floor")
     return [
         Tool("webtune", webtune, webtune_argv, parse_webtune),
         Tool("webtune-nc", webtune, webtune_nc_argv, parse_webtune),
@@ -415,6 +421,7 @@ class Sample:
     rps: float
     cpu_us_per_req: float
     sys_share: float      # the part of that CPU spent in the kernel
+    sleeps_per_req: float # how often it ran out of responses to read and blocked
     completed: int
     failed: int
 
@@ -446,7 +453,8 @@ def measure_once(tool, url, keepalive):
         return f"exit {run.exit_code}, {why}: {detail}"
     cpu_s = run.user_s + run.sys_s
     return Sample(figures.rps, cpu_s * 1e6 / figures.completed,
-                  run.sys_s / cpu_s if cpu_s else 0.0, figures.completed, figures.failed)
+                  run.sys_s / cpu_s if cpu_s else 0.0, run.sleeps / figures.completed,
+                  figures.completed, figures.failed)
 
 
 def measure_mode(tools, url, keepalive, rounds, pause=1.0):
@@ -495,26 +503,27 @@ def print_table(results, skipped, keepalive, baseline, rounds, seconds, conns):
           f"client on CPU {CLIENT_CPU}, nginx on CPU {SERVER_CPU}")
     base = results.get(baseline)
     base = base if base and base.samples else None
-    head = (f"{'tool':<8} {'req/s':>9} {'req/s min-max':>17} {'CPU us/req':>10} "
-            f"{'CPU min-max':>13} {'sys %':>5} {'failed':>7} {'rps/' + baseline:>9} "
-            f"{'CPU/' + baseline:>9}")
+    head = (f"{'tool':<10} {'req/s':>9} {'req/s min-max':>15} {'CPU us/req':>10} "
+            f"{'CPU min-max':>13} {'sys %':>5} {'sleeps/req':>10} {'failed':>7} "
+            f"{'rps/' + baseline:>9} {'CPU/' + baseline:>9}")
     print(head)
     print("-" * len(head))
     for res in results.values():
         if not res.samples:
-            print(f"{res.name:<8} no successful run")
+            print(f"{res.name:<10} no successful run")
             continue
         rps = [s.rps for s in res.samples]
         cpu = [s.cpu_us_per_req for s in res.samples]
         failed = sum(s.failed for s in res.samples)
         sys_pct = 100 * statistics.median(s.sys_share for s in res.samples)
-        print(f"{res.name:<8} {res.median_rps():>9.0f} {f'{min(rps):.0f}-{max(rps):.0f}':>17} "
+        sleeps = statistics.median(s.sleeps_per_req for s in res.samples)
+        print(f"{res.name:<10} {res.median_rps():>9.0f} {f'{min(rps):.0f}-{max(rps):.0f}':>15} "
               f"{res.median_cpu():>10.2f} {f'{min(cpu):.2f}-{max(cpu):.2f}':>13} {sys_pct:>5.0f} "
-              f"{failed:>7} "
+              f"{sleeps:>10.3f} {failed:>7} "
               f"{ratio(res.median_rps(), base and base.median_rps()):>9} "
               f"{ratio(res.median_cpu(), base and base.median_cpu()):>9}")
     for name, why in skipped:
-        print(f"{name:<8} skipped: {why}")
+        print(f"{name:<10} skipped: {why}")
     for res in results.values():
         for problem in res.problems:
             print(f"note: {res.name} {problem}")
@@ -603,16 +612,47 @@ def parse_args(argv=None):
     return a
 
 
-def build_floor():
-    """Builds bench/floor.rs (the "floor" row); when it cannot, the row is skipped."""
+def build_examples():
+    """Builds bench/floor.rs (the "floor" row) and bench/wake.rs (the sleep costs); what cannot
+    be built is skipped."""
     cargo = shutil.which("cargo")
     if not cargo:
         return
     try:
-        subprocess.run([cargo, "build", "--release", "--quiet", "--example", "floor"], cwd=ROOT,
-                       timeout=600, check=False)
+        subprocess.run([cargo, "build", "--release", "--quiet", "--example", "floor",
+                        "--example", "wake"], cwd=ROOT, timeout=600, check=False)
     except (OSError, subprocess.TimeoutExpired):
         pass
+
+
+def example(name):
+    path = os.path.join(ROOT, "target", "release", "examples", name)
+    return path if os.access(path, os.X_OK) else None
+
+
+WAKE_GAPS_US = (0, 5, 10, 20)
+
+
+def sleep_costs():
+    """What a sleep costs the sleeper here (bench/wake.rs), beside the sleeps/req column: a
+    client's CPU per request is its work plus sleeps/req times this."""
+    wake = example("wake")
+    print("\n== sleep cost on this machine: CPU charged to a thread on CPU "
+          f"{CLIENT_CPU} per wake-up from CPU {SERVER_CPU} (bench/wake.rs)")
+    if not wake:
+        print("skipped: not built (cargo build --release --example wake)")
+        return
+    for gap in WAKE_GAPS_US:
+        run = run_pinned([wake, SERVER_CPU, str(gap)])
+        cost = first_number(r"^cpu_us_per_wake ([\d.]+)$", run.stdout)
+        wakes = first_number(r"^wakes (\d+)$", run.stdout, int)
+        slept = first_number(r"^sleeps (\d+)$", run.stdout, int)
+        if cost is None or not wakes:
+            why = run.stderr.strip()[-200:]
+            print(f"gap {gap:>3} us: no figures (exit {run.exit_code}): {why}")
+            continue
+        print(f"gap {gap:>3} us: {cost:6.2f} us of CPU per wake-up, "
+              f"{100 * slept / wakes:3.0f}% of them after a sleep")
 
 
 def print_setup(a, tools, url):
@@ -631,7 +671,7 @@ def main(argv=None):
         if not shutil.which("taskset"):
             raise SetupError("taskset not found (util-linux)")
         if not a.memory:
-            build_floor()
+            build_examples()
         passed = True
         with Nginx() as nginx:
             tools = make_tools(a.webtune, a.seconds, a.connections)
@@ -640,6 +680,8 @@ def main(argv=None):
                 for keepalive in (True, False):
                     passed &= compare_mode(tools, nginx.url, keepalive, a.rounds, a.seconds,
                                            a.connections)
+                    if keepalive:
+                        sleep_costs()
             if not a.no_memory:
                 passed &= memory_check(a.webtune, nginx.url, a.short_seconds, a.long_seconds,
                                        a.connections)
