@@ -156,6 +156,8 @@ fn nothing_listening_is_refused() {
     let (v, run) = bench_json(&["-c", "2", "-n", "20", &format!("http://127.0.0.1:{port}/")]);
     assert_eq!(errors(&v, "refused"), 20, "{v:#}");
     assert_eq!(run.code, 1);
+    // Refused at once: no "the client was the bottleneck" warning from a run of no length.
+    assert_eq!(v["warnings"], serde_json::json!([]), "{v:#}");
 }
 
 #[test]

@@ -20,6 +20,9 @@ use crate::sys::{self, CpuTimes};
 
 /// Share of the available CPU above which the client, not the server, sets the pace.
 const CLIENT_BOUND_SHARE: f64 = 0.90;
+/// Shorter runs are not judged: the client's start-up (threads, connections) then weighs as
+/// much as the load, and a run that failed at once divides nothing by nothing.
+const CLIENT_BOUND_MIN_RUN: Duration = Duration::from_millis(200);
 
 /// The validated run: everything the engine and the exporters need.
 pub struct BenchPlan {
@@ -437,7 +440,7 @@ fn client_cpu(cpu: CpuTimes, elapsed: Duration, threads: usize, succeeded: u64) 
     let cores = threads.min(sys::available_cores());
     let used = (cpu.user + cpu.sys).as_secs_f64();
     let share = used / (elapsed.as_secs_f64().max(1e-9) * cores as f64);
-    let warning = (share > CLIENT_BOUND_SHARE).then(|| {
+    let warning = (share > CLIENT_BOUND_SHARE && elapsed >= CLIENT_BOUND_MIN_RUN).then(|| {
         format!(
             "the client used {:.0}% of its {cores} core(s): these figures are the client's limit, not the server's; add cores or threads",
             share * 100.0
@@ -543,4 +546,30 @@ pub fn drive(
         anyhow::bail!("no request to {url} succeeded; growth per request cannot be measured");
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpu(used: Duration) -> CpuTimes {
+        CpuTimes { user: used / 4, sys: used - used / 4 }
+    }
+
+    #[test]
+    fn a_busy_client_is_warned_about_only_in_a_run_long_enough_to_judge() {
+        let (report, warning) = client_cpu(cpu(Duration::from_millis(950)), Duration::from_secs(1), 1, 1000);
+        assert!((report.percent_of_available - 95.0).abs() < 1e-9);
+        assert_eq!(report.us_per_request, Some(950.0));
+        assert!(warning.expect("a warning").starts_with("the client used 95% of its 1 core(s)"));
+
+        let (_, warning) = client_cpu(cpu(Duration::from_millis(850)), Duration::from_secs(1), 1, 1000);
+        assert_eq!(warning, None, "85% is the server's pace");
+
+        // Refused at once: a millisecond of start-up in a run of 0.1 ms is not a busy client.
+        let (report, warning) = client_cpu(cpu(Duration::from_millis(1)), Duration::from_micros(100), 1, 0);
+        assert!(report.percent_of_available > 100.0);
+        assert_eq!(report.us_per_request, None);
+        assert_eq!(warning, None);
+    }
 }
