@@ -68,7 +68,8 @@ pub struct Growth {
     pub workers: usize,
     /// Growth of the workers' unique memory per request (leaks and pages unshared).
     pub uss_per_request: f64,
-    /// Shared memory the workers lost per request (pages dirtied copy-on-write).
+    /// Shared memory the workers lost per request (pages dirtied copy-on-write), counted on
+    /// Shared_Dirty alone: see `growth`.
     pub shared_lost_per_request: f64,
     /// The largest unique size per worker that keeps the pool within the budget
     /// (Apache2::SizeLimit's MAX_UNSHARED_SIZE).
@@ -79,6 +80,12 @@ pub struct Growth {
 }
 
 /// Compares two samples of the same server taken `requests` requests apart.
+///
+/// Copy-on-write only unshares pages written before the fork, which smaps counts as
+/// Shared_Dirty; a write moves them to Private_Dirty. Shared_Clean is file pages (code,
+/// read-only data) that a worker maps on first use and the kernel may drop at any time: a
+/// worker that runs a new code path during the window gains megabytes of it, which would
+/// hide that much copy-on-write loss, so the loss is measured on Shared_Dirty only.
 pub fn growth(before: &[ProcMem], after: &[ProcMem], requests: u64, cap: Option<&Capacity>) -> Growth {
     let mut uss = 0i64;
     let mut shared = 0i64;
@@ -86,7 +93,7 @@ pub fn growth(before: &[ProcMem], after: &[ProcMem], requests: u64, cap: Option<
     for a in after.iter().filter(|p| p.role == Role::Worker) {
         if let Some(b) = before.iter().find(|b| b.pid == a.pid) {
             uss += a.uss as i64 - b.uss as i64;
-            shared += b.shared as i64 - a.shared as i64;
+            shared += b.mem.shared_dirty as i64 - a.mem.shared_dirty as i64;
             workers += 1;
         }
     }
@@ -156,5 +163,21 @@ mod tests {
         assert!((g.shared_lost_per_request - 32.0).abs() < 1e-9);
         assert_eq!(g.max_unshared_kib, Some(100_000 - 64_000 - 6_000));
         assert_eq!(g.max_requests_per_worker, Some((30_000 - 8_400) / 64));
+    }
+
+    /// Seen on a loaded machine: a worker mapped 2 MiB more code during the window while
+    /// 12800 KiB of its preloaded heap was unshared.
+    #[test]
+    fn code_mapped_during_the_window_does_not_hide_copy_on_write() {
+        let before = [proc(2, Role::Worker, 66_000, 64_000, 0)];
+        // 12800 KiB moved from Shared_Dirty to Private_Dirty; 2048 KiB of Shared_Clean came in.
+        let mut after = [proc(2, Role::Worker, 66_000 + 2_048, 64_000 - 12_800, 0)];
+        after[0].mem.private_dirty -= 2_048;
+        after[0].mem.shared_clean += 2_048;
+        after[0].uss = after[0].mem.uss();
+        after[0].shared = after[0].mem.shared();
+        let g = growth(&before, &after, 400, None);
+        assert!((g.uss_per_request - 32.0).abs() < 1e-9, "{}", g.uss_per_request);
+        assert!((g.shared_lost_per_request - 32.0).abs() < 1e-9, "{}", g.shared_lost_per_request);
     }
 }
