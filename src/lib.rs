@@ -13,13 +13,16 @@
 //! - [`sys`]: the OS facts the tool needs (its CPU use, file-descriptor limits).
 
 pub mod aggregate;
+pub mod bench;
 pub mod cli;
 pub mod engine;
+pub mod input;
 pub mod lab;
 pub mod procmem;
 pub mod report;
+pub mod server;
+pub mod stats;
 pub mod store;
 pub mod sys;
 pub mod syscalls;
-pub mod target;
 pub mod tune;

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use webtune::target::{self, Running, TargetFile};
+use webtune::server::{self, Running, TargetFile};
 
 use crate::support::{bench_json, find_program, missing};
 
@@ -55,7 +55,7 @@ fn stop_clean(mut r: Running) {
 
 /// The adapter's common contract: 2 workers then 3, a bench through it, a clean stop.
 fn contract(file: &TargetFile, path: &str, native: &dyn Fn(u32) -> String) {
-    let r = target::launch(file, &[("workers".into(), "2".into())]).unwrap_or_else(|e| panic!("{e:#}"));
+    let r = server::launch(file, &[("workers".into(), "2".into())]).unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(r.worker_pids().len(), 2, "workers: {:?}\n{}", r.worker_pids(), r.config_text());
     assert!(r.config_text().contains(&native(2)), "{} not in\n{}", native(2), r.config_text());
     let url = format!("{}{path}", r.base_url());
@@ -64,7 +64,7 @@ fn contract(file: &TargetFile, path: &str, native: &dyn Fn(u32) -> String) {
     assert_eq!(v["result"]["succeeded"], 200, "{:#}", v["result"]);
     assert_eq!(v["result"]["status"]["200"], 200, "{:#}", v["result"]["status"]);
     stop_clean(r);
-    let r = target::launch(file, &[("workers".into(), "3".into())]).unwrap_or_else(|e| panic!("{e:#}"));
+    let r = server::launch(file, &[("workers".into(), "3".into())]).unwrap_or_else(|e| panic!("{e:#}"));
     assert_eq!(r.worker_pids().len(), 3, "{}", r.config_text());
     assert!(r.config_text().contains(&native(3)));
     stop_clean(r);
@@ -78,7 +78,7 @@ fn lab_adapter() {
     ));
     contract(&file, "/", &|n| format!("--workers {n}"));
     // Saturation: one worker, eight clients.
-    let r = target::launch(&file, &[("workers".into(), "1".into())]).unwrap();
+    let r = server::launch(&file, &[("workers".into(), "1".into())]).unwrap();
     let (_, run) = bench_json(&["-c", "8", "-d", "1", &format!("{}/?io=20ms", r.base_url())]);
     assert_eq!(run.code, 0);
     std::thread::sleep(Duration::from_millis(1200));
@@ -96,13 +96,13 @@ fn nginx_adapter() {
     let file = target("[target]\nadapter = \"nginx\"\napp = \"apps/static\"\nready = \"/index.html\"\n");
     contract(&file, "/1k.html", &|n| format!("worker_processes {n};"));
     // Native directives pass through; stub_status gives counters.
-    let r = target::launch(&file, &[("open_file_cache".into(), "max=100".into()), ("keepalive".into(), "off".into())])
+    let r = server::launch(&file, &[("open_file_cache".into(), "max=100".into()), ("keepalive".into(), "off".into())])
         .unwrap();
     assert!(r.config_text().contains("open_file_cache max=100;") && r.config_text().contains("keepalive_timeout 0;"));
     assert!(r.counters().expect("stub_status")["requests"].as_u64().unwrap() >= 1);
     stop_clean(r);
     // A directive nginx does not know: its own words.
-    let e = target::launch(&file, &[("bogus_directive".into(), "1".into())]).err().expect("rejected");
+    let e = server::launch(&file, &[("bogus_directive".into(), "1".into())]).err().expect("rejected");
     assert!(format!("{e:#}").contains("unknown directive \"bogus_directive\""), "{e:#}");
 }
 
@@ -116,14 +116,14 @@ fn apache_mod_perl_adapter() {
         "[target]\nadapter = \"apache\"\napp = \"apps/perl\"\nready = \"/hello\"\n[target.config]\n\"PerlSetVar Debug\" = \"0\"\n",
     );
     contract(&file, "/hello", &|n| format!("MaxRequestWorkers {n}"));
-    let r = target::launch(&file, &[("workers".into(), "1".into()), ("keepalive".into(), "on".into())]).unwrap();
+    let r = server::launch(&file, &[("workers".into(), "1".into()), ("keepalive".into(), "on".into())]).unwrap();
     let base = r.base_url();
     for (path, expect) in
         [("/perl/hello.pl", "hello from registry"), ("/hello", "8192 rows"), ("/hello.asp", "row 3 from Apache::ASP")]
     {
         let (v, run) = bench_json(&["-c", "1", "-n", "5", &format!("{base}{path}")]);
         assert_eq!(v["result"]["status"]["200"], 5, "{path}: {}", run.stderr);
-        let body = webtune::target::http::get("127.0.0.1", r.port, path, Duration::from_secs(5)).unwrap().1;
+        let body = webtune::server::http::get("127.0.0.1", r.port, path, Duration::from_secs(5)).unwrap().1;
         assert!(body.contains(expect), "{path}: {body}");
     }
     assert!(r.config_text().contains("PerlSetVar Debug 0"));
@@ -137,7 +137,7 @@ fn apache_mod_perl_adapter() {
     }
     assert!(r.saturation().iter().any(|l| l.contains("MaxRequestWorkers")), "{:?}", r.saturation());
     stop_clean(r);
-    let e = target::launch(&file, &[("BogusDirective".into(), "x".into())]).err().expect("rejected");
+    let e = server::launch(&file, &[("BogusDirective".into(), "x".into())]).err().expect("rejected");
     assert!(format!("{e:#}").contains("Invalid command 'BogusDirective'"), "{e:#}");
 }
 
@@ -153,7 +153,7 @@ fn php_fpm_adapter_behind_nginx() {
     let file = target("[target]\nadapter = \"php-fpm\"\napp = \"apps/php\"\nready = \"/index.php\"\n");
     contract(&file, "/index.php", &|n| format!("pm.max_children = {n}"));
     // Dynamic, one child at most, a slow page for 8 clients: the pool says it is full.
-    let r = target::launch(
+    let r = server::launch(
         &file,
         &[
             ("pm".into(), "dynamic".into()),
@@ -183,7 +183,7 @@ fn gunicorn_adapter() {
     }
     let file = target("[target]\nadapter = \"gunicorn\"\napp = \"apps/wsgi/app.py\"\n");
     contract(&file, "/", &|n| format!("--workers {n}"));
-    let r = target::launch(&file, &[("preload".into(), "on".into()), ("max_requests".into(), "50".into())]).unwrap();
+    let r = server::launch(&file, &[("preload".into(), "on".into()), ("max_requests".into(), "50".into())]).unwrap();
     assert!(r.config_text().contains("--preload") && r.config_text().contains("--max-requests 50"));
     stop_clean(r);
 }
@@ -196,7 +196,7 @@ fn uwsgi_adapter() {
     }
     let file = target("[target]\nadapter = \"uwsgi\"\napp = \"apps/wsgi/app.py\"\n");
     contract(&file, "/", &|n| format!("--processes {n}"));
-    let r = target::launch(&file, &[("workers".into(), "2".into())]).unwrap();
+    let r = server::launch(&file, &[("workers".into(), "2".into())]).unwrap();
     let (_, run) = bench_json(&["-c", "2", "-n", "50", &r.base_url()]);
     assert_eq!(run.code, 0);
     let c = r.counters().expect("uwsgi stats");
@@ -220,19 +220,19 @@ fn command_adapter_and_launch_errors() {
         "[target]\nadapter = \"command\"\ncommand = \"python3 -m http.server {port} --bind {host} --directory {app}\"\n\
          app = \"apps/static\"\nready = \"/index.html\"\n",
     );
-    let r = target::launch(&file, &[]).unwrap_or_else(|e| panic!("{e:#}"));
+    let r = server::launch(&file, &[]).unwrap_or_else(|e| panic!("{e:#}"));
     let (v, _) = bench_json(&["-c", "2", "-n", "20", &format!("{}/1k.html", r.base_url())]);
     assert_eq!(v["result"]["bytes"]["body"], 20 * 1024);
     stop_clean(r);
 
     // A program that is not installed.
     let missing_program = target("[target]\nadapter = \"command\"\ncommand = \"no-such-server-xyz --port {port}\"\n");
-    let e = format!("{:#}", target::launch(&missing_program, &[]).err().unwrap());
+    let e = format!("{:#}", server::launch(&missing_program, &[]).err().unwrap());
     assert!(e.contains("no-such-server-xyz not found"), "{e}");
     // A placeholder with no value.
     let e = format!(
         "{:#}",
-        target::launch(&target("[target]\nadapter = \"command\"\ncommand = \"x {workers}\"\n"), &[]).err().unwrap()
+        server::launch(&target("[target]\nadapter = \"command\"\ncommand = \"x {workers}\"\n"), &[]).err().unwrap()
     );
     assert!(e.contains("{workers}"), "{e}");
     // A port in use.
@@ -242,13 +242,13 @@ fn command_adapter_and_launch_errors() {
         "[target]\nadapter = \"lab\"\nlisten = \"127.0.0.1:{port}\"\nprogram = \"{}\"\n",
         env!("CARGO_BIN_EXE_webtune")
     ));
-    let e = format!("{:#}", target::launch(&file, &[]).err().unwrap());
+    let e = format!("{:#}", server::launch(&file, &[]).err().unwrap());
     assert!(e.contains(&format!("port {port}")) && e.contains("in use"), "{e}");
     // A server that dies at once: its own words.
     let file = target(
         "[target]\nadapter = \"command\"\ncommand = \"sh -c 'echo cannot bind {port}: it broke >&2; exit 3'\"\n",
     );
-    let e = format!("{:#}", target::launch(&file, &[]).err().unwrap());
+    let e = format!("{:#}", server::launch(&file, &[]).err().unwrap());
     assert!(e.contains("it broke") && e.contains("exit status: 3"), "{e}");
 }
 
@@ -257,7 +257,7 @@ fn a_panic_stops_the_server_through_its_drop_guard() {
     let file = target(&format!("[target]\nadapter = \"lab\"\nprogram = \"{}\"\n", env!("CARGO_BIN_EXE_webtune")));
     let pids = std::sync::Mutex::new(Vec::new());
     let result = std::panic::catch_unwind(|| {
-        let r = target::launch(&file, &[("workers".into(), "2".into())]).unwrap();
+        let r = server::launch(&file, &[("workers".into(), "2".into())]).unwrap();
         *pids.lock().unwrap() = all_pids(&r);
         panic!("a bug while the server runs");
     });

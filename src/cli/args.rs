@@ -125,11 +125,9 @@ pub struct TuneArgs {
     /// The target file (TOML: [target], [knobs], [load], [budget]; see examples/).
     pub file: PathBuf,
 
-    /// one-at-a-time (each knob in turn, the seeds' method), workers (the knee of throughput
-    /// against the pool), recycle (requests per worker within the memory), spares (bursts
-    /// after idle), keepalive (with slow clients).
-    #[arg(long, default_value = "one-at-a-time", value_parser = ["one-at-a-time", "workers", "recycle", "spares", "keepalive"])]
-    pub strategy: String,
+    /// How to search.
+    #[arg(long, value_enum, default_value_t = crate::tune::Strategy::OneAtATime)]
+    pub strategy: crate::tune::Strategy,
 
     /// Objective: the most throughput with p99 at or under this (e.g. 50ms).
     #[arg(long = "slo-p99", conflicts_with = "min_rps")]
@@ -267,6 +265,13 @@ pub struct MemArgs {
     pub json: bool,
 }
 
+/// A switch given as a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
 #[derive(Debug, Args)]
 pub struct LabArgs {
     /// Address to listen on; port 0 picks a free one (printed on the first line).
@@ -293,9 +298,9 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 0)]
     pub max_requests: u64,
 
-    /// Keep connections open between requests (on|off).
-    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
-    pub keepalive: String,
+    /// Keep connections open between requests.
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub keepalive: OnOff,
 
     /// How long a kept-alive connection may wait for its next request.
     #[arg(long, default_value = "5s")]
@@ -313,11 +318,12 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 0)]
     pub preload_mb: usize,
 
-    /// CPU time burnt per request (e.g. 2ms). Query: ?cpu=2ms
+    /// CPU time burnt per request (e.g. 2ms; a bare number is seconds). Query: ?cpu=2ms
     #[arg(long, default_value = "0ms")]
     pub cpu: String,
 
-    /// Sleep per request, as waiting on a database (e.g. 10ms). Query: ?io=10ms
+    /// Sleep per request, as waiting on a database (e.g. 10ms; a bare number is seconds).
+    /// Query: ?io=10ms
     #[arg(long, default_value = "0ms")]
     pub io_wait: String,
 
@@ -372,9 +378,9 @@ pub struct BenchArgs {
     #[arg(long = "no-coalesce")]
     pub no_coalesce: bool,
 
-    /// The request method.
-    #[arg(short = 'm', long = "method", default_value = "GET")]
-    pub method: String,
+    /// The request method (default GET; POST when a body is given).
+    #[arg(short = 'm', long = "method")]
+    pub method: Option<String>,
 
     /// A request header, 'Name: value' (repeatable).
     #[arg(short = 'H', long = "header")]
@@ -388,7 +394,7 @@ pub struct BenchArgs {
     #[arg(short = 'T', long = "content-type")]
     pub content_type: Option<String>,
 
-    /// The request body as text, or @FILE to read it from a file.
+    /// The request body as text, or @FILE to read it from a file (POST unless -m says otherwise).
     #[arg(long = "body")]
     pub body: Option<String>,
 
@@ -421,9 +427,9 @@ pub struct BenchArgs {
     #[arg(long = "rate", conflicts_with = "stages")]
     pub rate: Option<f64>,
 
-    /// Open loop: spacing of the scheduled starts, uniform or poisson.
-    #[arg(long = "arrival", value_parser = ["uniform", "poisson"])]
-    pub arrival: Option<String>,
+    /// Open loop: spacing of the scheduled starts.
+    #[arg(long = "arrival", value_enum)]
+    pub arrival: Option<crate::engine::Arrival>,
 
     /// Ramps, e.g. 10s:100,30s:1000,10s:0: each stage goes linearly from the previous value
     /// (0 at first) to its own over its time. The values are clients (closed loop) or, with
@@ -439,9 +445,9 @@ pub struct BenchArgs {
     #[arg(long = "urls", conflicts_with = "scenario")]
     pub urls: Option<PathBuf>,
 
-    /// With --urls: take them in turn (sequential) or at random.
-    #[arg(long = "order", value_parser = ["sequential", "random"], requires = "urls")]
-    pub order: Option<String>,
+    /// With --urls: take them in turn or at random.
+    #[arg(long = "order", value_enum, requires = "urls")]
+    pub order: Option<crate::bench::UrlOrder>,
 
     /// Each client keeps its own cookie jar, so a session-based app sees one session per client.
     #[arg(long = "cookies")]

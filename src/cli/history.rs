@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::UsageError;
 use super::args::{CompareArgs, ExportArgs, ReportArgs, RunsArgs, ShowArgs};
+use crate::input::InputError;
 use crate::store::{self, Store, Stored};
 
 fn open(db: Option<&Path>) -> anyhow::Result<Store> {
@@ -15,7 +15,7 @@ fn open(db: Option<&Path>) -> anyhow::Result<Store> {
 }
 
 fn get(s: &Store, id: i64) -> anyhow::Result<Stored> {
-    s.run(id)?.ok_or_else(|| UsageError(format!("no run {id} in {}", s.path.display())).into())
+    s.run(id)?.ok_or_else(|| InputError(format!("no run {id} in {}", s.path.display())).into())
 }
 
 pub fn runs(db: Option<&Path>, a: &RunsArgs) -> anyhow::Result<ExitCode> {
@@ -118,11 +118,10 @@ pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
                     .or_else(|| points.iter().find(|p| p.ok()).cloned())
             };
             let (Some(x), Some(y)) = (best(&b, &ob), best(&f, &of)) else {
-                return Err(UsageError("a tune run without a successful point cannot be compared".into()).into());
+                return Err(InputError("a tune run without a successful point cannot be compared".into()).into());
             };
-            let spread = |p: &crate::tune::Point| {
-                crate::tune::objective::spread(&p.samples.iter().map(|s| s.rps).collect::<Vec<_>>())
-            };
+            let spread =
+                |p: &crate::tune::Point| crate::stats::spread(&p.samples.iter().map(|s| s.rps).collect::<Vec<_>>());
             let mem = |p: &crate::tune::Point| p.memory().map_or(f64::NAN, |m| m.pss_total_kib as f64);
             vec![
                 row("requests/s", x.rps(), y.rps(), Some(spread(&x).max(spread(&y)))),
@@ -130,7 +129,7 @@ pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
                 row("server PSS (KiB)", mem(&x), mem(&y), None),
             ]
         }
-        _ => return Err(UsageError("compare two bench runs or two tune runs".into()).into()),
+        _ => return Err(InputError("compare two bench runs or two tune runs".into()).into()),
     };
     super::emit(&rows, a.json, |rows, out| {
         writeln!(out, "Run {} -> run {}", a.before, a.after)?;

@@ -2,35 +2,30 @@
 //! until Ctrl-C (or --for), then stop everything it started.
 
 use std::process::ExitCode;
+
+use anyhow::Context;
 use std::time::{Duration, Instant};
 
-use super::UsageError;
 use super::args::LaunchArgs;
-use crate::target::{self, TargetFile};
+use crate::input::InputError;
+use crate::server::{self, TargetFile};
 
 /// `knob=value` pairs from --set.
-pub fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>, UsageError> {
-    sets.iter()
-        .map(|s| {
-            let (k, v) = s.split_once('=').ok_or_else(|| UsageError(format!("--set {s:?}: expected knob=value")))?;
-            if k.trim().is_empty() {
-                return Err(UsageError(format!("--set {s:?}: no knob name")));
-            }
-            Ok((k.trim().to_string(), v.trim().to_string()))
-        })
-        .collect()
+pub fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>, InputError> {
+    sets.iter().map(|s| crate::input::setting(s)).collect()
 }
 
 pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
     let file = TargetFile::load(&a.file)?;
     let sets = parse_sets(&a.set)?;
-    let limit = a.run_for.as_deref().map(|d| super::bench::parse_duration("--for", d)).transpose()?;
+    let limit = a.run_for.as_deref().map(|d| crate::input::duration("--for", d)).transpose()?;
     // Install the signal handler before anything starts, so Ctrl-C always stops the server.
-    let _ = crate::sys::interrupt_flag();
-    let running = target::launch(&file, &sets)?;
+    let interrupt = crate::sys::interrupt_flag();
+    let running = server::launch(&file, &sets)?;
     // Warm it as the tuner would: every worker serves requests before anyone measures it.
     let workers = running.worker_pids().len().max(1) as u64;
-    running.warm(&file.ready, workers, workers * 20)?;
+    let url = format!("{}{}", running.base_url(), file.ready);
+    crate::bench::drive(&url, workers, workers * 20, true, &interrupt).with_context(|| format!("warming {url}"))?;
     println!("{} ({}) ready at {}", file.path.display(), running_name(&file), running.base_url());
     println!("master pid {}, worker pids {:?}", running.master_pid(), running.worker_pids());
     println!("run directory {}", running.dir().display());

@@ -5,18 +5,19 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use super::UsageError;
 use super::args::MemArgs;
-use super::bench::parse_duration;
-use crate::procmem::{self, capacity};
+use crate::input;
+use crate::input::InputError;
+use crate::procmem;
+use crate::procmem::capacity::{self, Budget};
 use crate::report::mem::{MemReport, WatchSample};
 
 pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     let selector = a.server.selector()?;
-    let budget = a.budget.as_deref().map(parse_budget).transpose()?;
-    let pids = procmem::select(&selector).map_err(|e| UsageError(e.to_string()))?;
+    let budget = a.budget.as_deref().map(|b| Budget::parse("--budget", b)).transpose()?;
+    let pids = procmem::select(&selector).map_err(|e| InputError(e.to_string()))?;
     if let Some(every) = &a.watch {
-        let every = parse_duration("--watch", every)?;
+        let every = input::duration("--watch", every)?;
         return watch(&pids, every, a.count, a.json, &mut std::io::stdout().lock());
     }
 
@@ -26,9 +27,9 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     if let Some(url) = &a.url {
         let workers = before.iter().filter(|p| p.role == procmem::Role::Worker).count().max(1) as u64;
         let c = a.connections.unwrap_or(workers).min(a.requests).max(1);
-        let bench = super::bench::drive(url, c, a.requests, true)?;
+        let bench = crate::bench::drive(url, c, a.requests, true, &crate::sys::interrupt_flag())?;
         // The process list may have changed (recycled workers): select again.
-        let after = procmem::sample(&procmem::select(&selector).map_err(|e| UsageError(e.to_string()))?);
+        let after = procmem::sample(&procmem::select(&selector).map_err(|e| InputError(e.to_string()))?);
         let requests = bench.result.succeeded;
         let cap = budget_kib.and_then(|b| capacity::capacity(&after, b));
         report = MemReport::new(&after, budget_kib);
@@ -71,65 +72,18 @@ fn watch(
     Ok(ExitCode::SUCCESS)
 }
 
-/// A budget as given: a size, or "auto".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Budget {
-    KiB(u64),
-    /// MemAvailable plus the server's real memory now.
-    Auto,
-}
-
-impl Budget {
-    fn resolve(self, procs: &[procmem::ProcMem]) -> u64 {
-        match self {
-            Budget::KiB(k) => k,
-            Budget::Auto => mem_available_kib() + capacity::totals(procs).pss_sum,
-        }
-    }
-}
-
-pub fn mem_available_kib() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// Parses "4GiB", "512MiB", "2G", "1500M", "800000K", "auto". Binary units throughout.
-pub fn parse_budget(s: &str) -> Result<Budget, UsageError> {
-    if s.eq_ignore_ascii_case("auto") {
-        return Ok(Budget::Auto);
-    }
-    let bad = || UsageError(format!("--budget: bad size {s:?} (e.g. 4GiB, 512MiB, auto)"));
-    let digits = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let value: f64 = s[..digits].parse().map_err(|_| bad())?;
-    let kib_per_unit = match s[digits..].trim().to_ascii_lowercase().as_str() {
-        "k" | "kb" | "kib" => 1.0,
-        "m" | "mb" | "mib" => 1024.0,
-        "g" | "gb" | "gib" => 1024.0 * 1024.0,
-        "t" | "tb" | "tib" => 1024.0 * 1024.0 * 1024.0,
-        "" | "b" => 1.0 / 1024.0,
-        _ => return Err(bad()),
-    };
-    Ok(Budget::KiB((value * kib_per_unit) as u64))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::procmem::capacity::Budget;
 
     #[test]
     fn budgets() {
-        assert_eq!(parse_budget("4GiB").unwrap(), Budget::KiB(4 * 1024 * 1024));
-        assert_eq!(parse_budget("512M").unwrap(), Budget::KiB(512 * 1024));
-        assert_eq!(parse_budget("1.5g").unwrap(), Budget::KiB(1536 * 1024));
-        assert_eq!(parse_budget("auto").unwrap(), Budget::Auto);
-        assert!(parse_budget("lots").is_err());
-        assert!(parse_budget("4XB").is_err());
+        let parse = |t: &str| Budget::parse("--budget", t);
+        assert_eq!(parse("4GiB").unwrap(), Budget::KiB(4 * 1024 * 1024));
+        assert_eq!(parse("512M").unwrap(), Budget::KiB(512 * 1024));
+        assert_eq!(parse("1.5g").unwrap(), Budget::KiB(1536 * 1024));
+        assert_eq!(parse("auto").unwrap(), Budget::Auto);
+        assert!(parse("lots").is_err());
+        assert!(parse("4XB").is_err());
     }
 }

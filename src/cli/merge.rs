@@ -3,24 +3,24 @@
 
 use std::path::PathBuf;
 
-use super::UsageError;
 use crate::aggregate::BenchReport;
 use crate::aggregate::result::SCHEMA_ID;
+use crate::input::InputError;
 
 pub fn run(files: &[PathBuf]) -> anyhow::Result<BenchReport> {
     if files.len() < 2 {
-        return Err(UsageError("merge needs at least two reports".into()).into());
+        return Err(InputError("merge needs at least two reports".into()).into());
     }
     let mut reports = Vec::with_capacity(files.len());
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     for (file, name) in files.iter().zip(&names) {
-        let text = std::fs::read_to_string(file).map_err(|e| UsageError(format!("cannot read {name}: {e}")))?;
+        let text = std::fs::read_to_string(file).map_err(|e| InputError(format!("cannot read {name}: {e}")))?;
         let report: BenchReport = serde_json::from_str(&text)
-            .map_err(|e| UsageError(format!("{name} is not a webtune bench --json report: {e}")))?;
+            .map_err(|e| InputError(format!("{name} is not a webtune bench --json report: {e}")))?;
         if report.schema != SCHEMA_ID {
-            return Err(UsageError(format!("{name} has schema {:?}, not {SCHEMA_ID}", report.schema)).into());
+            return Err(InputError(format!("{name} has schema {:?}, not {SCHEMA_ID}", report.schema)).into());
         }
         reports.push(report);
     }
-    crate::aggregate::merge::merge(&reports, &names).map_err(|e| UsageError(format!("{e:#}")).into())
+    crate::aggregate::merge::merge(&reports, &names).map_err(|e| InputError(format!("{e:#}")).into())
 }

@@ -10,7 +10,6 @@ pub mod mem;
 pub mod merge;
 pub mod syscalls;
 pub mod tune;
-pub mod workload;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -19,10 +18,7 @@ use clap::Parser;
 
 use args::{Cli, Command};
 
-/// Bad input from the user: reported in one line, exit status 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+use crate::input::InputError;
 
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -32,7 +28,7 @@ pub fn main() -> ExitCode {
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            let code = if e.downcast_ref::<UsageError>().is_some() { 2 } else { 1 };
+            let code = if e.downcast_ref::<InputError>().is_some() { 2 } else { 1 };
             eprintln!("webtune: {}", one_line(&e));
             ExitCode::from(code)
         }
@@ -42,23 +38,7 @@ pub fn main() -> ExitCode {
 fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let db = cli.db.as_deref();
     match cli.command {
-        Command::Bench(a) => {
-            let plan = bench::BenchPlan::from_args(&a)?;
-            let report = bench::run(&plan)?;
-            emit(&report, plan.json, crate::report::text::write)?;
-            // The result is printed first: a store that fails loses nothing the user sees.
-            let saved =
-                crate::store::Store::open(&crate::store::default_path(db)).and_then(|mut s| s.save_bench(&report));
-            if let Err(e) = saved {
-                eprintln!("webtune: {}; the result above was not saved", one_line(&e));
-                return Ok(ExitCode::from(1));
-            }
-            if report.result.succeeded == 0 {
-                eprintln!("webtune: no request succeeded");
-                return Ok(ExitCode::from(1));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Bench(a) => bench::run(&a, db),
         Command::Runs(a) => history::runs(db, &a),
         Command::Show(a) => history::show(db, &a),
         Command::Compare(a) => history::compare(db, &a),
@@ -82,13 +62,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
 
 impl args::ServerArgs {
     /// The selector the flags name (clap has checked that exactly one is given).
-    pub fn selector(&self) -> Result<crate::procmem::Selector, UsageError> {
+    pub fn selector(&self) -> Result<crate::procmem::Selector, InputError> {
         use crate::procmem::Selector;
         match (self.pid, &self.name, self.port) {
             (Some(pid), _, _) => Ok(Selector::Pid(pid)),
             (_, Some(name), _) => Ok(Selector::Name(name.clone())),
             (_, _, Some(port)) => Ok(Selector::Port(port)),
-            _ => Err(UsageError("give --pid, --name or --port".into())),
+            _ => Err(InputError("give --pid, --name or --port".into())),
         }
     }
 }
@@ -131,6 +111,6 @@ fn clap_exit(e: clap::Error) -> ExitCode {
 }
 
 /// Errors print as one line: the context chain joined with ": ".
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace('\n', " ")
 }

@@ -3,20 +3,20 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::UsageError;
 use super::args::SyscallsArgs;
+use crate::input::InputError;
 use crate::procmem;
 use crate::syscalls::{self, parse, trace::Tracer};
 
 pub fn run(a: &SyscallsArgs) -> anyhow::Result<ExitCode> {
     let selector = a.server.selector()?;
     if a.requests == 0 || a.connections == 0 || a.requests < a.connections {
-        return Err(UsageError("-n must be at least 1 and at least -c".into()).into());
+        return Err(InputError("-n must be at least 1 and at least -c".into()).into());
     }
-    let pids = procmem::select(&selector).map_err(|e| UsageError(e.to_string()))?;
+    let pids = procmem::select(&selector).map_err(|e| InputError(e.to_string()))?;
     let dir = tempfile::tempdir()?;
     let tracer = Tracer::attach(&pids, dir.path())?;
-    let bench = super::bench::drive(&a.url, a.connections, a.requests, !a.no_keepalive);
+    let bench = crate::bench::drive(&a.url, a.connections, a.requests, !a.no_keepalive, &crate::sys::interrupt_flag());
     // Let the server finish what follows a response (logging, cleanup) before detaching.
     std::thread::sleep(Duration::from_millis(200));
     let text = tracer.stop()?;

@@ -6,14 +6,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use super::UsageError;
 use super::args::TuneArgs;
-use super::bench::parse_duration;
-use crate::target::{self, TargetFile};
+use crate::input::{self, InputError};
+use crate::procmem::capacity::Budget;
+use crate::server::TargetFile;
 use crate::tune::journal::{Header, Journal};
-use crate::tune::strategies::{self, Knobs};
-use crate::tune::trial::{self, Launched, Launcher, Load, TrialOptions};
-use crate::tune::{Measure, Objective, Outcome, Point, Settings, Tuner, table};
+use crate::tune::launcher::TargetLauncher;
+use crate::tune::strategies::Knobs;
+use crate::tune::trial::{self, Launcher, Load, TrialOptions};
+use crate::tune::{Measure, Objective, Observer, Outcome, Point, Settings, Tuner, fmt_secs, summary_line, table};
 
 /// Requests per worker sent before measuring.
 const WARM_REQUESTS_PER_WORKER: u64 = 20;
@@ -23,48 +24,60 @@ const NOISY_SPREAD: f64 = 0.10;
 pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let file = TargetFile::load(&a.file)?;
     let objective = objective(a)?;
-    let knee = parse_share(&a.knee)?;
+    let knee = input::share("--knee", &a.knee)?;
+    if knee >= 1.0 {
+        return Err(InputError(format!("--knee: bad share {:?}: expected under 100%, e.g. 3%", a.knee)).into());
+    }
+    if a.repeats == 0 {
+        return Err(InputError("--repeats must be at least 1".into()).into());
+    }
     let sets = super::launch::parse_sets(&a.set)?;
-    let base = Settings(file.settings(&sets));
+    let base = file.settings(&sets);
     // A knob fixed by --set is not swept.
     let knobs: Knobs = file.knobs.iter().filter(|(k, _)| !sets.iter().any(|(s, _)| s == k)).cloned().collect();
-    let load =
-        Load { path: file.load_path.clone(), flags: file.load_flags.clone(), warm: true, idle_before: Duration::ZERO };
-    let budget_kib = match a.memory.as_deref().or(file.memory.as_deref()) {
-        Some(m) => Some(memory_budget(m)?),
-        None => None,
+    let load = Load::of(file.load.clone());
+    let memory = match &a.memory {
+        Some(m) => Some(Budget::parse("--memory", m)?),
+        None => file.memory,
     };
-    let time_budget = match a.budget.as_deref().or(file.time.as_deref()) {
-        Some(t) => Some(parse_duration("--budget", t)?),
-        None => None,
+    // Before the server starts, all it can have is what is available.
+    let budget_kib = memory.map(|b| b.resolve(&[]));
+    let time_budget = match &a.budget {
+        Some(t) => Some(input::duration("--budget", t)?),
+        None => file.time,
     };
-    let opts =
-        TrialOptions { repeats: a.repeats.max(1), warm_requests: WARM_REQUESTS_PER_WORKER, noisy_spread: NOISY_SPREAD };
+    let interrupt = crate::sys::interrupt_flag();
+    let opts = TrialOptions {
+        repeats: a.repeats,
+        warm_requests: WARM_REQUESTS_PER_WORKER,
+        noisy_spread: NOISY_SPREAD,
+        interrupt: interrupt.clone(),
+    };
 
     let journal_path = a.journal.clone().unwrap_or_else(|| default_journal(&a.file));
     let text = std::fs::read_to_string(&a.file).unwrap_or_default();
     let header = Header {
         journal: "webtune.tune.v1".into(),
         target_file: a.file.display().to_string(),
-        strategy: a.strategy.clone(),
+        strategy: a.strategy.name().into(),
         target_digest: format!("{:016x}", fnv1a(text.as_bytes())),
     };
     let (mut journal, reused) = Journal::open(&journal_path, &header, a.resume)?;
 
     let mut launcher = TargetLauncher { file: &file };
     let mut measure = Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib };
-    let planned = strategies::planned_trials(&a.strategy, &knobs);
+    let planned = a.strategy.planned_trials(&knobs);
     let estimate = measure.estimate(&load);
     if !a.quiet {
         eprintln!(
             "tune: {} on {} ({}), objective {}; about {planned} trials x ~{} each = ~{}{}; journal {}",
-            a.strategy,
+            a.strategy.name(),
             a.file.display(),
             file.adapter().name(),
             objective.describe(),
-            crate::tune::fmt_secs(estimate),
-            crate::tune::fmt_secs(estimate * planned as u32),
-            time_budget.map_or(String::new(), |b| format!(" (budget {})", crate::tune::fmt_secs(b))),
+            fmt_secs(estimate),
+            fmt_secs(estimate * planned as u32),
+            time_budget.map_or(String::new(), |b| format!(" (budget {})", fmt_secs(b))),
             journal_path.display()
         );
     }
@@ -72,7 +85,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut store = match crate::store::Store::open(&crate::store::default_path(db)) {
         Ok(mut s) => {
             let options = serde_json::json!({ "objective": objective.describe(), "repeats": opts.repeats, "budget_kib": budget_kib });
-            match s.begin_tune(&a.file.display().to_string(), &a.strategy, &text, &options) {
+            match s.begin_tune(&a.file.display().to_string(), a.strategy.name(), &text, &options) {
                 Ok(id) => Some((s, id)),
                 Err(e) => {
                     eprintln!("webtune: {e:#}; points go to the journal only");
@@ -85,33 +98,18 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
             None
         }
     };
-    let mut save_error = None;
-    let mut save = |p: &Point| {
-        if let Err(e) = journal.append(p) {
-            save_error.get_or_insert(e);
-        }
-        if let Some((s, id)) = &mut store
-            && let Err(e) = s.save_point(*id, p)
-        {
-            save_error.get_or_insert(e);
-        }
-    };
-    let mut t = Tuner::new(&mut measure, load, objective, &mut save, reused, a.quiet);
+    let mut observer = Progress { quiet: a.quiet, journal: &mut journal, store: store.as_mut(), save_error: None };
+    let mut t = Tuner::new(&mut measure, load, objective, &mut observer, reused, interrupt);
     t.budget_kib = budget_kib;
     t.deadline = time_budget.map(|b| Instant::now() + b);
     t.planned = planned;
-    let found = match a.strategy.as_str() {
-        "workers" => strategies::workers(&mut t, &knobs, &base, knee),
-        "recycle" => strategies::recycle(&mut t, &knobs, &base),
-        "spares" => strategies::spares(&mut t, &knobs, &base),
-        "keepalive" => strategies::keepalive(&mut t, &knobs, &base),
-        _ => strategies::one_at_a_time(&mut t, &knobs, &base),
-    };
+    let found = a.strategy.run(&mut t, &knobs, &base, knee);
     let stopped = t.stopped.clone();
     let points = std::mem::take(&mut t.points);
     drop(t);
     let config = launcher.render(&found.recommended);
-    let outcome = found.into_outcome(&a.strategy, objective.describe(), stopped, config, points);
+    let outcome = found.into_outcome(a.strategy.name(), objective.describe(), stopped, config, points);
+    let mut save_error = observer.save_error.take();
     print(&outcome, a.json)?;
     if let Some((mut s, id)) = store {
         if let Err(e) = s.finish_tune(id, &outcome) {
@@ -137,34 +135,15 @@ fn print(o: &Outcome, json: bool) -> anyhow::Result<()> {
     })
 }
 
-fn objective(a: &TuneArgs) -> Result<Objective, UsageError> {
+fn objective(a: &TuneArgs) -> Result<Objective, InputError> {
     Ok(match (&a.slo_p99, a.min_rps) {
         (Some(slo), _) => {
-            Objective::ThroughputWithin { p99_ms: parse_duration("--slo-p99", slo)?.as_secs_f64() * 1000.0 }
+            Objective::ThroughputWithin { p99_ms: input::duration("--slo-p99", slo)?.as_secs_f64() * 1000.0 }
         }
         (None, Some(rps)) if rps > 0.0 => Objective::LeastMemory { rps },
-        (None, Some(rps)) => return Err(UsageError(format!("--min-rps must be positive, not {rps}"))),
+        (None, Some(rps)) => return Err(InputError(format!("--min-rps must be positive, not {rps}"))),
         (None, None) => Objective::Throughput,
     })
-}
-
-fn parse_share(s: &str) -> Result<f64, UsageError> {
-    let v = match s.trim().strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
-        None => s.trim().parse::<f64>(),
-    };
-    match v {
-        Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
-        _ => Err(UsageError(format!("--knee: bad share {s:?} (e.g. 3%)"))),
-    }
-}
-
-fn memory_budget(s: &str) -> Result<u64, UsageError> {
-    match super::mem::parse_budget(s)? {
-        super::mem::Budget::KiB(k) => Ok(k),
-        // Before the server starts, all it can have is what is available.
-        super::mem::Budget::Auto => Ok(super::mem::mem_available_kib()),
-    }
 }
 
 fn default_journal(file: &Path) -> PathBuf {
@@ -195,17 +174,40 @@ impl Measure for Trials<'_> {
     }
 }
 
-/// Launches the target file's server through its adapter.
-struct TargetLauncher<'a> {
-    file: &'a TargetFile,
+/// Prints the tuner's progress on stderr (unless quiet) and saves every new point to the
+/// journal (for --resume) and the history database, as soon as it is measured.
+struct Progress<'a> {
+    quiet: bool,
+    journal: &'a mut Journal,
+    store: Option<&'a mut (crate::store::Store, i64)>,
+    /// The first save that failed: the run goes on, and ends with exit status 1.
+    save_error: Option<anyhow::Error>,
 }
 
-impl Launcher for TargetLauncher<'_> {
-    fn launch(&mut self, settings: &Settings) -> anyhow::Result<Box<dyn Launched>> {
-        Ok(Box::new(target::launch(self.file, &settings.0)?))
+impl Observer for Progress<'_> {
+    fn measuring(&mut self, step: &str, elapsed: Duration, left: Duration) {
+        self.note(&format!("[{} elapsed, ~{} left] measuring {step}", fmt_secs(elapsed), fmt_secs(left)));
     }
 
-    fn render(&self, settings: &Settings) -> String {
-        self.file.recommend(&settings.0)
+    fn measured(&mut self, p: &Point, reused: bool) {
+        if reused {
+            self.note(&format!("{}: reused from the interrupted run", p.step));
+            return;
+        }
+        if let Err(e) = self.journal.append(p) {
+            self.save_error.get_or_insert(e);
+        }
+        if let Some((s, id)) = &mut self.store
+            && let Err(e) = s.save_point(*id, p)
+        {
+            self.save_error.get_or_insert(e);
+        }
+        self.note(&summary_line(p));
+    }
+
+    fn note(&mut self, line: &str) {
+        if !self.quiet {
+            eprintln!("tune: {line}");
+        }
     }
 }

@@ -57,7 +57,7 @@ pub enum Order {
 
 /// Where requests go and what they are.
 #[derive(Clone)]
-pub struct Target {
+pub struct Endpoint {
     pub addr: SocketAddr,
     pub tls: Option<TlsSettings>,
     pub templates: Arc<[Template]>,
@@ -94,7 +94,7 @@ pub struct Throttle {
 
 #[derive(Clone)]
 pub struct Plan {
-    pub target: Target,
+    pub endpoint: Endpoint,
     pub connections: usize,
     pub threads: usize,
     pub stop: Stop,
@@ -125,7 +125,7 @@ impl Plan {
         self.coalesce
             && self.keepalive
             && !self.is_open_loop()
-            && self.target.tls.is_none()
+            && self.endpoint.tls.is_none()
             && conns >= coalesce::MIN_CLIENTS
     }
 

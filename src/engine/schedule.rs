@@ -102,7 +102,8 @@ impl Schedule {
 }
 
 /// How arrivals are spaced in the open loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Arrival {
     /// Evenly, 1/rate apart (wrk2).
     Uniform,

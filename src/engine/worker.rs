@@ -234,9 +234,9 @@ impl<S: Sink> Worker<S> {
             Pacing::Closed { clients } => (None, clients.clone()),
         };
         let throttle_bps = plan.throttle.map_or(0.0, |t| t.bytes_per_s);
-        let templates = plan.target.templates.clone();
+        let templates = plan.endpoint.templates.clone();
         let poll = Poll::new()?;
-        let timer = if plan.is_open_loop() || plan.throttle.is_some() || plan.target.order == Order::Scenario {
+        let timer = if plan.is_open_loop() || plan.throttle.is_some() || plan.endpoint.order == Order::Scenario {
             let t = TimerFd::new(ClockId::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC)?;
             poll.registry().register(&mut SourceFd(&t.as_fd().as_raw_fd()), Token(TIMER_TOKEN), Interest::READABLE)?;
             Some(t)
@@ -250,11 +250,11 @@ impl<S: Sink> Worker<S> {
             // Popped from the end: connection 0 first.
             free: (0..place.conns).rev().collect(),
             running: 0,
-            addr: plan.target.addr,
-            tls: plan.target.tls.clone(),
+            addr: plan.endpoint.addr,
+            tls: plan.endpoint.tls.clone(),
             cursor: place.index * templates.len() / plan.threads.max(1),
             templates,
-            order: plan.target.order,
+            order: plan.endpoint.order,
             rng: fastrand::Rng::with_seed(seed.wrapping_add(1)),
             keepalive: plan.keepalive,
             cookies: plan.cookies,
@@ -279,8 +279,8 @@ impl<S: Sink> Worker<S> {
             scratch: vec![0u8; SCRATCH_BYTES].into_boxed_slice(),
             nodelay: plan.throttle.is_some()
                 || plan.cookies
-                || plan.target.tls.is_some()
-                || plan.target.templates.iter().any(|t| t.bytes.len() > ONE_SEGMENT),
+                || plan.endpoint.tls.is_some()
+                || plan.endpoint.templates.iter().any(|t| t.bytes.len() > ONE_SEGMENT),
             coalescer: plan.coalesces(place.conns).then(|| Coalescer::new(now)),
             stamps: RxStampBuf::default(),
         })

@@ -9,6 +9,7 @@
 mod heap;
 mod parent;
 pub mod scoreboard;
+mod signals;
 mod status;
 pub mod work;
 mod worker;

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -16,24 +16,12 @@ use nix::unistd::{ForkResult, Pid, fork};
 use super::LabConfig;
 use super::heap::Heap;
 use super::scoreboard::{Scoreboard, State};
+use super::signals::{SAMPLE, on_stop, stop_requested};
 
-/// How often the parent looks at the scoreboard (all-busy sampling, reaping).
-pub const SAMPLE: Duration = Duration::from_millis(100);
 /// How often the spare-worker rules run, as Apache's once-a-second maintenance.
 const MAINTENANCE: Duration = Duration::from_secs(1);
 /// Apache's cap on the spawn rate per second.
 const MAX_SPAWN_RATE: usize = 32;
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-/// Whether SIGTERM or SIGINT reached this process (in a worker: before it reset its handlers).
-pub fn stop_requested() -> bool {
-    STOP.load(Ordering::Relaxed)
-}
 
 struct Pool<'a> {
     cfg: &'a LabConfig,
@@ -68,7 +56,7 @@ pub fn run(cfg: &LabConfig) -> anyhow::Result<()> {
     let mut spawn_rate = 1;
     let mut next_maintenance = Instant::now() + MAINTENANCE;
     let mut warned = false;
-    while !STOP.load(Ordering::Relaxed) {
+    while !stop_requested() {
         std::thread::sleep(SAMPLE);
         pool.reap()?;
         if pool.sample() && !warned {
@@ -134,7 +122,7 @@ impl Pool<'_> {
             let s = self.board.slot(slot);
             s.set_state(State::Empty);
             s.pid.store(0, Ordering::Relaxed);
-            if !self.retiring.remove(&pid) && !STOP.load(Ordering::Relaxed) {
+            if !self.retiring.remove(&pid) && !stop_requested() {
                 self.spawn()?;
             }
         }

@@ -33,7 +33,7 @@ pub fn render(board: &Scoreboard, cfg: &LabConfig, json: bool) -> String {
         "recycled": t.recycled.load(Ordering::Relaxed),
         "all_busy_samples": t.all_busy_samples.load(Ordering::Relaxed),
         "samples": t.samples.load(Ordering::Relaxed),
-        "sample_interval_ms": super::parent::SAMPLE.as_millis() as u64,
+        "sample_interval_ms": super::signals::SAMPLE.as_millis() as u64,
         "workers": workers,
     });
     if json {

@@ -21,15 +21,16 @@ pub struct Work {
 }
 
 impl Work {
-    /// Applies query parameters: `cpu=5ms&io=20ms&dirty=64&leak=16&body=1024`. Durations take
-    /// units (bare numbers are milliseconds); sizes are KiB (body: bytes). Unknown keys are
-    /// ignored, as a web application ignores parameters it does not use.
+    /// Applies query parameters: `cpu=5ms&io=20ms&dirty=64&leak=16&body=1024`. Durations read
+    /// as everywhere in webtune (`input::duration`: a bare number is seconds); sizes are KiB
+    /// (body: bytes). Unknown keys are ignored, as a web application ignores parameters it
+    /// does not use.
     pub fn with_query(mut self, query: &str) -> Result<Work, String> {
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             match key {
-                "cpu" => self.cpu = parse_ms(value)?,
-                "io" | "io_wait" | "io-wait" => self.io_wait = parse_ms(value)?,
+                "cpu" => self.cpu = duration(key, value)?,
+                "io" | "io_wait" | "io-wait" => self.io_wait = duration(key, value)?,
                 "dirty" | "dirty_kb" => self.dirty_kb = parse_num(key, value)?,
                 "leak" | "leak_kb" => self.leak_kb = parse_num(key, value)?,
                 "body" | "body_bytes" => self.body_bytes = parse_num(key, value)?,
@@ -40,15 +41,8 @@ impl Work {
     }
 }
 
-/// Parses "5ms", "1.5s", "250us"; a bare number is milliseconds.
-pub fn parse_ms(s: &str) -> Result<Duration, String> {
-    if let Ok(ms) = s.parse::<f64>()
-        && ms.is_finite()
-        && ms >= 0.0
-    {
-        return Ok(Duration::from_secs_f64(ms / 1000.0));
-    }
-    humantime::parse_duration(s).map_err(|e| format!("bad duration {s:?}: {e}"))
+fn duration(key: &str, s: &str) -> Result<Duration, String> {
+    crate::input::duration(key, s).map_err(|e| e.0)
 }
 
 fn parse_num(key: &str, s: &str) -> Result<u64, String> {
@@ -105,7 +99,7 @@ mod tests {
     #[test]
     fn query_overrides_defaults() {
         let base = Work { cpu: Duration::from_millis(2), body_bytes: 10, ..Work::default() };
-        let w = base.with_query("cpu=5ms&io=20&dirty=64&leak=8&body=100&other=1").unwrap();
+        let w = base.with_query("cpu=5ms&io=20ms&dirty=64&leak=8&body=100&other=1").unwrap();
         assert_eq!(w.cpu, Duration::from_millis(5));
         assert_eq!(w.io_wait, Duration::from_millis(20));
         assert_eq!((w.dirty_kb, w.leak_kb, w.body_bytes), (64, 8, 100));

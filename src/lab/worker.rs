@@ -3,23 +3,17 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::LabConfig;
 use super::heap::{Heap, PageWalk};
 use super::scoreboard::{Scoreboard, State};
+use super::signals::{on_retire, retire_requested, stop_requested};
 use super::status;
 use super::work::Worksite;
 
 const MAX_HEAD: usize = 64 * 1024;
-
-/// Set by SIGUSR1: the parent retires this worker (too many idle); it exits once idle.
-static RETIRE: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_retire(_: libc::c_int) {
-    RETIRE.store(true, Ordering::Relaxed);
-}
 
 /// Runs in the child after fork; never returns.
 pub fn run(cfg: &LabConfig, listener: &TcpListener, board: &Scoreboard, slot: usize, heap: &Heap, parent: i32) -> ! {
@@ -39,7 +33,7 @@ pub fn run(cfg: &LabConfig, listener: &TcpListener, board: &Scoreboard, slot: us
     }
     // A SIGTERM that came between fork and the lines above ran the parent's handler, which
     // this process inherited: honour it, or the parent waits 5 s to kill it.
-    if super::parent::stop_requested() {
+    if stop_requested() {
         std::process::exit(0);
     }
     let me = board.slot(slot);
@@ -54,7 +48,7 @@ pub fn run(cfg: &LabConfig, listener: &TcpListener, board: &Scoreboard, slot: us
         pid,
     };
     loop {
-        if RETIRE.load(Ordering::Relaxed) {
+        if retire_requested() {
             break;
         }
         me.set_state(State::Idle);

@@ -3,6 +3,48 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ProcMem, Role};
+use crate::input::{self, InputError};
+
+/// The memory a server may use, as given: a size, or "auto".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    KiB(u64),
+    /// MemAvailable plus what the server uses now.
+    Auto,
+}
+
+impl Budget {
+    /// "4GiB", "512MiB" (sizes as `input::size_kib` reads them) or "auto".
+    pub fn parse(name: &str, text: &str) -> Result<Budget, InputError> {
+        if text.trim().eq_ignore_ascii_case("auto") {
+            return Ok(Budget::Auto);
+        }
+        input::size_kib(name, text)
+            .map(Budget::KiB)
+            .map_err(|_| InputError(format!("{name}: bad size {text:?} (e.g. 4GiB, 512MiB, auto)")))
+    }
+
+    /// In KiB, for a server whose processes are `procs` now (none before it starts).
+    pub fn resolve(self, procs: &[ProcMem]) -> u64 {
+        match self {
+            Budget::KiB(k) => k,
+            Budget::Auto => mem_available_kib() + totals(procs).pss_sum,
+        }
+    }
+}
+
+/// The kernel's estimate of memory available to new work (MemAvailable), KiB; 0 unknown.
+pub fn mem_available_kib() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
 
 /// Three ways to add up a server's memory, KiB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,22 +3,46 @@
 //! to run and what the evidence says; every point is saved as soon as it is measured.
 
 pub mod journal;
+pub mod launcher;
 pub mod objective;
 pub mod point;
-pub mod settings;
 pub mod strategies;
 pub mod table;
 pub mod trial;
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::server::Settings;
 pub use objective::Objective;
 pub use point::Point;
-pub use settings::Settings;
+pub use strategies::Strategy;
 use trial::Load;
+
+/// What the tuner tells whoever runs it, as it goes: progress for a terminal, points for the
+/// journal and the store. The tuner itself never prints (the engine's `Sink`, for trials).
+pub trait Observer {
+    /// A trial is about to be measured; `left` is what the rest of the plan should take.
+    fn measuring(&mut self, _step: &str, _elapsed: Duration, _left: Duration) {}
+    /// A point was measured, or `reused` from an interrupted run's journal: the moment to
+    /// save it, before anything else can go wrong.
+    fn measured(&mut self, _point: &Point, _reused: bool) {}
+    /// A line of a strategy's reasoning.
+    fn note(&mut self, _line: &str) {}
+}
+
+/// A closure that saves each newly measured point is an observer (tests, simple callers).
+impl<F: FnMut(&Point)> Observer for F {
+    fn measured(&mut self, point: &Point, reused: bool) {
+        if !reused {
+            self(point)
+        }
+    }
+}
 
 /// Something that measures a configuration: the real trial runner, or a model in tests.
 pub trait Measure {
@@ -35,8 +59,10 @@ pub struct Tuner<'a> {
     pub budget_kib: Option<u64>,
     /// Stop starting trials that would end after this.
     pub deadline: Option<Instant>,
-    /// Called with every point as soon as it is measured (the journal, the store).
-    save: &'a mut dyn FnMut(&Point),
+    /// Told of every trial and point as they happen.
+    observer: &'a mut dyn Observer,
+    /// Set (by Ctrl-C, or the caller) to stop after the trial under way.
+    interrupt: Arc<AtomicBool>,
     /// Points measured by an earlier, interrupted run of the same plan (--resume).
     reuse: HashMap<(String, Settings), Point>,
     pub points: Vec<Point>,
@@ -45,7 +71,6 @@ pub struct Tuner<'a> {
     started: Instant,
     /// Trials still planned, for the ETA.
     pub planned: usize,
-    quiet: bool,
 }
 
 impl<'a> Tuner<'a> {
@@ -53,9 +78,9 @@ impl<'a> Tuner<'a> {
         measure: &'a mut dyn Measure,
         load: Load,
         objective: Objective,
-        save: &'a mut dyn FnMut(&Point),
+        observer: &'a mut dyn Observer,
         reuse: Vec<Point>,
-        quiet: bool,
+        interrupt: Arc<AtomicBool>,
     ) -> Tuner<'a> {
         Tuner {
             measure,
@@ -63,13 +88,13 @@ impl<'a> Tuner<'a> {
             objective,
             budget_kib: None,
             deadline: None,
-            save,
+            observer,
+            interrupt,
             reuse: reuse.into_iter().map(|p| ((p.step.clone(), p.settings.clone()), p)).collect(),
             points: Vec::new(),
             stopped: None,
             started: Instant::now(),
             planned: 0,
-            quiet,
         }
     }
 
@@ -95,11 +120,11 @@ impl<'a> Tuner<'a> {
             return None;
         }
         if let Some(p) = self.reuse.remove(&(step.to_string(), settings.clone())) {
-            self.note(&format!("{step}: reused from the interrupted run"));
+            self.observer.measured(&p, true);
             self.points.push(p.clone());
             return Some(p);
         }
-        if crate::sys::interrupted() {
+        if self.interrupted() {
             self.stopped = Some("interrupted".into());
             return None;
         }
@@ -110,32 +135,31 @@ impl<'a> Tuner<'a> {
             self.stopped = Some("the time budget is spent".into());
             return None;
         }
-        self.progress(step, need);
+        self.observer.measuring(step, self.started.elapsed(), need * (self.planned.max(1) as u32));
         let p = self.measure.measure(step, settings, load);
-        if p.cause() == Some("interrupted") || crate::sys::interrupted() {
+        if p.cause() == Some("interrupted") || self.interrupted() {
             self.stopped = Some("interrupted".into());
             return None;
         }
-        (self.save)(&p);
+        self.observer.measured(&p, false);
         self.planned = self.planned.saturating_sub(1);
-        self.note(&summary_line(&p));
         self.points.push(p.clone());
         Some(p)
     }
 
-    fn progress(&self, step: &str, next: Duration) {
-        let eta = next * (self.planned.max(1) as u32);
-        self.note(&format!("[{} elapsed, ~{} left] measuring {step}", fmt_secs(self.started.elapsed()), fmt_secs(eta)));
+    /// Whether the run was asked to stop.
+    pub fn interrupted(&self) -> bool {
+        self.interrupt.load(Ordering::Relaxed)
     }
 
-    pub fn note(&self, line: &str) {
-        if !self.quiet {
-            eprintln!("tune: {line}");
-        }
+    /// Passes a line of a strategy's reasoning to the observer.
+    pub fn note(&mut self, line: &str) {
+        self.observer.note(line);
     }
 }
 
-fn summary_line(p: &Point) -> String {
+/// One line for a measured point: its throughput, latency and memory, or why it failed.
+pub fn summary_line(p: &Point) -> String {
     match p.cause() {
         Some(cause) => format!("{}: FAILED: {cause}", p.step),
         None => {
@@ -180,4 +204,18 @@ pub struct Outcome {
     /// The recommended configuration in the server's own syntax.
     pub config: String,
     pub points: Vec<Point>,
+}
+
+impl Outcome {
+    /// The point that stands for the recommendation: the last adopted step's, else the
+    /// baseline, else the first point that was measured at all.
+    pub fn best(&self) -> Option<&Point> {
+        self.steps
+            .iter()
+            .rev()
+            .find(|s| s.adopted)
+            .map(|s| &s.after)
+            .or(self.baseline.as_ref())
+            .or_else(|| self.points.iter().find(|p| p.ok()))
+    }
 }

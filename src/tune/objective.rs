@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::point::Point;
+use crate::stats::{median, spread};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -60,34 +61,10 @@ impl Objective {
     }
 }
 
-pub fn median(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 }
-}
-
-/// max - min.
-pub fn spread(v: &[f64]) -> f64 {
-    let max = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
-    if v.is_empty() { 0.0 } else { max - min }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tune::point::{Sample, tests::point};
-
-    #[test]
-    fn medians_and_spreads() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(spread(&[3.0, 1.0, 2.0]), 2.0);
-    }
 
     #[test]
     fn a_difference_within_the_noise_does_not_win() {

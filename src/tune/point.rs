@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::objective::median;
-use super::settings::Settings;
+use crate::server::Settings;
+use crate::stats::median;
 
 /// The server's memory while it served the load, KiB.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -113,7 +113,7 @@ impl Point {
     pub fn rps_spread(&self) -> f64 {
         let v: Vec<f64> = self.samples.iter().map(|s| s.rps).collect();
         let m = median(&v);
-        if m > 0.0 { super::objective::spread(&v) / m } else { 0.0 }
+        if m > 0.0 { crate::stats::spread(&v) / m } else { 0.0 }
     }
 
     /// The cause, for a failed point.

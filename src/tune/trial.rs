@@ -1,13 +1,14 @@
 //! A trial: launch the server with one configuration, warm it, load it R times while sampling
 //! its memory, stop it; the result is a `Point`. Failures become points with their cause.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::point::{MemUse, Point, Sample, Status};
-use super::settings::Settings;
-use crate::cli::args::{Cli, Command};
-use crate::cli::bench::{self, BenchPlan};
+use crate::bench::{self, BenchPlan, BenchSpec, spec};
 use crate::procmem::{self, Role, Selector};
+use crate::server::Settings;
 
 /// A server the tuner can start in a given configuration (an adapter from the target file).
 pub trait Launcher {
@@ -35,15 +36,13 @@ pub trait Launched: Sync {
     fn config_text(&self) -> Option<String> {
         None
     }
-    /// Sends `requests` requests to `path` (every worker then has served some).
-    fn warm(&self, path: &str, connections: u64, requests: u64) -> anyhow::Result<()>;
 }
 
-/// `webtune bench` flags (long names, without dashes) and the path to request.
+/// The load of a trial: the bench run of each repeat, and what happens before it.
 #[derive(Debug, Clone)]
 pub struct Load {
-    pub path: String,
-    pub flags: Vec<(String, Option<String>)>,
+    /// `webtune bench`'s options; `spec.path` is requested on the launched server.
+    pub spec: BenchSpec,
     /// Warm every worker before measuring (off to measure a cold start or a burst).
     pub warm: bool,
     /// Leave the server idle this long before the load (spare workers retire meanwhile).
@@ -51,40 +50,34 @@ pub struct Load {
 }
 
 impl Load {
-    pub fn get(&self, flag: &str) -> Option<&str> {
-        self.flags.iter().find(|(f, _)| f == flag).and_then(|(_, v)| v.as_deref())
+    /// The load of `spec`, on a warmed server, at once.
+    pub fn of(spec: BenchSpec) -> Load {
+        Load { spec, warm: true, idle_before: Duration::ZERO }
     }
 
-    /// A copy with `flag` set (replacing any earlier value).
-    pub fn with(&self, flag: &str, value: Option<String>) -> Load {
-        let mut l = self.clone();
-        l.flags.retain(|(f, _)| f != flag);
-        l.flags.push((flag.to_string(), value));
-        l
-    }
-
+    /// Connections (closed loop: clients) each repeat opens.
     pub fn connections(&self) -> u64 {
-        self.get("connections").and_then(|c| c.parse().ok()).unwrap_or(10)
+        self.spec.connections.unwrap_or(if self.spec.is_open_loop() {
+            spec::DEFAULT_OPEN_CONNECTIONS
+        } else {
+            spec::DEFAULT_CONNECTIONS
+        })
     }
 
+    /// A copy with `n` connections.
+    pub fn with_connections(&self, n: u64) -> Load {
+        Load { spec: BenchSpec { connections: Some(n), ..self.spec.clone() }, ..self.clone() }
+    }
+
+    /// How long one repeat's load lasts (a run bounded by requests: the default duration, as
+    /// an estimate).
     pub fn duration(&self) -> Duration {
-        self.get("duration").and_then(|d| bench::parse_duration("duration", d).ok()).unwrap_or(Duration::from_secs(5))
+        self.spec.run_length().unwrap_or(spec::DEFAULT_DURATION)
     }
 
-    /// The bench plan against `base` (validated as `webtune bench` validates its flags).
+    /// The bench plan against the server at `base`.
     pub fn plan(&self, base: &str) -> anyhow::Result<BenchPlan> {
-        let mut argv = vec!["webtune".to_string(), "bench".to_string(), "--json".into(), "-q".into()];
-        for (flag, value) in &self.flags {
-            argv.push(format!("--{flag}"));
-            argv.extend(value.clone());
-        }
-        argv.push(format!("{}{}", base.trim_end_matches('/'), self.path));
-        let cli = <Cli as clap::Parser>::try_parse_from(&argv).map_err(|e| {
-            let text = e.render().to_string();
-            anyhow::anyhow!("[load]: {}", text.lines().next().unwrap_or("").trim_start_matches("error: "))
-        })?;
-        let Command::Bench(args) = cli.command else { unreachable!("argv starts with bench") };
-        Ok(BenchPlan::from_args(&args)?)
+        Ok(self.spec.against(base).plan()?)
     }
 }
 
@@ -96,6 +89,8 @@ pub struct TrialOptions {
     pub warm_requests: u64,
     /// Repeats spreading more than this share take as many again.
     pub noisy_spread: f64,
+    /// Set (by Ctrl-C, or the caller) to end the trial under way.
+    pub interrupt: Arc<AtomicBool>,
 }
 
 /// Runs one trial. Never fails: a server that does not start, crashes or answers nothing
@@ -114,16 +109,19 @@ pub fn run(
         Ok(s) => s,
         Err(e) => return fail(format!("{e:#}")),
     };
-    let plan = match load.plan(&server.base_url()) {
+    let base = server.base_url();
+    let plan = match load.plan(&base).and_then(|p| aimed_at(&base, p)) {
         Ok(p) => p,
         Err(e) => return fail(format!("{e:#}")),
     };
     let workers = procmem::select(&Selector::Pid(server.master_pid())).map_or(1, |p| p.len().max(2) - 1);
     let warm = if load.warm { (opts.warm_requests * workers as u64).max(load.connections()) } else { 0 };
-    if warm > 0
-        && let Err(e) = server.warm(&load.path, load.connections(), warm)
-    {
-        return fail(format!("warm-up: {e:#}"));
+    if warm > 0 {
+        // Every worker serves requests (compiles, caches, touches its memory) before any is measured.
+        let url = load.spec.against(&base).url.unwrap_or_default();
+        if let Err(e) = bench::drive(&url, load.connections(), warm, true, &opts.interrupt) {
+            return fail(format!("warm-up: warming {url}: {e:#}"));
+        }
     }
     std::thread::sleep(load.idle_before);
     let workers_at_start = procmem::select(&Selector::Pid(server.master_pid())).ok().map(|p| p.len().saturating_sub(1));
@@ -131,17 +129,17 @@ pub fn run(
     let mut noisy = false;
     let mut wanted = opts.repeats.max(1);
     while samples.len() < wanted {
-        if crate::sys::interrupted() {
+        if opts.interrupt.load(Ordering::Relaxed) {
             return fail("interrupted".into());
         }
-        match measure_once(&*server, &plan, load.duration(), budget_kib) {
+        match measure_once(&*server, &plan, load.duration(), budget_kib, &opts.interrupt) {
             Ok(s) if s.succeeded == 0 => return fail(format!("no request succeeded ({} failed)", s.failed)),
             Ok(s) => samples.push(s),
             Err(e) => return fail(format!("{e:#}")),
         }
         if samples.len() == wanted && wanted == opts.repeats.max(1) && wanted > 1 {
             let rps: Vec<f64> = samples.iter().map(|s| s.rps).collect();
-            if super::objective::spread(&rps) > opts.noisy_spread * super::objective::median(&rps) {
+            if crate::stats::spread(&rps) > opts.noisy_spread * crate::stats::median(&rps) {
                 noisy = true;
                 wanted *= 2;
             }
@@ -173,6 +171,7 @@ fn measure_once(
     plan: &BenchPlan,
     duration: Duration,
     budget: Option<u64>,
+    interrupt: &Arc<AtomicBool>,
 ) -> anyhow::Result<Sample> {
     let master = server.master_pid();
     let (report, (memory, counters)) = std::thread::scope(|s| {
@@ -181,7 +180,7 @@ fn measure_once(
             let pids = procmem::select(&Selector::Pid(master)).unwrap_or_default();
             (mem_use(&procmem::sample(&pids), budget), server.counters())
         });
-        let report = bench::run(plan);
+        let report = bench::run(plan, interrupt);
         (report, probe.join().unwrap_or((None, None)))
     });
     let report = report?;
@@ -197,6 +196,23 @@ fn measure_once(
         counters,
         histogram: report.result.histograms.as_ref().and_then(|h| h.total.clone()),
     })
+}
+
+/// The plan, when every request it sends goes to the server at `base` (a URL list or a
+/// scenario could name another server, even one off this machine).
+fn aimed_at(base: &str, plan: BenchPlan) -> anyhow::Result<BenchPlan> {
+    let server = url::Url::parse(base)?;
+    let sent_to = plan.engine.endpoint.addr;
+    let same_port = server.port_or_known_default() == Some(sent_to.port());
+    let same_host = match server.host() {
+        Some(url::Host::Ipv4(ip)) => sent_to.ip() == std::net::IpAddr::V4(ip),
+        Some(url::Host::Ipv6(ip)) => sent_to.ip() == std::net::IpAddr::V6(ip),
+        _ => sent_to.ip().is_loopback(),
+    };
+    if !(same_port && same_host) {
+        anyhow::bail!("[load] sends its requests to {sent_to}, not to the launched server at {base}");
+    }
+    Ok(plan)
 }
 
 /// The memory figures the tuner uses, from one sample of the server's processes.

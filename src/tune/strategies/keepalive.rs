@@ -13,8 +13,10 @@ pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         .map(|(_, v)| v.clone())
         .unwrap_or_else(|| vec!["on".into(), "off".into()]);
     let mut load = t.load.clone();
-    if load.get("throttle").is_none() {
-        load = load.with("throttle", Some("33.6kbps".into())).with("slow-share", Some("20%".into()));
+    if load.spec.throttle.is_none() {
+        // A modem's 33.6 kbps for a fifth of the clients: the slow clients the seeds mean.
+        load.spec.throttle = Some(33_600.0 / 8.0);
+        load.spec.slow_share = Some(0.2);
     }
     let mut points = Vec::new();
     for v in &values {
@@ -48,11 +50,9 @@ pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             }
         })
         .collect();
-    let slow = format!(
-        "with {} of clients at {}",
-        load.get("slow-share").unwrap_or("all"),
-        load.get("throttle").unwrap_or("")
-    );
+    let short = |x: f64| format!("{x:.1}").trim_end_matches(".0").to_string();
+    let share = load.spec.slow_share.map_or("all".to_string(), |s| format!("{}%", short(s * 100.0)));
+    let slow = format!("with {share} of clients at {}kbps", short(load.spec.throttle.unwrap_or(0.0) * 8.0 / 1000.0));
     let line = format!(
         "keepalive {}: {:+.1}% against {first_v} {slow} [{}]",
         best.0,

@@ -13,7 +13,7 @@ pub use recycle::recycle;
 pub use spares::spares;
 pub use workers::workers;
 
-use super::{Point, Settings, Step};
+use super::{Point, Settings, Step, Tuner};
 
 /// The knobs to sweep, in the target file's order, each with the values to try.
 pub type Knobs = Vec<(String, Vec<String>)>;
@@ -26,22 +26,63 @@ pub struct Found {
     pub evidence: Vec<(String, String, String)>,
 }
 
-pub const STRATEGIES: [&str; 5] = ["one-at-a-time", "workers", "recycle", "spares", "keepalive"];
+/// How the tuner searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// Each knob in turn, the seeds' method.
+    OneAtATime,
+    /// The knee of throughput against the pool size, within the memory.
+    Workers,
+    /// Requests per worker before it is replaced, within the memory.
+    Recycle,
+    /// Spare workers, judged by bursts after idle.
+    Spares,
+    /// Keep-alive on or off, with slow clients.
+    Keepalive,
+}
 
-/// Trials a strategy plans, for the plan shown before it starts.
-pub fn planned_trials(strategy: &str, knobs: &Knobs) -> usize {
-    let values = |name: &str| knobs.iter().find(|(k, _)| k == name).map_or(0, |(_, v)| v.len());
-    match strategy {
-        "one-at-a-time" => 1 + knobs.iter().map(|(_, v)| v.len().saturating_sub(1)).sum::<usize>(),
-        // Coarse powers of two, then a bisection.
-        "workers" => {
-            let n = values("workers");
-            if n <= 5 { n } else { (n as f64).log2().ceil() as usize + 1 + (n as f64).log2().ceil() as usize / 2 + 1 }
+impl Strategy {
+    /// The name the command line and the journal use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::OneAtATime => "one-at-a-time",
+            Strategy::Workers => "workers",
+            Strategy::Recycle => "recycle",
+            Strategy::Spares => "spares",
+            Strategy::Keepalive => "keepalive",
         }
-        "recycle" => 3,
-        "spares" => 1 + spares::candidates(knobs).len(),
-        "keepalive" => values("keepalive").max(2),
-        _ => 0,
+    }
+
+    /// Trials this strategy plans, for the plan shown before it starts.
+    pub fn planned_trials(self, knobs: &Knobs) -> usize {
+        let values = |name: &str| knobs.iter().find(|(k, _)| k == name).map_or(0, |(_, v)| v.len());
+        match self {
+            Strategy::OneAtATime => 1 + knobs.iter().map(|(_, v)| v.len().saturating_sub(1)).sum::<usize>(),
+            // Coarse powers of two, then a bisection.
+            Strategy::Workers => {
+                let n = values("workers");
+                if n <= 5 {
+                    n
+                } else {
+                    (n as f64).log2().ceil() as usize + 1 + (n as f64).log2().ceil() as usize / 2 + 1
+                }
+            }
+            Strategy::Recycle => 3,
+            Strategy::Spares => 1 + spares::candidates(knobs).len(),
+            Strategy::Keepalive => values("keepalive").max(2),
+        }
+    }
+
+    /// Runs the search from `base`; `knee` is the workers strategy's tolerance.
+    pub fn run(self, t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found {
+        match self {
+            Strategy::OneAtATime => one_at_a_time(t, knobs, base),
+            Strategy::Workers => workers(t, knobs, base, knee),
+            Strategy::Recycle => recycle(t, knobs, base),
+            Strategy::Spares => spares(t, knobs, base),
+            Strategy::Keepalive => keepalive(t, knobs, base),
+        }
     }
 }
 

@@ -98,7 +98,7 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     };
     let mut tried = Vec::new();
     let mut chosen = None;
-    let spread = |p: &Point| crate::tune::objective::spread(&p.samples.iter().map(|s| s.rps).collect::<Vec<_>>());
+    let spread = |p: &Point| crate::stats::spread(&p.samples.iter().map(|s| s.rps).collect::<Vec<_>>());
     for c in fitting {
         let Some(p) = t.point(&format!("{knob}={c}"), &base.with(knob, &c.to_string())) else { break };
         let cost = if p.ok() { 1.0 - p.rps() / here.rps() } else { 1.0 };

@@ -56,12 +56,7 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
 }
 
 fn load() -> Load {
-    Load {
-        path: "/".into(),
-        flags: vec![("connections".into(), Some("10".into()))],
-        warm: true,
-        idle_before: Duration::ZERO,
-    }
+    Load::of(crate::bench::BenchSpec { connections: Some(10), ..Default::default() })
 }
 
 fn knobs(name: &str, values: &[&str]) -> Knobs {
@@ -87,7 +82,7 @@ fn workers_finds_the_knee_of_a_cpu_bound_server_without_the_whole_grid() {
     let counts: Vec<String> = (1..=64).map(|n| n.to_string()).collect();
     let counts: Vec<&str> = counts.iter().map(String::as_str).collect();
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), true);
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
     assert_eq!(found.recommended.get("workers"), Some("2"), "{:?}", found.evidence);
     assert!(found.evidence[0].2.contains("throughput"), "{}", found.evidence[0].2);
@@ -106,7 +101,7 @@ fn workers_never_exceed_the_memory_budget() {
     };
     let counts = ["1", "2", "4", "8", "10", "16", "32", "64"];
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), true);
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
     assert_eq!(found.recommended.get("workers"), Some("10"), "{:?}", found.evidence);
     assert!(found.evidence[0].2.contains("memory sets the limit"), "{}", found.evidence[0].2);
@@ -128,7 +123,7 @@ fn one_at_a_time_adopts_what_helps_and_not_what_does_nothing() {
         vec![("debug".into(), vec!["1".into(), "0".into()]), ("cache".into(), vec!["off".into(), "on".into()])];
     let mut saved = 0;
     let mut save = |_: &Point| saved += 1;
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), true);
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     let found = one_at_a_time(&mut t, &k, &Settings::default());
     assert_eq!(found.recommended.label(), "debug=1 cache=on");
     assert!(!found.steps[0].adopted && found.steps[1].adopted);
@@ -152,7 +147,7 @@ fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
         pace: Duration::ZERO,
     };
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), true);
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     // Room per worker: (211 MiB - 11000 KiB) / 4 - 5000 KiB fresh, at 100 KiB per request.
     t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
     let k = knobs("max_requests", &["1", "10", "100", "500", "1000", "5000"]);
@@ -171,7 +166,7 @@ fn the_time_budget_stops_with_the_best_so_far() {
         pace: Duration::from_millis(300),
     };
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), true);
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     // Trials of 300 ms in a 750 ms budget: two fit, a third would end past it.
     t.deadline = Some(std::time::Instant::now() + Duration::from_millis(750));
     let k: Knobs = vec![("workers".into(), vec!["1".into(), "2".into(), "4".into(), "8".into()])];

@@ -27,7 +27,7 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
     // Every count must meet more clients than it has workers, or it cannot show its best.
     let most = *counts.last().unwrap();
     let clients = t.load.connections().max(2 * most);
-    let load = t.load.with("connections", Some(clients.to_string()));
+    let load = t.load.with_connections(clients);
 
     let mut measured: Vec<(u64, Point)> = Vec::new();
     let measure = |t: &mut Tuner, n: u64, measured: &mut Vec<(u64, Point)>| -> bool {

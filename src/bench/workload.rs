@@ -10,11 +10,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use url::Url;
 
-use super::UsageError;
-use super::bench::parse_duration;
 use crate::aggregate::breakdown::{Layout, MAX_REQUEST_PARTS};
 use crate::engine::request::RequestSpec;
 use crate::engine::{Order, Template, TlsSettings};
+use crate::input::{self, InputError};
 
 /// Where the requests go: scheme, host and port shared by every template.
 pub struct Origin {
@@ -48,12 +47,12 @@ pub struct Workload {
     pub warning: Option<String>,
 }
 
-fn usage(msg: String) -> UsageError {
-    UsageError(msg)
+fn usage(msg: String) -> InputError {
+    InputError(msg)
 }
 
 impl Origin {
-    pub fn of(url: &Url, insecure: bool) -> Result<Origin, UsageError> {
+    pub fn of(url: &Url, insecure: bool) -> Result<Origin, InputError> {
         let https = match url.scheme() {
             "http" => false,
             "https" => true,
@@ -78,7 +77,7 @@ impl Origin {
         Ok(Origin { addr, tls, scheme: url.scheme().into(), host: host.into(), port, host_header })
     }
 
-    fn check(&self, url: &Url, place: &str) -> Result<(), UsageError> {
+    fn check(&self, url: &Url, place: &str) -> Result<(), InputError> {
         let same = url.scheme() == self.scheme
             && url.host_str() == Some(self.host.as_str())
             && url.port_or_known_default() == Some(self.port);
@@ -95,7 +94,7 @@ impl Origin {
 /// Resolves the host. When it has several addresses (localhost: ::1 and 127.0.0.1), the
 /// first that accepts a connection is used, as browsers and curl do; the engine then sticks
 /// to it. With none accepting, the first is used and the run reports the refusals.
-fn resolve(host: &str, port: u16) -> Result<SocketAddr, UsageError> {
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, InputError> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let addrs: Vec<SocketAddr> =
         (bare, port).to_socket_addrs().map_err(|e| usage(format!("cannot resolve host {host:?}: {e}")))?.collect();
@@ -110,7 +109,7 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, UsageError> {
     }
 }
 
-pub fn parse_url(text: &str, base: Option<&Url>) -> Result<Url, UsageError> {
+pub fn parse_url(text: &str, base: Option<&Url>) -> Result<Url, InputError> {
     let parsed = match base {
         Some(b) => b.join(text),
         None => Url::parse(text),
@@ -118,7 +117,7 @@ pub fn parse_url(text: &str, base: Option<&Url>) -> Result<Url, UsageError> {
     parsed.map_err(|e| usage(format!("bad URL {text:?}: {e}")))
 }
 
-pub fn check_method(method: &str) -> Result<(), UsageError> {
+pub fn check_method(method: &str) -> Result<(), InputError> {
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.!~*'".contains(&b)) {
         return Err(usage(format!("bad method {method:?}")));
     }
@@ -158,7 +157,7 @@ struct Step {
 
 impl Workload {
     /// One URL, every request the same.
-    pub fn single(url: &str, method: &str, common: &Common, insecure: bool) -> Result<Workload, UsageError> {
+    pub fn single(url: &str, method: &str, common: &Common, insecure: bool) -> Result<Workload, InputError> {
         let parsed = parse_url(url, None)?;
         let origin = Origin::of(&parsed, insecure)?;
         let step = Step { body: common.body.clone(), ..Step::default() };
@@ -211,7 +210,7 @@ impl Workload {
         random: bool,
         common: &Common,
         insecure: bool,
-    ) -> Result<Workload, UsageError> {
+    ) -> Result<Workload, InputError> {
         let text = read_text(path, "URL file")?;
         let base = base.map(|b| parse_url(b, None)).transpose()?;
         let mut lines = Vec::new();
@@ -249,7 +248,7 @@ impl Workload {
     }
 
     /// A scenario file: the steps each virtual user takes, in order, again and again.
-    pub fn scenario(path: &Path, base: Option<&str>, common: &Common, insecure: bool) -> Result<Workload, UsageError> {
+    pub fn scenario(path: &Path, base: Option<&str>, common: &Common, insecure: bool) -> Result<Workload, InputError> {
         let text = read_text(path, "scenario")?;
         let file: ScenarioFile = toml::from_str(&text)
             .map_err(|e| usage(format!("scenario {}: {}", path.display(), one_line(&e, &text))))?;
@@ -272,28 +271,25 @@ impl Workload {
                 (Some(b), None) => Some(b.clone().into_bytes()),
                 (None, Some(f)) => {
                     let f = dir.join(f);
-                    Some(std::fs::read(&f).map_err(|e| usage(format!("{place}: cannot read {}: {e}", f.display())))?)
+                    Some(read_bounded(&f, "body file").map_err(|e| e.at(&place))?)
                 }
                 (None, None) => None,
             };
             let think = match &s.think {
-                Some(t) => parse_duration(&format!("{place}: think"), t)?,
+                Some(t) => input::duration(&format!("{place}: think"), t)?,
                 None => Duration::ZERO,
             };
             let mut headers = Vec::new();
             for (k, v) in file.headers.iter().chain(&s.headers) {
-                headers.push(
-                    super::bench::parse_header(&format!("{k}: {v}")).map_err(|e| usage(format!("{place}: {}", e.0)))?,
-                );
+                headers.push(input::header(&format!("{k}: {v}")).map_err(|e| usage(format!("{place}: {}", e.0)))?);
             }
+            let content_type = s
+                .content_type
+                .as_deref()
+                .map(|t| input::header_value("content_type", t).map_err(|e| e.at(&place)))
+                .transpose()?;
             let label = s.name.clone().unwrap_or_else(|| format!("{method} {}", url.path()));
-            resolved.push((
-                place,
-                method,
-                url,
-                Step { headers, body, content_type: s.content_type.clone(), think },
-                label,
-            ));
+            resolved.push((place, method, url, Step { headers, body, content_type, think }, label));
         }
         let origin = Origin::of(&resolved[0].2, insecure)?;
         let (url, method) = (resolved[0].2.to_string(), resolved[0].1.clone());
@@ -334,8 +330,29 @@ struct ScenarioStep {
     think: Option<String>,
 }
 
-fn read_text(path: &Path, what: &str) -> Result<String, UsageError> {
-    std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read {what} {}: {e}", path.display())))
+/// The most any input file (a body, a URL list, a scenario) may hold: a device or an endless
+/// file is refused, not read until memory runs out.
+pub const MAX_INPUT_FILE: u64 = 64 * 1024 * 1024;
+
+/// Reads a file of at most `MAX_INPUT_FILE` bytes.
+pub fn read_bounded(path: &Path, what: &str) -> Result<Vec<u8>, InputError> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| InputError(format!("cannot read {what} {}: {e}", path.display()));
+    let mut bytes = Vec::new();
+    std::fs::File::open(path).map_err(cannot)?.take(MAX_INPUT_FILE + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    if bytes.len() as u64 > MAX_INPUT_FILE {
+        return Err(InputError(format!(
+            "cannot read {what} {}: larger than the limit of {} MiB",
+            path.display(),
+            MAX_INPUT_FILE >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
+fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
+    String::from_utf8(read_bounded(path, what)?)
+        .map_err(|_| InputError(format!("cannot read {what} {}: not UTF-8 text", path.display())))
 }
 
 /// toml's errors span lines (a source excerpt); keep the line number and the message.

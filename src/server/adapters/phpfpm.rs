@@ -3,7 +3,7 @@
 //! (*.php go to the pool).
 
 use super::{Adapter, Ctx, Prepared, get, natives, write};
-use crate::target::process::{Spawn, find_program};
+use crate::server::process::{Spawn, find_program};
 
 pub struct PhpFpm;
 

@@ -1,13 +1,31 @@
-//! A configuration as the tuner sees it: knob name -> value, in the target file's order.
+//! A configuration: knob name -> value, in the target file's order. What adapters render,
+//! what the tuner varies, what the evidence names.
 
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Settings(pub Vec<(String, String)>);
 
+/// A knob's value among `values`.
+pub fn get<'a>(values: &'a [(String, String)], knob: &str) -> Option<&'a str> {
+    values.iter().find(|(k, _)| k == knob).map(|(_, v)| v.as_str())
+}
+
+impl std::ops::Deref for Settings {
+    type Target = [(String, String)];
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
 impl Settings {
     pub fn get(&self, knob: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == knob).map(|(_, v)| v.as_str())
+        get(&self.0, knob)
+    }
+
+    /// A copy with every `knob = value` of `overrides` set, in their order.
+    pub fn with_all(&self, overrides: &[(String, String)]) -> Settings {
+        overrides.iter().fold(self.clone(), |s, (k, v)| s.with(k, v))
     }
 
     /// A copy with `knob` set to `value` (appended when new).

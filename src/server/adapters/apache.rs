@@ -6,7 +6,7 @@
 //! AllowOverride (on the document root), BufferedLogs, MMapFile...
 
 use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
-use crate::target::process::Spawn;
+use crate::server::process::Spawn;
 
 pub struct Apache;
 

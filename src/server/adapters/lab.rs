@@ -1,7 +1,7 @@
 //! `webtune lab`, the embedded pre-forking server: knobs are its flags.
 
 use super::{Adapter, Ctx, Prepared};
-use crate::target::process::Spawn;
+use crate::server::process::Spawn;
 
 pub struct Lab;
 

@@ -2,7 +2,7 @@
 //! every knob by name ({workers}, {max_requests}...) are replaced by their values.
 
 use super::{Adapter, Ctx, Prepared};
-use crate::target::process::Spawn;
+use crate::server::process::Spawn;
 
 pub struct Command;
 

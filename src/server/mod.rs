@@ -1,13 +1,15 @@
-//! Targets: the real servers, launched through adapters from a target file, each in a
-//! private run directory and its own process groups; warmed, observed and stopped. Nothing
-//! is left behind: a Drop guard stops what was started, and a run directory whose owner
-//! died (SIGKILL) is reaped by the next launch.
+//! The real servers, launched through adapters from a target file, each in a private run
+//! directory and its own process groups; observed and stopped. Nothing is left behind: a
+//! Drop guard stops what was started, and a run directory whose owner died (SIGKILL) is
+//! reaped by the next launch. This module knows processes and /proc, not load: warming a
+//! server and measuring it are the tuner's steps.
 
 pub mod adapters;
 pub mod file;
 pub mod http;
 pub mod process;
 pub mod rundir;
+pub mod settings;
 
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -15,6 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 pub use file::TargetFile;
+pub use settings::Settings;
 
 use adapters::{Adapter, Ctx, Prepared, Where};
 use process::{stop_group, tail};
@@ -193,15 +196,6 @@ impl Running {
         }
     }
 
-    /// Sends `requests` requests to `path` over `connections` connections, so that every
-    /// worker has compiled, cached and touched what a request needs before it is measured.
-    pub fn warm(&self, path: &str, connections: u64, requests: u64) -> anyhow::Result<()> {
-        let url = format!("{}{path}", self.base_url());
-        crate::cli::bench::drive(&url, connections.clamp(1, requests.max(1)), requests.max(connections).max(1), true)
-            .map(|_| ())
-            .with_context(|| format!("warming {url}"))
-    }
-
     /// Stops every process group (front servers first), gracefully then by force, and
     /// removes the run directory.
     pub fn stop(&mut self) {
@@ -220,27 +214,6 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-impl crate::tune::trial::Launched for Running {
-    fn base_url(&self) -> String {
-        Running::base_url(self)
-    }
-    fn master_pid(&self) -> i32 {
-        Running::master_pid(self)
-    }
-    fn counters(&self) -> Option<serde_json::Value> {
-        Running::counters(self)
-    }
-    fn saturation(&self) -> Vec<String> {
-        Running::saturation(self)
-    }
-    fn config_text(&self) -> Option<String> {
-        Some(self.prepared.config_text.clone())
-    }
-    fn warm(&self, path: &str, connections: u64, requests: u64) -> anyhow::Result<()> {
-        Running::warm(self, path, connections, requests)
     }
 }
 

@@ -2,7 +2,7 @@
 //! directory with app.py.
 
 use super::{Adapter, Ctx, Prepared, native_flags, on, seconds};
-use crate::target::process::Spawn;
+use crate::server::process::Spawn;
 
 pub struct Gunicorn;
 

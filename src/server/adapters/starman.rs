@@ -2,7 +2,7 @@
 //! .psgi file (or a directory with app.psgi).
 
 use super::{Adapter, Ctx, Prepared, native_flags, on};
-use crate::target::process::Spawn;
+use crate::server::process::Spawn;
 
 pub struct Starman;
 

@@ -4,7 +4,7 @@
 use std::io::Read;
 
 use super::{Adapter, Ctx, Prepared, native_flags, on};
-use crate::target::process::Spawn;
+use crate::server::process::Spawn;
 
 pub struct Uwsgi;
 

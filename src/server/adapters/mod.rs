@@ -111,19 +111,12 @@ pub fn adapter(name: AdapterName) -> &'static dyn Adapter {
     }
 }
 
-/// A knob's value in `values`.
-pub fn get<'a>(values: &'a [(String, String)], knob: &str) -> Option<&'a str> {
-    values.iter().find(|(k, _)| k == knob).map(|(_, v)| v.as_str())
-}
-
-/// on/off, yes/no, true/false, 1/0.
-pub fn on(v: &str) -> bool {
-    matches!(v.trim().to_ascii_lowercase().as_str(), "on" | "yes" | "true" | "1")
-}
+pub use super::settings::get;
+pub use crate::input::is_on as on;
 
 /// "5s", "500ms", "2m" or a bare number of seconds -> whole seconds (at least 0).
 pub fn seconds(v: &str) -> anyhow::Result<u64> {
-    let d = crate::cli::bench::parse_duration("keepalive_timeout", v).map_err(|e| anyhow::anyhow!(e.0))?;
+    let d = crate::input::duration("keepalive_timeout", v)?;
     Ok(d.as_secs_f64().round() as u64)
 }
 

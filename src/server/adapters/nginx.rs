@@ -3,7 +3,7 @@
 //! through as written.
 
 use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
-use crate::target::process::Spawn;
+use crate::server::process::Spawn;
 
 pub struct Nginx;
 

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::cli::UsageError;
-
-/// The adapters, by name.
-pub const ADAPTERS: [&str; 8] = ["lab", "nginx", "apache", "php-fpm", "gunicorn", "uwsgi", "starman", "command"];
+use super::settings::Settings;
+use crate::bench::BenchSpec;
+use crate::input::{self, InputError};
+use crate::procmem::capacity::Budget;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -18,7 +18,7 @@ struct Raw {
     #[serde(default)]
     knobs: toml::Table,
     #[serde(default)]
-    load: toml::Table,
+    load: BenchSpec,
     #[serde(default)]
     budget: RawBudget,
 }
@@ -34,8 +34,8 @@ struct RawTarget {
     #[serde(default = "default_ready")]
     ready: String,
     /// How long the server may take to be ready.
-    #[serde(default = "default_ready_timeout")]
-    ready_timeout: String,
+    #[serde(default = "default_ready_timeout", deserialize_with = "input::de::duration")]
+    ready_timeout: Option<std::time::Duration>,
     /// The application: a document root, a Perl/Python/PSGI app directory or file.
     app: Option<PathBuf>,
     /// `command` adapter: the command line, with {port}, {host}, {dir} and knob placeholders.
@@ -69,7 +69,8 @@ struct RawBudget {
     /// "4GiB", "512MiB" or "auto".
     memory: Option<String>,
     /// "15m".
-    time: Option<String>,
+    #[serde(default, deserialize_with = "input::de::duration")]
+    time: Option<std::time::Duration>,
 }
 
 fn default_listen() -> String {
@@ -78,8 +79,8 @@ fn default_listen() -> String {
 fn default_ready() -> String {
     "/".into()
 }
-fn default_ready_timeout() -> String {
-    "30s".into()
+fn default_ready_timeout() -> Option<std::time::Duration> {
+    Some(std::time::Duration::from_secs(30))
 }
 
 /// A loaded, checked target file.
@@ -99,27 +100,38 @@ pub struct TargetFile {
     pub env: Vec<(String, String)>,
     pub config: Vec<(String, String)>,
     pub knobs: Vec<(String, Vec<String>)>,
-    /// `webtune bench` flags by long name; `path` is the path to request.
-    pub load_path: String,
-    pub load_flags: Vec<(String, Option<String>)>,
-    pub memory: Option<String>,
-    pub time: Option<String>,
+    /// The load of every trial: `webtune bench`'s options, with `path` (default "/") to
+    /// request on the launched server.
+    pub load: BenchSpec,
+    pub memory: Option<Budget>,
+    pub time: Option<std::time::Duration>,
 }
 
 impl TargetFile {
-    pub fn load(path: &Path) -> Result<TargetFile, UsageError> {
+    pub fn load(path: &Path) -> Result<TargetFile, InputError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| UsageError(format!("cannot read target file {}: {e}", path.display())))?;
+            .map_err(|e| InputError(format!("cannot read target file {}: {e}", path.display())))?;
         Self::parse(&text, path)
     }
 
-    pub fn parse(text: &str, path: &Path) -> Result<TargetFile, UsageError> {
+    pub fn parse(text: &str, path: &Path) -> Result<TargetFile, InputError> {
+        // "t.toml:4: connections:" when the error is on a `key = value` line.
         let at = |span: Option<std::ops::Range<usize>>| match span {
-            Some(s) => format!("{}:{}", path.display(), text[..s.start.min(text.len())].matches('\n').count() + 1),
+            Some(s) => {
+                let start = s.start.min(text.len());
+                let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+                let line = text[line_start..].lines().next().unwrap_or("");
+                let key = line.split_once('=').map(|(k, _)| k.trim()).filter(|k| !k.is_empty() && !k.contains('['));
+                let n = text[..start].matches('\n').count() + 1;
+                match key {
+                    Some(k) => format!("{}:{n}: {k}", path.display()),
+                    None => format!("{}:{n}", path.display()),
+                }
+            }
             None => path.display().to_string(),
         };
         let raw: Raw = toml::from_str(text)
-            .map_err(|e| UsageError(format!("{}: {}", at(e.span()), e.message().trim().replace('\n', " "))))?;
+            .map_err(|e| InputError(format!("{}: {}", at(e.span()), e.message().trim().replace('\n', " "))))?;
         let line_of = |needle: &str| {
             text.find(needle)
                 .map(|i| format!("{}:{}", path.display(), text[..i].matches('\n').count() + 1))
@@ -133,79 +145,67 @@ impl TargetFile {
                 Some((h.trim_start_matches('[').trim_end_matches(']').to_string(), p.parse::<u16>().ok()?))
             })
             .ok_or_else(|| {
-                UsageError(format!(
+                InputError(format!(
                     "{}: listen {:?}: expected host:port (port 0 picks a free one)",
                     line_of("listen"),
                     t.listen
                 ))
             })?;
         if !is_loopback(&host) {
-            return Err(UsageError(format!(
+            return Err(InputError(format!(
                 "{}: listen {:?}: webtune starts servers on loopback addresses only (127.0.0.0/8, ::1)",
                 line_of("listen"),
                 t.listen
             )));
         }
-        let ready_timeout = crate::cli::bench::parse_duration("ready_timeout", &t.ready_timeout)
-            .map_err(|e| UsageError(format!("{}: {}", line_of("ready_timeout"), e.0)))?;
+        let ready_timeout = t.ready_timeout.unwrap_or_default();
         if !t.ready.starts_with('/') {
-            return Err(UsageError(format!("{}: ready {:?}: a path starting with /", line_of("ready"), t.ready)));
+            return Err(InputError(format!("{}: ready {:?}: a path starting with /", line_of("ready"), t.ready)));
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         // Absolute: servers run from their run directory.
         let app = match t.app.map(|a| if a.is_absolute() { a } else { dir.join(a) }) {
             Some(a) => Some(
                 std::fs::canonicalize(&a)
-                    .map_err(|e| UsageError(format!("{}: app {}: {e}", line_of("app"), a.display())))?,
+                    .map_err(|e| InputError(format!("{}: app {}: {e}", line_of("app"), a.display())))?,
             ),
             None => None,
         };
         if t.adapter == AdapterName::Command && t.command.is_none() {
-            return Err(UsageError(format!(
+            return Err(InputError(format!(
                 "{}: the command adapter needs command = \"...{{port}}...\"",
                 line_of("adapter")
             )));
         }
         let config =
-            table_values(&t.config).map_err(|(k, e)| UsageError(format!("{}: config {k}: {e}", line_of(&k))))?;
+            table_values(&t.config).map_err(|(k, e)| InputError(format!("{}: config {k}: {e}", line_of(&k))))?;
         let mut knobs = Vec::new();
         for (k, v) in &raw.knobs {
             let values = match v {
                 toml::Value::Array(a) => a.iter().map(value_text).collect::<Result<Vec<_>, _>>(),
                 other => value_text(other).map(|v| vec![v]),
             }
-            .map_err(|e| UsageError(format!("{}: knobs {k}: {e}", line_of(k))))?;
+            .map_err(|e| InputError(format!("{}: knobs {k}: {e}", line_of(k))))?;
             if values.is_empty() {
-                return Err(UsageError(format!("{}: knobs {k}: no value to try", line_of(k))));
+                return Err(InputError(format!("{}: knobs {k}: no value to try", line_of(k))));
             }
             knobs.push((k.clone(), values));
         }
-        let mut load_path = "/".to_string();
-        let mut load_flags = Vec::new();
-        for (k, v) in &raw.load {
-            let where_ = line_of(k);
-            if k == "path" {
-                load_path = value_text(v).map_err(|e| UsageError(format!("{where_}: load path: {e}")))?;
-                if !load_path.starts_with('/') {
-                    return Err(UsageError(format!("{where_}: load path {load_path:?}: a path starting with /")));
-                }
-                continue;
-            }
-            match v {
-                toml::Value::Boolean(true) => load_flags.push((k.replace('_', "-"), None)),
-                toml::Value::Boolean(false) => {}
-                toml::Value::Array(a) => {
-                    for item in a {
-                        let text = value_text(item).map_err(|e| UsageError(format!("{where_}: load {k}: {e}")))?;
-                        load_flags.push((k.replace('_', "-"), Some(text)));
-                    }
-                }
-                other => {
-                    let text = value_text(other).map_err(|e| UsageError(format!("{where_}: load {k}: {e}")))?;
-                    load_flags.push((k.replace('_', "-"), Some(text)));
-                }
-            }
+        let load = raw.load;
+        if let Some(p) = &load.path
+            && (!p.starts_with('/') || p.starts_with("//"))
+        {
+            return Err(InputError(format!(
+                "{}: load path {p:?}: a path on the launched server, starting with a single /",
+                line_of("path")
+            )));
         }
+        let memory = match &raw.budget.memory {
+            Some(m) => Some(
+                Budget::parse("budget memory", m).map_err(|e| InputError(format!("{}: {}", line_of("memory"), e.0)))?,
+            ),
+            None => None,
+        };
         let file = TargetFile {
             path: path.to_path_buf(),
             adapter: t.adapter,
@@ -219,42 +219,20 @@ impl TargetFile {
             env: t.env.into_iter().collect(),
             config,
             knobs,
-            load_path,
-            load_flags,
-            memory: raw.budget.memory,
+            load,
+            memory,
             time: raw.budget.time,
         };
-        // The load options are `webtune bench`'s: let its parser judge them now.
-        let load = crate::tune::trial::Load {
-            path: file.load_path.clone(),
-            flags: file.load_flags.clone(),
-            warm: true,
-            idle_before: std::time::Duration::ZERO,
-        };
-        if let Err(e) = load.plan("http://127.0.0.1:1") {
-            return Err(UsageError(format!("{}: {e:#}", line_of("[load]"))));
-        }
-        if let Some(m) = &file.memory {
-            crate::cli::mem::parse_budget(m)
-                .map_err(|e| UsageError(format!("{}: budget memory: {}", line_of("memory"), e.0)))?;
-        }
-        if let Some(tm) = &file.time {
-            crate::cli::bench::parse_duration("budget time", tm)
-                .map_err(|e| UsageError(format!("{}: {}", line_of("time"), e.0)))?;
+        // Judge the load as `webtune bench` would, now rather than at the first trial.
+        if let Err(e) = file.load.against("http://127.0.0.1:1").plan() {
+            return Err(InputError(format!("{}: [load]: {e}", line_of("[load]"))));
         }
         Ok(file)
     }
 
     /// The base configuration with `overrides` applied (knob = value, in file order).
-    pub fn settings(&self, overrides: &[(String, String)]) -> Vec<(String, String)> {
-        let mut s = self.config.clone();
-        for (k, v) in overrides {
-            match s.iter_mut().find(|(n, _)| n == k) {
-                Some(slot) => slot.1 = v.clone(),
-                None => s.push((k.clone(), v.clone())),
-            }
-        }
-        s
+    pub fn settings(&self, overrides: &[(String, String)]) -> Settings {
+        Settings(self.config.clone()).with_all(overrides)
     }
 }
 
@@ -299,8 +277,9 @@ mod tests {
         assert_eq!(f.config, [("cpu".to_string(), "5ms".to_string()), ("workers".into(), "4".into())]);
         assert_eq!(f.knobs[0], ("workers".to_string(), vec!["1".to_string(), "2".into(), "4".into()]));
         assert_eq!(f.knobs[1].1, ["on", "off"]);
-        assert_eq!(f.load_path, "/x");
-        assert!(f.load_flags.contains(&("no-keepalive".to_string(), None)));
+        assert_eq!(f.load.path.as_deref(), Some("/x"));
+        assert!(f.load.no_keepalive);
+        assert_eq!(f.load.duration, Some(std::time::Duration::from_secs(2)));
         assert_eq!(f.settings(&[("workers".into(), "8".into())])[1].1, "8");
     }
 
@@ -311,7 +290,7 @@ mod tests {
         let e = parse("[target]\nadapter = \"iis\"\n").unwrap_err();
         assert!(e.starts_with("t.toml:2:") && e.contains("apache") && e.contains("php-fpm"), "{e}");
         let e = parse("[target]\nadapter = \"lab\"\n[load]\nconnections = \"many\"\n").unwrap_err();
-        assert!(e.contains("t.toml:3") && e.contains("connections"), "{e}");
+        assert!(e.starts_with("t.toml:4: connections:"), "{e}");
         let e = parse("[target]\nadapter = \"lab\"\nlisten = \"10.0.0.1:80\"\n").unwrap_err();
         assert!(e.contains("loopback"), "{e}");
         let e = parse("[target]\nadapter = \"lab\"\n[budget]\nmemory = \"lots\"\n").unwrap_err();

@@ -1,0 +1,281 @@
+//! The bench pipeline as a library: a `BenchSpec` (what is asked) becomes a `BenchPlan` (checked,
+//! requests rendered); `run` drives the engine with its sinks and returns the `BenchReport`
+//! every exporter reads. The command line, the tuner, the warm-up of a launched server and
+//! `mem --url` all call it in code; none of them builds an argv.
+
+pub mod spec;
+pub mod workload;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+pub use spec::{BenchPlan, BenchSpec, Described, UrlOrder};
+
+use crate::aggregate::Summary;
+use crate::aggregate::breakdown::BreakdownSink;
+use crate::aggregate::intervals::IntervalTap;
+use crate::aggregate::progress::ProgressBoard;
+use crate::aggregate::result::{BenchReport, ClientCpu, Coalesced, Options, RateStats, SCHEMA_ID, TargetInfo};
+use crate::engine::{self, Arrival, Order, Pacing, Shared, Stop};
+use crate::input::InputError;
+use crate::report::hdrlog::{HdrLogWriter, Timing};
+use crate::report::progress::{Goal, ProgressLine};
+use crate::sys::{self, CpuTimes};
+
+/// Share of the available CPU above which the client, not the server, sets the pace.
+const CLIENT_BOUND_SHARE: f64 = 0.90;
+/// Shorter runs are not judged: the client's start-up (threads, connections) then weighs as
+/// much as the load, and a run that failed at once divides nothing by nothing.
+const CLIENT_BOUND_MIN_RUN: Duration = Duration::from_millis(200);
+
+/// Runs the plan and returns the report. Ctrl-C ends the run early with the figures so far.
+pub fn run(plan: &BenchPlan, interrupt: &Arc<AtomicBool>) -> anyhow::Result<BenchReport> {
+    let ep = &plan.engine;
+    // Each connection needs a descriptor; leave room for the epoll sets, logs and stdio.
+    sys::ensure_fd_limit(ep.connections as u64 + 64).map_err(|e| InputError(e.to_string()))?;
+
+    let shared = Arc::new(Shared::with_interrupt(interrupt.clone()));
+
+    let origin = Instant::now();
+    let wall_origin = SystemTime::now();
+    let max_us = ep.timeout.as_micros() as u64;
+    let interval = Duration::from_secs(1);
+    let (log_tx, log_rx) = mpsc::channel();
+    let log_writer = match &plan.hdr_log {
+        Some(path) => Some(
+            HdrLogWriter::start(
+                path,
+                log_rx,
+                Timing { origin, wall_origin, interval, grace: ep.timeout + Duration::from_secs(1) },
+            )
+            .map_err(|e| InputError(format!("{e:#}")))?,
+        ),
+        None => None,
+    };
+    let mut board = ProgressBoard::default();
+    let sinks: Vec<_> = (0..ep.threads)
+        .map(|_| {
+            let log = log_writer.as_ref().map(|_| IntervalTap::new(origin, interval, max_us, log_tx.clone()));
+            let parts = (!plan.layout.is_empty()).then(|| BreakdownSink::new(&plan.layout, ep.timeout));
+            ((Summary::new(ep.timeout), parts), board.tap(), log)
+        })
+        .collect();
+    drop(log_tx);
+
+    let cpu_before = CpuTimes::now();
+    let (done_tx, done_rx) = mpsc::channel();
+    let engine_plan = ep.clone();
+    let engine_shared = shared.clone();
+    let engine = std::thread::Builder::new().name("webtune-engine".into()).spawn(move || {
+        let outcome = engine::run(&engine_plan, sinks, engine_shared);
+        let _ = done_tx.send(());
+        outcome
+    })?;
+
+    let goal = match ep.stop {
+        Stop::Requests(n) => Goal::Requests(n),
+        Stop::Duration(d) => Goal::Duration(d),
+    };
+    let mut line = ProgressLine::new(plan.quiet);
+    let rates = follow(&done_rx, &board, &mut line, origin, goal);
+    line.clear();
+    let outcome = engine.join().map_err(|_| anyhow::anyhow!("the engine panicked"))??;
+    let cpu = CpuTimes::now().since(cpu_before);
+
+    let mut summary = Summary::new(ep.timeout);
+    let mut parts: Option<BreakdownSink> = None;
+    let mut log_result = Ok(());
+    for ((s, p), _, log) in outcome.sinks {
+        summary.merge(&s);
+        match (&mut parts, p) {
+            (Some(all), Some(p)) => all.merge(&p),
+            (none @ None, p) => *none = p,
+            _ => {}
+        }
+        if let Some(log) = log {
+            log.finish();
+        }
+    }
+    if let Some(w) = log_writer {
+        log_result = w.finish();
+    }
+    let mut result = summary.to_result(outcome.elapsed, outcome.in_flight_at_end);
+    if ep.is_open_loop() {
+        result.scheduled = Some(outcome.scheduled);
+    }
+    result.coalesced = outcome.batched.map(|b| Coalesced::new(b.responses, b.waited.as_secs_f64() * 1000.0));
+    let breakdown = parts.map(|p| p.to_breakdown(&plan.layout, outcome.elapsed)).unwrap_or_default();
+
+    let (client_cpu, client_bound) = client_cpu(cpu, outcome.elapsed, ep.threads, result.succeeded);
+    let mut warnings: Vec<String> = client_bound.into_iter().chain(plan.describe.warning.clone()).collect();
+    if let Some(late) = &result.late {
+        warnings.push(format!(
+            "{} requests started late (mean {:.1} ms, max {:.1} ms): all {} connections were busy; their latency counts the wait",
+            late.requests, late.mean_ms, late.max_ms, ep.connections
+        ));
+    }
+    if outcome.interrupted {
+        warnings.push("interrupted: the figures cover the requests finished before Ctrl-C".into());
+    }
+    if let Err(e) = &log_result {
+        warnings.push(format!("the HdrHistogram log is incomplete: {e:#}"));
+    }
+    Ok(BenchReport {
+        schema: SCHEMA_ID.into(),
+        webtune_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: humantime::format_rfc3339_millis(wall_origin).to_string(),
+        target: TargetInfo {
+            url: plan.url.clone(),
+            method: plan.method.clone(),
+            server: outcome.server.filter(|s| !s.is_empty()),
+            document_length: shared.document_length(),
+        },
+        options: options(plan),
+        interrupted: outcome.interrupted,
+        reply_rate: RateStats::from_samples(&rates),
+        client_cpu,
+        result,
+        warnings,
+        breakdown,
+        merged_runs: None,
+    })
+}
+
+/// Samples the progress counters once a second until the engine is done: draws the progress
+/// line and returns the reply rate of each second.
+fn follow(
+    done: &mpsc::Receiver<()>,
+    board: &ProgressBoard,
+    line: &mut ProgressLine,
+    origin: Instant,
+    goal: Goal,
+) -> Vec<f64> {
+    let mut rates = Vec::new();
+    let mut last = (Instant::now(), 0u64);
+    while let Err(mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(Duration::from_secs(1)) {
+        let (ok, failed) = board.totals();
+        let now = Instant::now();
+        let rate = (ok - last.1) as f64 / (now - last.0).as_secs_f64();
+        rates.push(rate);
+        last = (now, ok);
+        line.draw(origin.elapsed(), ok, failed, rate, goal);
+    }
+    line.clear();
+    rates
+}
+
+/// The client's own CPU use over the run, and a warning when it was the bottleneck.
+fn client_cpu(cpu: CpuTimes, elapsed: Duration, threads: usize, succeeded: u64) -> (ClientCpu, Option<String>) {
+    let cores = threads.min(sys::available_cores());
+    let used = (cpu.user + cpu.sys).as_secs_f64();
+    let share = used / (elapsed.as_secs_f64().max(1e-9) * cores as f64);
+    let warning = (share > CLIENT_BOUND_SHARE && elapsed >= CLIENT_BOUND_MIN_RUN).then(|| {
+        format!(
+            "the client used {:.0}% of its {cores} core(s): these figures are the client's limit, not the server's; add cores or threads",
+            share * 100.0
+        )
+    });
+    let cpu = ClientCpu {
+        user_s: cpu.user.as_secs_f64(),
+        sys_s: cpu.sys.as_secs_f64(),
+        percent_of_available: share * 100.0,
+        cores_available: cores,
+        us_per_request: (succeeded > 0).then(|| used * 1e6 / succeeded as f64),
+    };
+    (cpu, warning)
+}
+
+fn options(plan: &BenchPlan) -> Options {
+    let ep = &plan.engine;
+    let (requests, duration_s) = match ep.stop {
+        Stop::Requests(n) => (Some(n), None),
+        Stop::Duration(d) => (None, Some(d.as_secs_f64())),
+    };
+    let (pacing, rate, arrival) = match &ep.pacing {
+        Pacing::Open { rate, arrival } => {
+            let constant = (!rate.is_staged()).then(|| rate.value_at(Duration::ZERO));
+            let arrival = match arrival {
+                Arrival::Uniform => "uniform",
+                Arrival::Poisson => "poisson",
+            };
+            ("open", constant, Some(arrival.to_string()))
+        }
+        Pacing::Closed { .. } => ("closed", None, None),
+    };
+    let order = match (ep.endpoint.templates.len(), ep.endpoint.order) {
+        (1, _) => "single",
+        (_, Order::Sequential) => "sequential",
+        (_, Order::Random) => "random",
+        (_, Order::Scenario) => "scenario",
+    };
+    Options {
+        connections: ep.connections,
+        threads: ep.threads,
+        keepalive: ep.keepalive,
+        requests,
+        duration_s,
+        timeout_s: ep.timeout.as_secs_f64(),
+        pacing: pacing.into(),
+        rate,
+        arrival,
+        stages: plan.describe.stages.clone(),
+        requests_file: plan.describe.requests_file.clone(),
+        order: Some(order.into()),
+        cookies: ep.cookies,
+        throttle_bytes_per_s: ep.throttle.map(|t| t.bytes_per_s),
+        slow_share: ep.throttle.map(|t| t.share),
+        seed: ep.seed,
+        coalesce: ep.coalesces_any(),
+    }
+}
+
+/// Runs `requests` requests to `url` over `connections` connections, quietly: the warm-up of a
+/// launched server, and the load while `mem --url` or `syscalls` watch it. Fails when none
+/// succeeded.
+pub fn drive(
+    url: &str,
+    connections: u64,
+    requests: u64,
+    keepalive: bool,
+    interrupt: &Arc<AtomicBool>,
+) -> anyhow::Result<BenchReport> {
+    let connections = connections.clamp(1, requests.max(1));
+    let spec = BenchSpec {
+        insecure: true,
+        no_keepalive: !keepalive,
+        ..BenchSpec::requests_to(url, connections, requests.max(connections))
+    };
+    let report = run(&spec.plan()?, interrupt)?;
+    if report.result.succeeded == 0 {
+        anyhow::bail!("no request to {url} succeeded ({} failed)", report.result.failed);
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpu(used: Duration) -> CpuTimes {
+        CpuTimes { user: used / 4, sys: used - used / 4 }
+    }
+
+    #[test]
+    fn a_busy_client_is_warned_about_only_in_a_run_long_enough_to_judge() {
+        let (report, warning) = client_cpu(cpu(Duration::from_millis(950)), Duration::from_secs(1), 1, 1000);
+        assert!((report.percent_of_available - 95.0).abs() < 1e-9);
+        assert_eq!(report.us_per_request, Some(950.0));
+        assert!(warning.expect("a warning").starts_with("the client used 95% of its 1 core(s)"));
+
+        let (_, warning) = client_cpu(cpu(Duration::from_millis(850)), Duration::from_secs(1), 1, 1000);
+        assert_eq!(warning, None, "85% is the server's pace");
+
+        // Refused at once: a millisecond of start-up in a run of 0.1 ms is not a busy client.
+        let (report, warning) = client_cpu(cpu(Duration::from_millis(1)), Duration::from_micros(100), 1, 0);
+        assert!(report.percent_of_available > 100.0);
+        assert_eq!(report.us_per_request, None);
+        assert_eq!(warning, None);
+    }
+}

@@ -1,0 +1,361 @@
+//! What a bench run is asked to do, before it is checked: `BenchSpec`, with every default in
+//! one place. The command line fills one from its flags, a target file's `[load]` deserialises
+//! into one, and the tuner and `mem --url` build one in code. `BenchSpec::plan` checks it and
+//! renders the requests into the `BenchPlan` that `bench::run` executes.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+
+use super::workload::{self, Common, Workload};
+use crate::aggregate::breakdown::Layout;
+use crate::engine::{Arrival, Endpoint, Pacing, Plan, Schedule, Stage, Stop, Throttle};
+use crate::input::{self, InputError};
+use crate::sys;
+
+/// Clients of a closed loop when `-c` is not given.
+pub const DEFAULT_CONNECTIONS: u64 = 10;
+/// Connections an open loop may open when `-c` is not given.
+pub const DEFAULT_OPEN_CONNECTIONS: u64 = 1000;
+/// How long a run lasts when neither `-n`, `-d` nor stages say.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// A request not answered completely within this fails as a timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Stages a run may have.
+const MAX_STAGES: usize = u16::MAX as usize;
+
+/// How a URL list is walked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UrlOrder {
+    /// In turn, each engine thread from its own place.
+    #[default]
+    Sequential,
+    /// Uniformly at random (seeded).
+    Random,
+}
+
+/// A bench run as asked for. `None` and `false` mean "the default"; `plan` applies them.
+/// Field names are `webtune bench`'s long flags (`[load]` takes them with `_` or `-`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BenchSpec {
+    /// The URL; with `urls` or `scenario`, the base relative URLs resolve against. A target
+    /// file gives a `path` instead, and the tuner joins it to the launched server.
+    #[serde(skip)]
+    pub url: Option<String>,
+    /// Instead of `url`: the path to request on a server launched for the run (a target
+    /// file's `[load]`); `against` joins it to the server's address.
+    pub path: Option<String>,
+    /// Concurrent connections (closed loop: clients; open loop: the most it may open).
+    pub connections: Option<u64>,
+    /// Stop after this many requests.
+    pub requests: Option<u64>,
+    /// Stop after this long.
+    #[serde(deserialize_with = "input::de::duration")]
+    pub duration: Option<Duration>,
+    /// Engine threads (default: one per available core, at most one per connection).
+    pub threads: Option<u64>,
+    /// A new connection for every request.
+    #[serde(alias = "no-keepalive")]
+    pub no_keepalive: bool,
+    /// Collect every response as soon as it arrives (no coalesced wake-ups).
+    #[serde(alias = "no-coalesce")]
+    pub no_coalesce: bool,
+    /// The request method (default GET; POST when a body file is given).
+    pub method: Option<String>,
+    /// Request headers, "Name: value".
+    #[serde(rename = "header", alias = "headers")]
+    pub headers: Vec<String>,
+    /// The body, read from this file.
+    #[serde(alias = "post-file")]
+    pub post_file: Option<PathBuf>,
+    /// The body's Content-Type.
+    #[serde(alias = "content-type")]
+    pub content_type: Option<String>,
+    /// The body as text, or @FILE.
+    pub body: Option<String>,
+    #[serde(deserialize_with = "input::de::duration")]
+    pub timeout: Option<Duration>,
+    #[serde(alias = "connect-timeout", deserialize_with = "input::de::duration")]
+    pub connect_timeout: Option<Duration>,
+    /// Accept any TLS certificate.
+    pub insecure: bool,
+    /// Open loop: requests started per second.
+    pub rate: Option<f64>,
+    /// Open loop: how the starts are spaced.
+    pub arrival: Option<Arrival>,
+    /// Ramps, "10s:100,30s:1000,10s:0".
+    pub stages: Option<String>,
+    /// With `stages`: they ramp the request rate (open loop), not the clients.
+    pub open: bool,
+    /// A file of URLs.
+    pub urls: Option<PathBuf>,
+    pub order: Option<UrlOrder>,
+    /// A cookie jar per client.
+    pub cookies: bool,
+    /// A TOML file of steps each virtual user takes.
+    pub scenario: Option<PathBuf>,
+    /// Each throttled client's bandwidth, bytes per second.
+    #[serde(deserialize_with = "input::de::bandwidth")]
+    pub throttle: Option<f64>,
+    /// The share of clients throttled (0, 1].
+    #[serde(alias = "slow-share", deserialize_with = "input::de::share")]
+    pub slow_share: Option<f64>,
+    /// Seeds random URL order and Poisson arrivals (default: from the clock).
+    pub seed: Option<u64>,
+}
+
+/// The checked run: everything the engine and the exporters need.
+pub struct BenchPlan {
+    pub engine: Plan,
+    pub url: String,
+    pub method: String,
+    /// Write per-second histograms here (HdrHistogram log).
+    pub hdr_log: Option<PathBuf>,
+    /// Draw no progress line.
+    pub quiet: bool,
+    /// How the report splits the figures.
+    pub layout: Layout,
+    pub describe: Described,
+}
+
+/// What the report says about the plan beyond the engine's settings.
+pub struct Described {
+    pub stages: Option<String>,
+    pub requests_file: Option<String>,
+    pub warning: Option<String>,
+}
+
+impl BenchSpec {
+    /// A closed-loop run of `requests` requests to `url` over `connections` connections.
+    pub fn requests_to(url: &str, connections: u64, requests: u64) -> BenchSpec {
+        BenchSpec {
+            url: Some(url.to_string()),
+            connections: Some(connections),
+            requests: Some(requests),
+            ..BenchSpec::default()
+        }
+    }
+
+    /// This spec aimed at the server at `base` ("http://127.0.0.1:8080"): its `path` (default
+    /// "/") becomes the URL.
+    pub fn against(&self, base: &str) -> BenchSpec {
+        let path = self.path.as_deref().unwrap_or("/");
+        BenchSpec { url: Some(format!("{}{path}", base.trim_end_matches('/'))), path: None, ..self.clone() }
+    }
+
+    /// Whether requests start on a schedule (open loop) rather than on answers.
+    pub fn is_open_loop(&self) -> bool {
+        self.rate.is_some() || self.arrival.is_some() || self.open
+    }
+
+    /// How long a time-bound run lasts (None: it stops after a number of requests). Stages
+    /// that do not parse count as the default; `plan` reports them.
+    pub fn run_length(&self) -> Option<Duration> {
+        if let Some(stages) = self.stages.as_deref().and_then(|s| parse_stages(s).ok()) {
+            return Some(stages.iter().map(|s| s.duration).sum());
+        }
+        match (self.requests, self.duration) {
+            (Some(_), _) => None,
+            (None, Some(d)) => Some(d),
+            (None, None) => Some(DEFAULT_DURATION),
+        }
+    }
+
+    /// Checks the spec and renders its requests. Each error names the flag it is about.
+    pub fn plan(&self) -> Result<BenchPlan, InputError> {
+        let usage = |msg: String| InputError(msg);
+        let stages = self.stages.as_deref().map(parse_stages).transpose()?;
+        let open = self.is_open_loop();
+        if open && self.rate.is_none() && stages.is_none() {
+            return Err(usage("the open loop needs --rate R or --stages".into()));
+        }
+        if self.rate.is_some() && stages.is_some() {
+            return Err(usage("--rate and --stages cannot be used together".into()));
+        }
+        if let Some(r) = self.rate
+            && !(r.is_finite() && r > 0.0 && r <= 1e7)
+        {
+            return Err(usage(format!(
+                "--rate must be a positive number of requests per second up to 10000000, not {r}"
+            )));
+        }
+        let highest = stages.as_ref().map(|s| s.iter().map(|s| s.target).fold(0.0, f64::max));
+        if highest == Some(0.0) {
+            return Err(usage("--stages: every stage's value is 0: nothing would be sent".into()));
+        }
+        let connections = match (self.connections, highest) {
+            (Some(0), _) => return Err(usage("-c must be at least 1".into())),
+            (Some(c), Some(h)) if !open && (c as f64) < h => {
+                return Err(usage(format!("-c {c} is lower than the highest stage ({h} clients)")));
+            }
+            (Some(c), _) => c,
+            (None, _) if open => DEFAULT_OPEN_CONNECTIONS,
+            (None, Some(h)) => h.ceil() as u64,
+            (None, None) => DEFAULT_CONNECTIONS,
+        };
+        let stop = match (self.requests, self.duration, &stages) {
+            (_, _, Some(s)) => Stop::Duration(s.iter().map(|s| s.duration).sum()),
+            (Some(0), _, _) => return Err(usage("-n must be at least 1".into())),
+            (Some(n), _, _) if n < connections && !open => {
+                return Err(usage(format!(
+                    "-n {n} is smaller than -c {connections}: every connection needs a request"
+                )));
+            }
+            (Some(n), _, _) => Stop::Requests(n),
+            (None, Some(d), _) => Stop::Duration(d),
+            (None, None, _) => Stop::Duration(DEFAULT_DURATION),
+        };
+        if stop == Stop::Duration(Duration::ZERO) {
+            return Err(usage("-d must be longer than zero".into()));
+        }
+        let connections = connections as usize;
+        let threads = match self.threads {
+            Some(0) => return Err(usage("-t must be at least 1".into())),
+            Some(t) => t as usize,
+            None => sys::available_cores(),
+        }
+        .min(connections);
+        let timeout = self.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        if timeout.is_zero() {
+            return Err(usage("--timeout must be longer than zero".into()));
+        }
+        let connect_timeout = self.connect_timeout.unwrap_or(timeout);
+
+        let body = match (&self.post_file, &self.body) {
+            (Some(path), _) => Some(read_body(path)?),
+            (None, Some(b)) => match b.strip_prefix('@') {
+                Some(path) => Some(read_body(path.as_ref())?),
+                None => Some(b.clone().into_bytes()),
+            },
+            (None, None) => None,
+        };
+        let method = match &self.method {
+            Some(m) => m.clone(),
+            None if self.post_file.is_some() => "POST".to_string(),
+            None => "GET".to_string(),
+        };
+        workload::check_method(&method)?;
+        let content_type = self.content_type.as_deref().map(|t| input::header_value("-T", t)).transpose()?;
+        let common = Common {
+            headers: self.headers.iter().map(|h| input::header(h)).collect::<Result<Vec<_>, _>>()?,
+            body,
+            content_type,
+            keepalive: !self.no_keepalive,
+        };
+        let base = self.url.as_deref();
+        let work = match (&self.urls, &self.scenario, base) {
+            (Some(_), Some(_), _) => return Err(usage("give --urls or --scenario, not both".into())),
+            (Some(file), None, base) => {
+                let random = self.order == Some(UrlOrder::Random);
+                Workload::url_file(file, base, random, &common, self.insecure)?
+            }
+            (None, Some(file), base) => {
+                if open {
+                    return Err(usage("a --scenario runs in the closed loop: no --rate, --open or --arrival".into()));
+                }
+                Workload::scenario(file, base, &common, self.insecure)?
+            }
+            (None, None, Some(url)) => Workload::single(url, &method, &common, self.insecure)?,
+            (None, None, None) => return Err(usage("give a URL, --urls FILE or --scenario FILE".into())),
+        };
+        let throttle = match (self.throttle, self.slow_share) {
+            (Some(_), Some(s)) if s <= 0.0 => {
+                return Err(usage(format!("--slow-share: bad share {s}: expected a percentage in (0%, 100%]")));
+            }
+            (Some(bytes_per_s), share) => Some(Throttle { bytes_per_s, share: share.unwrap_or(1.0) }),
+            (None, Some(_)) => return Err(usage("--slow-share needs --throttle".into())),
+            (None, None) => None,
+        };
+        let arrival = self.arrival.unwrap_or(Arrival::Uniform);
+        let pacing = match (&stages, open) {
+            (Some(s), true) => Pacing::Open { rate: Schedule::stages(s.clone()), arrival },
+            (Some(s), false) => Pacing::Closed { clients: Some(Schedule::stages(s.clone())) },
+            (None, true) => Pacing::Open { rate: Schedule::constant(self.rate.unwrap_or(1.0)), arrival },
+            (None, false) => Pacing::Closed { clients: None },
+        };
+        let seed = self.seed.unwrap_or_else(|| {
+            SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+        });
+
+        let mut layout = Layout::default();
+        work.apply(&mut layout);
+        if let Some(s) = &stages {
+            let unit = if open { "/s" } else { " clients" };
+            layout.stages = s
+                .iter()
+                .enumerate()
+                .map(|(i, st)| {
+                    (
+                        format!("{} {} to {}{unit}", i + 1, humantime::format_duration(st.duration), st.target),
+                        st.duration,
+                    )
+                })
+                .collect();
+        }
+        layout.clients = throttle.is_some_and(|t| t.share < 1.0);
+        let endpoint = Endpoint {
+            addr: work.origin.addr,
+            tls: work.origin.tls.clone(),
+            templates: work.templates.clone().into(),
+            order: work.order,
+        };
+        let engine = Plan {
+            endpoint,
+            connections,
+            threads,
+            stop,
+            keepalive: common.keepalive,
+            timeout,
+            connect_timeout,
+            pacing,
+            cookies: self.cookies,
+            throttle,
+            seed,
+            coalesce: !self.no_coalesce,
+        };
+        Ok(BenchPlan {
+            engine,
+            url: work.url.clone(),
+            method: work.method.clone(),
+            hdr_log: None,
+            quiet: true,
+            layout,
+            describe: Described {
+                stages: self.stages.clone(),
+                requests_file: self.urls.as_ref().or(self.scenario.as_ref()).map(|p| p.display().to_string()),
+                warning: work.warning,
+            },
+        })
+    }
+}
+
+/// "10s:100,30s:1000,10s:0".
+fn parse_stages(text: &str) -> Result<Vec<Stage>, InputError> {
+    let stages = text
+        .split(',')
+        .map(|part| {
+            let bad = || InputError(format!("--stages: bad stage {part:?}: expected DURATION:VALUE, e.g. 30s:100"));
+            let (d, v) = part.trim().split_once(':').ok_or_else(bad)?;
+            let duration = input::duration("--stages", d)?;
+            let target: f64 = v.trim().parse().map_err(|_| bad())?;
+            if duration.is_zero() || !(0.0..=1e7).contains(&target) {
+                return Err(bad());
+            }
+            Ok(Stage { duration, target })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if stages.len() > MAX_STAGES {
+        return Err(InputError("--stages: too many stages".into()));
+    }
+    if stages.iter().map(|s| s.duration).sum::<Duration>() > input::MAX_DURATION {
+        return Err(InputError("--stages: the stages last longer than 366 days".into()));
+    }
+    Ok(stages)
+}
+
+fn read_body(path: &std::path::Path) -> Result<Vec<u8>, InputError> {
+    workload::read_bounded(path, "body file")
+}

@@ -1,0 +1,234 @@
+//! The input vocabulary: durations, sizes, bandwidths, shares, headers and `knob=value`
+//! settings, parsed the same way wherever they come from (flags, target files, scenario files,
+//! the lab's query strings). A bare number has one meaning everywhere: seconds for a duration,
+//! bytes for a size. Every value is bounded; a bad one is an `InputError` in one line, which
+//! the command line maps to exit status 2.
+
+use std::time::Duration;
+
+/// Bad input from the user (a flag, a file, a value): reported in one line, exit status 2.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InputError(pub String);
+
+impl InputError {
+    /// The same error with where it was found in front ("t.toml:4: ...").
+    pub fn at(self, place: &str) -> InputError {
+        InputError(format!("{place}: {}", self.0))
+    }
+}
+
+/// The longest duration any input may give: long enough for any run, short enough that adding
+/// it to a clock never overflows.
+pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// `name: ` in front of a message, when there is a name.
+fn named(name: &str, message: String) -> InputError {
+    if name.is_empty() { InputError(message) } else { InputError(format!("{name}: {message}")) }
+}
+
+/// "30s", "250ms", "2m", "1h30m"; a bare number is seconds ("1.5" is 1.5 s).
+pub fn duration(name: &str, text: &str) -> Result<Duration, InputError> {
+    let t = text.trim();
+    let parsed = match t.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::try_from_secs_f64(secs).ok(),
+        Ok(_) => None,
+        Err(_) => match humantime::parse_duration(t) {
+            Ok(d) => Some(d),
+            Err(e) => return Err(named(name, format!("bad duration {t:?} ({e})"))),
+        },
+    };
+    match parsed {
+        Some(d) if d <= MAX_DURATION => Ok(d),
+        _ => Err(named(name, format!("bad duration {t:?}: expected 0s to 366 days, e.g. 30s, 250ms, 2m"))),
+    }
+}
+
+/// "4GiB", "512MiB", "2G", "1500M", "800000K", "4096B"; binary units throughout; a bare number
+/// is bytes. The result is in KiB (what /proc reports).
+pub fn size_kib(name: &str, text: &str) -> Result<u64, InputError> {
+    let t = text.trim();
+    let bad = || named(name, format!("bad size {t:?} (e.g. 4GiB, 512MiB)"));
+    let digits = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let value: f64 = t[..digits].parse().map_err(|_| bad())?;
+    let kib_per_unit = match t[digits..].trim().to_ascii_lowercase().as_str() {
+        "k" | "kb" | "kib" => 1.0,
+        "m" | "mb" | "mib" => 1024.0,
+        "g" | "gb" | "gib" => 1024.0 * 1024.0,
+        "t" | "tb" | "tib" => 1024.0 * 1024.0 * 1024.0,
+        "" | "b" => 1.0 / 1024.0,
+        _ => return Err(bad()),
+    };
+    let kib = value * kib_per_unit;
+    // 1 PiB: more memory than any server webtune will meet.
+    if !(kib.is_finite() && kib <= 1024.0_f64.powi(4)) {
+        return Err(bad());
+    }
+    Ok(kib as u64)
+}
+
+/// "33.6kbps" (bits/s: bps, kbps, Mbps, Gbps) or "100KB/s" (bytes/s: B/s, KB/s, KiB/s, MB/s,
+/// MiB/s) -> bytes per second, at least 1.
+pub fn bandwidth(name: &str, text: &str) -> Result<f64, InputError> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || named(name, format!("bad bandwidth {text:?}: expected e.g. 33.6kbps, 1Mbps, 100KB/s"));
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let factor = match unit.trim().to_ascii_lowercase().as_str() {
+        "bps" => 1.0 / 8.0,
+        "kbps" => 1e3 / 8.0,
+        "mbps" => 1e6 / 8.0,
+        "gbps" => 1e9 / 8.0,
+        "b/s" => 1.0,
+        "kb/s" => 1e3,
+        "kib/s" => 1024.0,
+        "mb/s" => 1e6,
+        "mib/s" => 1024.0 * 1024.0,
+        _ => return Err(bad()),
+    };
+    let bytes = n * factor;
+    if !(bytes.is_finite() && (1.0..=1e12).contains(&bytes)) {
+        return Err(bad());
+    }
+    Ok(bytes)
+}
+
+/// "20%" or "0.2" -> a share from 0 to 1. Callers that need an open end (a share of clients
+/// above 0, a tolerance below 1) check it themselves.
+pub fn share(name: &str, text: &str) -> Result<f64, InputError> {
+    let t = text.trim();
+    let share = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match share {
+        Ok(s) if (0.0..=1.0).contains(&s) => Ok(s),
+        _ => Err(named(name, format!("bad share {text:?}: expected a percentage from 0% to 100%, e.g. 20%"))),
+    }
+}
+
+/// "Name: value", as curl -H. The name is a token; the value cannot break the request's lines.
+pub fn header(text: &str) -> Result<(String, String), InputError> {
+    let bad = || InputError(format!("bad header {text:?}: expected 'Name: value'"));
+    let (name, value) = text.split_once(':').ok_or_else(bad)?;
+    let name = name.trim();
+    let valid_name = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+    if !valid_name || value.contains(['\r', '\n', '\0']) {
+        return Err(bad());
+    }
+    Ok((name.to_string(), value.trim().to_string()))
+}
+
+/// A header value given on its own (a content type): one line, no control characters.
+pub fn header_value(name: &str, text: &str) -> Result<String, InputError> {
+    if text.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+        return Err(named(name, format!("bad header value {text:?}: control characters (CR, LF) are not allowed")));
+    }
+    Ok(text.trim().to_string())
+}
+
+/// "knob=value" (as --set takes it).
+pub fn setting(text: &str) -> Result<(String, String), InputError> {
+    let (k, v) = text.split_once('=').ok_or_else(|| InputError(format!("--set {text:?}: expected knob=value")))?;
+    if k.trim().is_empty() {
+        return Err(InputError(format!("--set {text:?}: no knob name")));
+    }
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+/// on/off, yes/no, true/false, 1/0 (as servers' configurations say it); anything else is off.
+pub fn is_on(text: &str) -> bool {
+    matches!(text.trim().to_ascii_lowercase().as_str(), "on" | "yes" | "true" | "1")
+}
+
+/// Deserialisers for input files (TOML): the same vocabulary, so a file's mistakes come back
+/// from serde with their line.
+pub mod de {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    /// A TOML scalar as text: strings as they are, numbers as written.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Scalar {
+        Text(String),
+        Int(i64),
+        Float(f64),
+    }
+
+    impl Scalar {
+        fn text(self) -> String {
+            match self {
+                Scalar::Text(s) => s,
+                Scalar::Int(i) => i.to_string(),
+                Scalar::Float(f) => f.to_string(),
+            }
+        }
+    }
+
+    /// `duration = "1500ms"` or `duration = 2` (seconds).
+    pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let text = Scalar::deserialize(d)?.text();
+        super::duration("", &text).map(Some).map_err(serde::de::Error::custom)
+    }
+
+    /// `throttle = "33.6kbps"`, in bytes per second.
+    pub fn bandwidth<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        let text = Scalar::deserialize(d)?.text();
+        super::bandwidth("", &text).map(Some).map_err(serde::de::Error::custom)
+    }
+
+    /// `slow_share = "20%"` or `slow_share = 0.2`.
+    pub fn share<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        let text = Scalar::deserialize(d)?.text();
+        super::share("", &text).map(Some).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_number_is_seconds_and_every_duration_is_bounded() {
+        assert_eq!(duration("-d", "2").unwrap(), Duration::from_secs(2));
+        assert_eq!(duration("-d", "1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(duration("-d", "250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(duration("-d", "2m").unwrap(), Duration::from_secs(120));
+        let e = duration("-d", "soon").unwrap_err().0;
+        assert!(e.starts_with("-d: bad duration \"soon\""), "{e}");
+        assert!(duration("-d", "1e300").is_err());
+        assert!(duration("-d", "100000000000000h").is_err());
+        assert!(duration("-d", "-1").is_err());
+        assert!(duration("-d", "NaN").is_err());
+    }
+
+    #[test]
+    fn sizes_are_binary_and_bounded() {
+        assert_eq!(size_kib("", "4GiB").unwrap(), 4 * 1024 * 1024);
+        assert_eq!(size_kib("", "512M").unwrap(), 512 * 1024);
+        assert_eq!(size_kib("", "1.5g").unwrap(), 1536 * 1024);
+        assert_eq!(size_kib("", "8192").unwrap(), 8);
+        assert!(size_kib("", "lots").is_err());
+        assert!(size_kib("", "4XB").is_err());
+        assert!(size_kib("", "9999999999T").is_err());
+    }
+
+    #[test]
+    fn bandwidths_shares_and_headers() {
+        assert_eq!(bandwidth("", "8kbps").unwrap(), 1000.0);
+        assert_eq!(bandwidth("", "1KiB/s").unwrap(), 1024.0);
+        assert!(bandwidth("", "fast").is_err());
+        assert_eq!(share("", "20%").unwrap(), 0.2);
+        assert_eq!(share("", "0.5").unwrap(), 0.5);
+        assert!(share("", "120%").is_err());
+        assert_eq!(header("X-A:  b ").unwrap(), ("X-A".to_string(), "b".to_string()));
+        assert!(header("NoColon").is_err());
+        assert!(header("X: a\r\nInjected: 1").is_err());
+        assert!(header_value("-T", "text/plain\r\nX: 1").is_err());
+        assert_eq!(setting("workers = 4").unwrap(), ("workers".to_string(), "4".to_string()));
+        assert!(setting("=4").is_err());
+    }
+}

@@ -1,0 +1,38 @@
+//! The glue between the server module and the tuner: a target file's server as a `Launcher`,
+//! a `Running` server as a `Launched` one.
+
+use super::trial::{Launched, Launcher};
+use crate::server::{self, Running, Settings, TargetFile};
+
+/// Launches the target file's server through its adapter.
+pub struct TargetLauncher<'a> {
+    pub file: &'a TargetFile,
+}
+
+impl Launcher for TargetLauncher<'_> {
+    fn launch(&mut self, settings: &Settings) -> anyhow::Result<Box<dyn Launched>> {
+        Ok(Box::new(server::launch(self.file, settings)?))
+    }
+
+    fn render(&self, settings: &Settings) -> String {
+        self.file.recommend(settings)
+    }
+}
+
+impl Launched for Running {
+    fn base_url(&self) -> String {
+        Running::base_url(self)
+    }
+    fn master_pid(&self) -> i32 {
+        Running::master_pid(self)
+    }
+    fn counters(&self) -> Option<serde_json::Value> {
+        Running::counters(self)
+    }
+    fn saturation(&self) -> Vec<String> {
+        Running::saturation(self)
+    }
+    fn config_text(&self) -> Option<String> {
+        Some(Running::config_text(self).to_string())
+    }
+}
