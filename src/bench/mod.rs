@@ -3,6 +3,7 @@
 //! every exporter reads. The command line, the tuner, the warm-up of a launched server and
 //! `mem --url` all call it in code; none of them builds an argv.
 
+pub mod hdrlog;
 pub mod spec;
 pub mod workload;
 
@@ -20,9 +21,8 @@ use crate::aggregate::progress::ProgressBoard;
 use crate::aggregate::result::{BenchReport, ClientCpu, Coalesced, Options, RateStats, SCHEMA_ID, TargetInfo};
 use crate::engine::{self, Arrival, Order, Pacing, Shared, Stop};
 use crate::input::InputError;
-use crate::report::hdrlog::{HdrLogWriter, Timing};
-use crate::report::progress::{Goal, ProgressLine};
 use crate::sys::{self, CpuTimes};
+use hdrlog::{HdrLogWriter, Timing};
 
 /// Share of the available CPU above which the client, not the server, sets the pace.
 const CLIENT_BOUND_SHARE: f64 = 0.90;
@@ -30,8 +30,29 @@ const CLIENT_BOUND_SHARE: f64 = 0.90;
 /// much as the load, and a run that failed at once divides nothing by nothing.
 const CLIENT_BOUND_MIN_RUN: Duration = Duration::from_millis(200);
 
-/// Runs the plan and returns the report. Ctrl-C ends the run early with the figures so far.
+/// How far a run has got: `run_watched` passes one every second.
+pub struct Tick {
+    pub elapsed: Duration,
+    pub succeeded: u64,
+    pub failed: u64,
+    /// Responses per second over the last second.
+    pub rate: f64,
+    /// The run's bound: a request count or a duration.
+    pub goal: Stop,
+}
+
+/// Runs the plan and returns the report. Setting `interrupt` (Ctrl-C) ends the run early with
+/// the figures so far.
 pub fn run(plan: &BenchPlan, interrupt: &Arc<AtomicBool>) -> anyhow::Result<BenchReport> {
+    run_watched(plan, interrupt, &mut |_| {})
+}
+
+/// `run`, telling `watch` how far it has got once a second (a progress line on a terminal).
+pub fn run_watched(
+    plan: &BenchPlan,
+    interrupt: &Arc<AtomicBool>,
+    watch: &mut dyn FnMut(&Tick),
+) -> anyhow::Result<BenchReport> {
     let ep = &plan.engine;
     // Each connection needs a descriptor; leave room for the epoll sets, logs and stdio.
     sys::ensure_fd_limit(ep.connections as u64 + 64).map_err(|e| InputError(e.to_string()))?;
@@ -74,13 +95,7 @@ pub fn run(plan: &BenchPlan, interrupt: &Arc<AtomicBool>) -> anyhow::Result<Benc
         outcome
     })?;
 
-    let goal = match ep.stop {
-        Stop::Requests(n) => Goal::Requests(n),
-        Stop::Duration(d) => Goal::Duration(d),
-    };
-    let mut line = ProgressLine::new(plan.quiet);
-    let rates = follow(&done_rx, &board, &mut line, origin, goal);
-    line.clear();
+    let rates = follow(&done_rx, &board, watch, origin, ep.stop);
     let outcome = engine.join().map_err(|_| anyhow::anyhow!("the engine panicked"))??;
     let cpu = CpuTimes::now().since(cpu_before);
 
@@ -143,14 +158,14 @@ pub fn run(plan: &BenchPlan, interrupt: &Arc<AtomicBool>) -> anyhow::Result<Benc
     })
 }
 
-/// Samples the progress counters once a second until the engine is done: draws the progress
-/// line and returns the reply rate of each second.
+/// Samples the progress counters once a second until the engine is done: tells `watch` and
+/// returns the reply rate of each second.
 fn follow(
     done: &mpsc::Receiver<()>,
     board: &ProgressBoard,
-    line: &mut ProgressLine,
+    watch: &mut dyn FnMut(&Tick),
     origin: Instant,
-    goal: Goal,
+    goal: Stop,
 ) -> Vec<f64> {
     let mut rates = Vec::new();
     let mut last = (Instant::now(), 0u64);
@@ -160,9 +175,8 @@ fn follow(
         let rate = (ok - last.1) as f64 / (now - last.0).as_secs_f64();
         rates.push(rate);
         last = (now, ok);
-        line.draw(origin.elapsed(), ok, failed, rate, goal);
+        watch(&Tick { elapsed: origin.elapsed(), succeeded: ok, failed, rate, goal });
     }
-    line.clear();
     rates
 }
 

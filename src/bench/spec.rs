@@ -114,8 +114,6 @@ pub struct BenchPlan {
     pub method: String,
     /// Write per-second histograms here (HdrHistogram log).
     pub hdr_log: Option<PathBuf>,
-    /// Draw no progress line.
-    pub quiet: bool,
     /// How the report splits the figures.
     pub layout: Layout,
     pub describe: Described,
@@ -321,7 +319,6 @@ impl BenchSpec {
             url: work.url.clone(),
             method: work.method.clone(),
             hdr_log: None,
-            quiet: true,
             layout,
             describe: Described {
                 stages: self.stages.clone(),

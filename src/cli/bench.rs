@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use super::args::BenchArgs;
 use crate::bench::{self, BenchSpec};
 use crate::input::{self, InputError};
+use crate::report::progress::ProgressLine;
 
 /// What the flags ask for, in the library's terms. Values with units are parsed here so their
 /// errors name the flag.
@@ -45,8 +46,12 @@ pub fn spec(a: &BenchArgs) -> Result<BenchSpec, InputError> {
 pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut plan = spec(a)?.plan()?;
     plan.hdr_log = a.hdr_log.clone();
-    plan.quiet = a.quiet || a.json;
-    let report = bench::run(&plan, &crate::sys::interrupt_flag())?;
+    let mut line = ProgressLine::new(a.quiet || a.json);
+    let report = bench::run_watched(&plan, &crate::sys::interrupt_flag(), &mut |t| {
+        line.draw(t.elapsed, t.succeeded, t.failed, t.rate, t.goal)
+    });
+    line.clear();
+    let report = report?;
     super::emit(&report, a.json, crate::report::text::write)?;
     // The result is printed first: a store that fails loses nothing the user sees.
     let saved = crate::store::Store::open(&crate::store::default_path(db)).and_then(|mut s| s.save_bench(&report));

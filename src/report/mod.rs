@@ -1,6 +1,7 @@
 //! Exporters: each turns a report (plain data, never engine types) into one format.
 
-pub mod hdrlog;
+pub mod compare;
+pub mod csv;
 pub mod html;
 pub mod json;
 pub mod mem;

@@ -3,6 +3,9 @@
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use crate::engine::Stop;
+
+/// The line, and whether it is on the screen now.
 pub struct ProgressLine {
     enabled: bool,
     drawn: bool,
@@ -15,13 +18,13 @@ impl ProgressLine {
     }
 
     /// `goal` is the run's bound: a request count or a duration.
-    pub fn draw(&mut self, elapsed: Duration, ok: u64, failed: u64, rate: f64, goal: Goal) {
+    pub fn draw(&mut self, elapsed: Duration, ok: u64, failed: u64, rate: f64, goal: Stop) {
         if !self.enabled {
             return;
         }
         let done = match goal {
-            Goal::Requests(n) => format!("{}/{} requests", ok + failed, n),
-            Goal::Duration(d) => format!("{:.0}/{:.0} s", elapsed.as_secs_f64(), d.as_secs_f64()),
+            Stop::Requests(n) => format!("{}/{} requests", ok + failed, n),
+            Stop::Duration(d) => format!("{:.0}/{:.0} s", elapsed.as_secs_f64(), d.as_secs_f64()),
         };
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r\x1b[K{done}  {ok} ok  {failed} failed  {rate:.0} req/s");
@@ -29,6 +32,7 @@ impl ProgressLine {
         self.drawn = true;
     }
 
+    /// Erases the line, so that the report starts on a clean line.
     pub fn clear(&mut self) {
         if self.drawn {
             let mut err = std::io::stderr().lock();
@@ -37,10 +41,4 @@ impl ProgressLine {
             self.drawn = false;
         }
     }
-}
-
-#[derive(Debug, Clone, Copy)]
-pub enum Goal {
-    Requests(u64),
-    Duration(Duration),
 }
