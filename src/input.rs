@@ -4,6 +4,7 @@
 //! bytes for a size. Every value is bounded; a bad one is an `InputError` in one line, which
 //! the command line maps to exit status 2.
 
+use std::path::Path;
 use std::time::Duration;
 
 /// Bad input from the user (a flag, a file, a value): reported in one line, exit status 2.
@@ -140,6 +141,33 @@ pub fn setting(text: &str) -> Result<(String, String), InputError> {
 /// on/off, yes/no, true/false, 1/0 (as servers' configurations say it); anything else is off.
 pub fn is_on(text: &str) -> bool {
     matches!(text.trim().to_ascii_lowercase().as_str(), "on" | "yes" | "true" | "1")
+}
+
+/// The most any input file (a body, a URL list, a scenario, a target file, a report to merge)
+/// may hold: a device or an endless
+/// file is refused, not read until memory runs out.
+pub const MAX_INPUT_FILE: u64 = 64 * 1024 * 1024;
+
+/// Reads a file of at most `MAX_INPUT_FILE` bytes.
+pub fn read_bounded(path: &Path, what: &str) -> Result<Vec<u8>, InputError> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| InputError(format!("cannot read {what} {}: {e}", path.display()));
+    let mut bytes = Vec::new();
+    std::fs::File::open(path).map_err(cannot)?.take(MAX_INPUT_FILE + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    if bytes.len() as u64 > MAX_INPUT_FILE {
+        return Err(InputError(format!(
+            "cannot read {what} {}: larger than the limit of {} MiB",
+            path.display(),
+            MAX_INPUT_FILE >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Reads a text file of at most `MAX_INPUT_FILE` bytes.
+pub fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
+    String::from_utf8(read_bounded(path, what)?)
+        .map_err(|_| InputError(format!("cannot read {what} {}: not UTF-8 text", path.display())))
 }
 
 /// Deserialisers for input files (TOML): the same vocabulary, so a file's mistakes come back

@@ -1,16 +1,30 @@
 //! webtune: find, by measurement, the configuration that makes a web server serve the most
 //! within its memory.
 //!
-//! The modules follow the data flow:
+//! The modules follow the data flow, target file -> server -> bench engine + /proc sampler ->
+//! aggregate -> store -> report, with the tuner driving trials through that chain. Nothing
+//! lower imports anything higher:
 //!
-//! - [`cli`]: the command line, parsed (raw flags) then validated into plans.
+//! - [`cli`]: the command line: flags mapped onto the library's types, printing, exit codes.
+//! - [`input`]: the input vocabulary (durations, sizes, bandwidths, shares, headers) and
+//!   [`input::InputError`], the bad-input error every layer returns.
+//! - [`bench`]: the bench pipeline as a library: [`bench::BenchSpec`] -> [`bench::BenchPlan`]
+//!   -> [`bench::run`] / [`bench::drive`] -> [`aggregate::BenchReport`].
 //! - [`engine`]: the load engine. Drives requests, emits one record per request to sinks;
 //!   never prints.
 //! - [`aggregate`]: sinks that turn records into figures (histograms, counters) and the
 //!   plain-data result every exporter reads.
+//! - [`server`]: the real servers, launched from a target file through one adapter each, in
+//!   private run directories and process groups; stopped on drop.
+//! - [`procmem`]: what processes really cost, from /proc (RSS, PSS, USS, shared), and the
+//!   seeds' memory arithmetic.
+//! - [`tune`]: the tuner: trials (launch, warm, load, sample memory), strategies, evidence.
+//! - [`stats`]: the statistics the tuner and the history share.
+//! - [`store`]: the SQLite history of every bench run and tune point.
+//! - [`report`]: exporters, one per format (text, JSON, compare, CSV, HTML, progress line).
 //! - [`lab`]: the embedded pre-forking test server (`webtune lab`), the default target.
-//! - [`report`]: exporters, one per format (text, JSON, HdrHistogram log, progress line).
-//! - [`sys`]: the OS facts the tool needs (its CPU use, file-descriptor limits).
+//! - [`syscalls`]: system calls per request, from strace.
+//! - [`sys`]: the OS facts the tool needs (its CPU use, file-descriptor limits, Ctrl-C).
 
 pub mod aggregate;
 pub mod bench;

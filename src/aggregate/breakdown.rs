@@ -25,11 +25,13 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// True when nothing is to be split: no stages, no per-URL parts, no client split.
     pub fn is_empty(&self) -> bool {
         self.stages.is_empty() && self.requests.is_empty() && !self.clients
     }
 }
 
+/// One engine thread's split figures: a total-latency summary per stage, per request, per client kind.
 pub struct BreakdownSink {
     part_of: Arc<[u16]>,
     stages: Vec<Summary>,
@@ -39,6 +41,7 @@ pub struct BreakdownSink {
 }
 
 impl BreakdownSink {
+    /// Empty parts for what `layout` asks; `max` (the request timeout) caps their histograms.
     pub fn new(layout: &Layout, max: Duration) -> BreakdownSink {
         let parts = |n: usize| (0..n).map(|_| Summary::part(max, 2)).collect::<Vec<_>>();
         BreakdownSink {
@@ -49,6 +52,7 @@ impl BreakdownSink {
         }
     }
 
+    /// Adds another thread's parts into these, part by part (both built from the same layout).
     pub fn merge(&mut self, other: &BreakdownSink) {
         for (mine, theirs) in [
             (&mut self.stages, &other.stages),

@@ -16,6 +16,7 @@ pub fn encode(h: &Histogram<u64>) -> Option<String> {
     Some(STANDARD.encode(bytes))
 }
 
+/// Reads back what `encode` wrote; errs on text that is not base64 HdrHistogram V2.
 pub fn decode(text: &str) -> anyhow::Result<Histogram<u64>> {
     let bytes = STANDARD.decode(text.trim()).map_err(|e| anyhow::anyhow!("histogram is not base64: {e}"))?;
     Deserializer::new()

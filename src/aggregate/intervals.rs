@@ -12,6 +12,7 @@ use crate::engine::{Record, Sink};
 /// One finished interval from one thread: (interval index since the run start, histogram).
 pub type IntervalMsg = (u64, Histogram<u64>);
 
+/// One engine thread's sink for the log: successful requests' latency, one histogram per interval.
 pub struct IntervalTap {
     origin: Instant,
     interval: Duration,
@@ -21,6 +22,7 @@ pub struct IntervalTap {
 }
 
 impl IntervalTap {
+    /// Intervals count from `origin`; each finished one is sent to `out`. `max_us` caps latency.
     pub fn new(origin: Instant, interval: Duration, max_us: u64, out: Sender<IntervalMsg>) -> IntervalTap {
         IntervalTap { origin, interval, index: 0, hist: new_histogram(max_us), out }
     }
@@ -41,6 +43,7 @@ impl IntervalTap {
     }
 }
 
+/// An interval's histogram: 1 µs up to `max_us` (at least 1 ms), 3 significant digits.
 pub fn new_histogram(max_us: u64) -> Histogram<u64> {
     Histogram::new_with_bounds(1, max_us.max(1_000), 3).expect("valid histogram bounds")
 }

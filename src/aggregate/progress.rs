@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::engine::{Record, Sink};
 
+/// One engine thread's request counts, alone on its cache line so threads do not contend.
 #[derive(Default)]
 #[repr(align(64))]
 pub struct Counters {
@@ -32,6 +33,7 @@ pub struct ProgressBoard {
 }
 
 impl ProgressBoard {
+    /// A fresh counting sink for one engine thread, whose counts this board then reads.
     pub fn tap(&mut self) -> ProgressTap {
         let c = Arc::new(Counters::default());
         self.threads.push(c.clone());

@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// The `schema` value written into every bench report; `webtune merge` refuses any other.
 pub const SCHEMA_ID: &str = "webtune.bench.v1";
 
+/// One bench run (or several merged) as exported to JSON and kept in the store.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchReport {
     /// Always SCHEMA_ID for this layout.
@@ -22,6 +24,7 @@ pub struct BenchReport {
     /// Successful requests per second, sampled each second of the run (httperf's reply rate).
     pub reply_rate: Option<RateStats>,
     pub client_cpu: ClientCpu,
+    /// Reasons to doubt the figures (client CPU-bound, late starts, Ctrl-C...), one sentence each.
     pub warnings: Vec<String>,
     /// The same figures split by stage, by URL (or scenario step) and by client class (fast,
     /// throttled); each list is empty when the run had no such split.
@@ -32,10 +35,14 @@ pub struct BenchReport {
     pub merged_runs: Option<usize>,
 }
 
+/// A run's figures split three ways; a list is empty when the run had no such split.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Breakdown {
+    /// One per stage of `--stages`, in order.
     pub stages: Vec<Part>,
+    /// One per distinct URL (or scenario step).
     pub requests: Vec<Part>,
+    /// Fast clients, then throttled ones.
     pub clients: Vec<Part>,
 }
 
@@ -48,16 +55,21 @@ pub struct Part {
     pub requests: u64,
     pub succeeded: u64,
     pub failed: u64,
+    /// Successful requests per second over `duration_s`.
     pub requests_per_s: f64,
+    /// Count per status code ("other" for codes outside 1-599).
     pub status: BTreeMap<String, u64>,
     /// Non-zero error classes only.
     pub errors: BTreeMap<String, u64>,
+    /// None when no request of this slice started late.
     pub late: Option<Late>,
+    /// Total latency of the successful requests, milliseconds (None when there were none).
     pub latency_ms: Option<LatencyStats>,
     /// Total latency in microseconds, HdrHistogram V2 compressed, base64.
     pub histogram: Option<String>,
 }
 
+/// What was loaded: the URL and method, and what the server said of itself.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TargetInfo {
     pub url: String,
@@ -68,6 +80,7 @@ pub struct TargetInfo {
     pub document_length: Option<u64>,
 }
 
+/// How the run was set up, as the load options asked.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Options {
     pub connections: usize,
@@ -77,6 +90,7 @@ pub struct Options {
     pub requests: Option<u64>,
     /// The -d limit in seconds, when the run was bounded by time.
     pub duration_s: Option<f64>,
+    /// Seconds a request may take, from its start to its last byte, before it fails.
     pub timeout_s: f64,
     /// "closed" (a client sends when answered) or "open" (requests start on schedule).
     #[serde(default = "closed")]
@@ -96,6 +110,7 @@ pub struct Options {
     /// "single", "sequential", "random" or "scenario".
     #[serde(default)]
     pub order: Option<String>,
+    /// Each client kept its own cookie jar (--cookies).
     #[serde(default)]
     pub cookies: bool,
     /// Bandwidth cap of throttled clients, bytes/s.
@@ -117,13 +132,16 @@ fn closed() -> String {
     "closed".into()
 }
 
+/// The run's measured figures: counts, rates, bytes, connections and latency.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchResult {
+    /// Wall time the load ran, seconds (the basis of every per-second rate).
     pub duration_s: f64,
     /// Attempts that finished, successful or not.
     pub requests: u64,
     /// Requests that got a complete response (any status).
     pub succeeded: u64,
+    /// Requests that got no complete response: the sum of `errors`.
     pub failed: u64,
     /// Successful requests per second.
     pub requests_per_s: f64,
@@ -137,6 +155,7 @@ pub struct BenchResult {
     pub errors: BTreeMap<String, u64>,
     pub bytes: Bytes,
     pub connections: Connections,
+    /// Latency per phase, milliseconds.
     pub latency_ms: PhaseLatency,
     /// Open loop: requests scheduled by the end of the run (started or not).
     #[serde(default)]
@@ -153,8 +172,10 @@ pub struct BenchResult {
     pub histograms: Option<Histograms>,
 }
 
+/// What coalescing wake-ups cost: responses that sat in the client before being read.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Coalesced {
+    /// Responses read after a coalescing pause.
     pub responses: u64,
     /// Their mean wait from arrival (the kernel's receive timestamp) to being read: how much
     /// later than it could have, on average, their client sent its next request.
@@ -162,6 +183,7 @@ pub struct Coalesced {
 }
 
 impl Coalesced {
+    /// From how many responses waited and their summed wait in ms (mean 0 when none did).
     pub fn new(responses: u64, total_wait_ms: f64) -> Coalesced {
         Coalesced { responses, mean_wait_ms: if responses == 0 { 0.0 } else { total_wait_ms / responses as f64 } }
     }
@@ -175,11 +197,13 @@ impl Coalesced {
     }
 }
 
+/// Requests that started after their scheduled time, waiting for a free connection.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Late {
     pub requests: u64,
     /// How long they waited for a connection.
     pub mean_ms: f64,
+    /// The longest of those waits.
     pub max_ms: f64,
 }
 
@@ -191,14 +215,18 @@ pub struct Histograms {
     pub total: Option<String>,
 }
 
+/// Response bytes received, failed requests' partial responses included.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Bytes {
+    /// Status lines, headers (interim 1xx ones too) and chunked framing.
     pub headers: u64,
     pub body: u64,
     pub total: u64,
+    /// `total` over the run's duration, bytes per second.
     pub per_s: f64,
 }
 
+/// Connections the client opened, and kept-alive ones the server closed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Connections {
     pub opened: u64,
@@ -209,13 +237,18 @@ pub struct Connections {
 /// Latency per phase, all measured from the request's start (its connect, when it opened one).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PhaseLatency {
+    /// Connection set-up, over every connection opened, failed requests' too (None: none opened).
     pub connect: Option<LatencyStats>,
+    /// To the first response byte, successful requests only (None: none succeeded).
     pub first_byte: Option<LatencyStats>,
+    /// To the last response byte, successful requests only (None: none succeeded).
     pub total: Option<LatencyStats>,
 }
 
+/// A latency distribution in milliseconds: extremes, mean, deviation and percentiles.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LatencyStats {
+    /// Values measured: requests (connections, for `connect`).
     pub count: u64,
     pub min: f64,
     pub mean: f64,
@@ -228,19 +261,25 @@ pub struct LatencyStats {
     pub max: f64,
 }
 
+/// The CPU webtune itself used during the load, to tell a client-bound run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClientCpu {
+    /// User-mode CPU seconds of the whole webtune process during the load.
     pub user_s: f64,
+    /// Kernel-mode CPU seconds of the whole webtune process during the load.
     pub sys_s: f64,
     /// CPU time over wall time, as a share of the cores the engine could use.
     pub percent_of_available: f64,
+    /// Engine threads or cores this process may run on, whichever is fewer.
     pub cores_available: usize,
     /// CPU per successful request, in microseconds.
     pub us_per_request: Option<f64>,
 }
 
+/// Spread of a per-second rate over the run (requests/s).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RateStats {
+    /// How many one-second samples.
     pub samples: usize,
     pub min: f64,
     pub mean: f64,
@@ -249,6 +288,7 @@ pub struct RateStats {
 }
 
 impl RateStats {
+    /// Min, mean, max and population deviation of the samples; None when there are none.
     pub fn from_samples(samples: &[f64]) -> Option<RateStats> {
         if samples.is_empty() {
             return None;

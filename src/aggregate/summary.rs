@@ -13,6 +13,7 @@ use crate::engine::{ConnEvent, ErrorClass, Record, Sink};
 /// Status codes are counted in a flat array indexed by code; anything else lands in 0.
 const STATUS_SLOTS: usize = 600;
 
+/// One engine thread's latency histograms and counters (or one breakdown part's).
 pub struct Summary {
     /// Microseconds from request start to last byte, successful requests only.
     pub total: Histogram<u64>,
@@ -65,6 +66,7 @@ impl Summary {
         }
     }
 
+    /// Adds another thread's histograms and counters into these.
     pub fn merge(&mut self, other: &Summary) {
         add(&mut self.total, &other.total);
         for (mine, theirs) in [(&mut self.first_byte, &other.first_byte), (&mut self.connect, &other.connect)] {
@@ -91,6 +93,7 @@ impl Summary {
         self.late_max_us = self.late_max_us.max(other.late_max_us);
     }
 
+    /// Requests that failed, whatever the error class.
     pub fn failed(&self) -> u64 {
         self.errors.iter().sum()
     }

@@ -20,6 +20,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 
 use crate::aggregate::intervals::IntervalMsg;
 
+/// The thread that writes the interval log while the run goes on.
 pub struct HdrLogWriter {
     handle: JoinHandle<anyhow::Result<()>>,
 }

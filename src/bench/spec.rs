@@ -354,5 +354,5 @@ fn parse_stages(text: &str) -> Result<Vec<Stage>, InputError> {
 }
 
 fn read_body(path: &std::path::Path) -> Result<Vec<u8>, InputError> {
-    workload::read_bounded(path, "body file")
+    input::read_bounded(path, "body file")
 }

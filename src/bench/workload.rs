@@ -34,6 +34,7 @@ pub struct Common {
     pub keepalive: bool,
 }
 
+/// Every request of a run, rendered, with the one server they go to and the order to send them.
 pub struct Workload {
     pub origin: Origin,
     pub templates: Vec<Template>,
@@ -52,6 +53,8 @@ fn usage(msg: String) -> InputError {
 }
 
 impl Origin {
+    /// The origin of `url`: its address resolved, TLS set up for https (any certificate
+    /// accepted when `insecure`).
     pub fn of(url: &Url, insecure: bool) -> Result<Origin, InputError> {
         let https = match url.scheme() {
             "http" => false,
@@ -109,6 +112,7 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, InputError> {
     }
 }
 
+/// Parses a URL, relative to `base` when given; the error quotes the text.
 pub fn parse_url(text: &str, base: Option<&Url>) -> Result<Url, InputError> {
     let parsed = match base {
         Some(b) => b.join(text),
@@ -117,6 +121,7 @@ pub fn parse_url(text: &str, base: Option<&Url>) -> Result<Url, InputError> {
     parsed.map_err(|e| usage(format!("bad URL {text:?}: {e}")))
 }
 
+/// Accepts a non-empty method of letters, digits and `-_.!~*'` (any case, any name).
 pub fn check_method(method: &str) -> Result<(), InputError> {
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.!~*'".contains(&b)) {
         return Err(usage(format!("bad method {method:?}")));
@@ -197,6 +202,7 @@ impl Workload {
         Workload { origin, templates, order, url, method, layout_requests, part_of: part_of.into(), warning }
     }
 
+    /// Sets the per-URL split of `layout` to this workload's.
     pub fn apply(&self, layout: &mut Layout) {
         layout.requests = self.layout_requests.clone();
         layout.part_of = self.part_of.clone();
@@ -271,7 +277,7 @@ impl Workload {
                 (Some(b), None) => Some(b.clone().into_bytes()),
                 (None, Some(f)) => {
                     let f = dir.join(f);
-                    Some(read_bounded(&f, "body file").map_err(|e| e.at(&place))?)
+                    Some(input::read_bounded(&f, "body file").map_err(|e| e.at(&place))?)
                 }
                 (None, None) => None,
             };
@@ -330,29 +336,8 @@ struct ScenarioStep {
     think: Option<String>,
 }
 
-/// The most any input file (a body, a URL list, a scenario) may hold: a device or an endless
-/// file is refused, not read until memory runs out.
-pub const MAX_INPUT_FILE: u64 = 64 * 1024 * 1024;
-
-/// Reads a file of at most `MAX_INPUT_FILE` bytes.
-pub fn read_bounded(path: &Path, what: &str) -> Result<Vec<u8>, InputError> {
-    use std::io::Read;
-    let cannot = |e: std::io::Error| InputError(format!("cannot read {what} {}: {e}", path.display()));
-    let mut bytes = Vec::new();
-    std::fs::File::open(path).map_err(cannot)?.take(MAX_INPUT_FILE + 1).read_to_end(&mut bytes).map_err(cannot)?;
-    if bytes.len() as u64 > MAX_INPUT_FILE {
-        return Err(InputError(format!(
-            "cannot read {what} {}: larger than the limit of {} MiB",
-            path.display(),
-            MAX_INPUT_FILE >> 20
-        )));
-    }
-    Ok(bytes)
-}
-
 fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
-    String::from_utf8(read_bounded(path, what)?)
-        .map_err(|_| InputError(format!("cannot read {what} {}: not UTF-8 text", path.display())))
+    input::read_text(path, what)
 }
 
 /// toml's errors span lines (a source excerpt); keep the line number and the message.

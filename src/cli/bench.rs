@@ -43,6 +43,7 @@ pub fn spec(a: &BenchArgs) -> Result<BenchSpec, InputError> {
     })
 }
 
+/// Runs the bench, prints the report and stores it; exit 1 when storing fails or nothing succeeded.
 pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut plan = spec(a)?.plan()?;
     plan.hdr_log = a.hdr_log.clone();

@@ -16,6 +16,7 @@ fn get(s: &Store, id: i64) -> anyhow::Result<Stored> {
     s.run(id)?.ok_or_else(|| InputError(format!("no run {id} in {}", s.path.display())).into())
 }
 
+/// `webtune runs`: lists the stored runs, filtered by kind, target and date.
 pub fn runs(db: Option<&Path>, a: &RunsArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
     let rows = s.runs(a.kind.as_deref(), a.target.as_deref(), a.since.as_deref())?;
@@ -33,6 +34,7 @@ pub fn runs(db: Option<&Path>, a: &RunsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `webtune show ID`: one stored run as text, or as JSON with --json.
 pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
     let run = get(&s, a.id)?;
@@ -61,6 +63,7 @@ pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `webtune compare A B`: two stored runs' figures side by side.
 pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
     let rows =
@@ -69,6 +72,7 @@ pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `webtune export ID`: one stored run as CSV, or as JSON with --json.
 pub fn export(db: Option<&Path>, a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
     let run = get(&s, a.id)?;
@@ -80,6 +84,7 @@ pub fn export(db: Option<&Path>, a: &ExportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `webtune report ID --html FILE`: writes one stored run as an HTML page and prints its path.
 pub fn report(db: Option<&Path>, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
     let run = get(&s, a.id)?;

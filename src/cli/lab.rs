@@ -7,6 +7,7 @@ use crate::input;
 use crate::input::InputError;
 use crate::lab::{LabConfig, Work};
 
+/// The flags as a checked `LabConfig`; --start-workers and --max-spare default to --workers.
 pub fn config(a: &LabArgs) -> Result<LabConfig, InputError> {
     let listen = a
         .listen

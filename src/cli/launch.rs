@@ -15,13 +15,14 @@ pub fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>, InputError> 
     sets.iter().map(|s| crate::input::setting(s)).collect()
 }
 
+/// Launches and warms the target, prints where it is, waits for Ctrl-C or --for, then stops it.
 pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
     let file = TargetFile::load(&a.file)?;
     let sets = parse_sets(&a.set)?;
     let limit = a.run_for.as_deref().map(|d| crate::input::duration("--for", d)).transpose()?;
     // Install the signal handler before anything starts, so Ctrl-C always stops the server.
     let interrupt = crate::sys::interrupt_flag();
-    let running = server::launch(&file, &sets)?;
+    let running = server::launch_until(&file, &sets, &interrupt)?;
     // Warm it as the tuner would: every worker serves requests before anyone measures it.
     let workers = running.worker_pids().len().max(1) as u64;
     let url = format!("{}{}", running.base_url(), file.ready);

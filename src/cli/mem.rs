@@ -12,6 +12,7 @@ use crate::procmem;
 use crate::procmem::capacity::{self, Budget};
 use crate::report::mem::{MemReport, WatchSample};
 
+/// Prints the memory report of the selected server, or with --watch a line per interval.
 pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     let selector = a.server.selector()?;
     let budget = a.budget.as_deref().map(|b| Budget::parse("--budget", b)).transpose()?;

@@ -7,6 +7,7 @@ use crate::aggregate::BenchReport;
 use crate::aggregate::result::SCHEMA_ID;
 use crate::input::InputError;
 
+/// Reads two or more bench --json reports and merges them into one.
 pub fn run(files: &[PathBuf]) -> anyhow::Result<BenchReport> {
     if files.len() < 2 {
         return Err(InputError("merge needs at least two reports".into()).into());
@@ -14,7 +15,7 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<BenchReport> {
     let mut reports = Vec::with_capacity(files.len());
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     for (file, name) in files.iter().zip(&names) {
-        let text = std::fs::read_to_string(file).map_err(|e| InputError(format!("cannot read {name}: {e}")))?;
+        let text = crate::input::read_text(file, "report")?;
         let report: BenchReport = serde_json::from_str(&text)
             .map_err(|e| InputError(format!("{name} is not a webtune bench --json report: {e}")))?;
         if report.schema != SCHEMA_ID {

@@ -20,6 +20,7 @@ use args::{Cli, Command};
 
 use crate::input::InputError;
 
+/// The `webtune` binary's entry point: parses the arguments and runs the command.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -8,6 +8,7 @@ use crate::input::InputError;
 use crate::procmem;
 use crate::syscalls::{self, parse, trace::Tracer};
 
+/// Attaches strace to the selected server, drives -n requests to the URL, detaches and reports.
 pub fn run(a: &SyscallsArgs) -> anyhow::Result<ExitCode> {
     let selector = a.server.selector()?;
     if a.requests == 0 || a.connections == 0 || a.requests < a.connections {

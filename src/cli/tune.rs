@@ -21,6 +21,8 @@ const WARM_REQUESTS_PER_WORKER: u64 = 20;
 /// Repeats spreading more than this are reported and taken again.
 const NOISY_SPREAD: f64 = 0.10;
 
+/// Runs the tuning and prints the outcome; exit 1 when every trial failed or the journal is
+/// incomplete, 130 when interrupted.
 pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let file = TargetFile::load(&a.file)?;
     let objective = objective(a)?;
@@ -64,7 +66,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     };
     let (mut journal, reused) = Journal::open(&journal_path, &header, a.resume)?;
 
-    let mut launcher = TargetLauncher { file: &file };
+    let mut launcher = TargetLauncher { file: &file, interrupt: interrupt.clone() };
     let mut measure = Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib };
     let planned = a.strategy.planned_trials(&knobs);
     let estimate = measure.estimate(&load);
@@ -125,7 +127,15 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         eprintln!("webtune: the journal is incomplete: {e:#}");
         return Ok(ExitCode::from(1));
     }
-    Ok(if outcome.stopped.as_deref() == Some("interrupted") { ExitCode::from(130) } else { ExitCode::SUCCESS })
+    if outcome.stopped.as_deref() == Some("interrupted") {
+        return Ok(ExitCode::from(130));
+    }
+    // A recommendation nothing measured is not one: every trial failed.
+    if !outcome.points.is_empty() && !outcome.points.iter().any(Point::ok) {
+        eprintln!("webtune: every trial failed (see the causes above); nothing was measured to recommend");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print(o: &Outcome, json: bool) -> anyhow::Result<()> {

@@ -6,8 +6,10 @@ use std::ptr::NonNull;
 
 use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous};
 
+/// Bytes per page: the unit copy-on-write unshares (huge pages are turned off).
 pub const PAGE: usize = 4096;
 
+/// The parent's preloaded memory, inherited by every worker.
 pub struct Heap {
     base: Option<NonNull<u8>>,
     pages: usize,
@@ -35,6 +37,7 @@ impl Heap {
         Ok(Heap { base: Some(base), pages: size.get() / PAGE })
     }
 
+    /// Size of the heap in pages (0 without one).
     pub fn pages(&self) -> usize {
         self.pages
     }
@@ -72,6 +75,7 @@ impl PageWalk {
         PageWalk { next: seed as usize % pages, stride: stride.max(1), pages }
     }
 
+    /// The index of the page to dirty next.
     pub fn next_page(&mut self) -> usize {
         let p = self.next;
         self.next = (self.next + self.stride) % self.pages;

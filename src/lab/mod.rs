@@ -19,6 +19,7 @@ use std::time::Duration;
 
 pub use work::Work;
 
+/// The lab server's settings, from `webtune lab`'s flags.
 #[derive(Debug, Clone)]
 pub struct LabConfig {
     pub listen: SocketAddr,

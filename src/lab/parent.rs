@@ -34,6 +34,7 @@ struct Pool<'a> {
     retiring: HashSet<i32>,
 }
 
+/// Binds, preloads, forks the first workers and keeps the pool until SIGTERM or SIGINT.
 pub fn run(cfg: &LabConfig) -> anyhow::Result<()> {
     // SAFETY: the handler only stores to an atomic. No SA_RESTART, so sleeps end early.
     unsafe {

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicI32, AtomicU8, AtomicU64, Ordering};
 
 use nix::sys::mman::{MapFlags, ProtFlags, mmap_anonymous};
 
+/// What a worker's slot says it is doing, as in Apache's scoreboard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum State {
@@ -32,6 +33,7 @@ impl State {
         }
     }
 
+    /// The lowercase name shown in the status page ("idle", "keepalive"...).
     pub fn name(self) -> &'static str {
         match self {
             State::Empty => "empty",
@@ -43,6 +45,7 @@ impl State {
     }
 }
 
+/// One worker's entry: its pid (0 when empty), state and request count.
 #[repr(C)]
 pub struct Slot {
     pub pid: AtomicI32,
@@ -52,15 +55,18 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// What the worker in this slot is doing now.
     pub fn state(&self) -> State {
         State::from_u8(self.state.load(Ordering::Relaxed))
     }
 
+    /// Publishes the worker's new state to every process.
     pub fn set_state(&self, s: State) {
         self.state.store(s as u8, Ordering::Relaxed);
     }
 }
 
+/// Server-wide counters, kept at the start of the mapping.
 #[repr(C)]
 pub struct Totals {
     pub requests: AtomicU64,
@@ -81,6 +87,7 @@ pub struct Scoreboard {
 }
 
 impl Scoreboard {
+    /// Maps a zeroed scoreboard with `workers` slots (the pool's maximum); call before forking.
     pub fn new(workers: usize) -> anyhow::Result<Scoreboard> {
         let bytes = size_of::<Totals>() + workers * size_of::<Slot>();
         let size = std::num::NonZeroUsize::new(bytes).expect("non-empty scoreboard");
@@ -94,28 +101,34 @@ impl Scoreboard {
         Ok(Scoreboard { totals, slots, len: workers })
     }
 
+    /// The server-wide counters.
     pub fn totals(&self) -> &Totals {
         // SAFETY: the mapping lives as long as the process (never unmapped).
         unsafe { self.totals.as_ref() }
     }
 
+    /// Every slot, in slot order.
     pub fn slots(&self) -> &[Slot] {
         // SAFETY: as above; `len` slots were mapped.
         unsafe { std::slice::from_raw_parts(self.slots.as_ptr(), self.len) }
     }
 
+    /// Slot `i`; panics when out of range.
     pub fn slot(&self, i: usize) -> &Slot {
         &self.slots()[i]
     }
 
+    /// The first empty slot, for a worker about to be forked; None when the pool is full.
     pub fn free_slot(&self) -> Option<usize> {
         self.slots().iter().position(|s| s.state() == State::Empty)
     }
 
+    /// How many slots are in `state`.
     pub fn count(&self, state: State) -> usize {
         self.slots().iter().filter(|s| s.state() == state).count()
     }
 
+    /// Workers present, whatever their state: the slots not empty.
     pub fn alive(&self) -> usize {
         self.slots().iter().filter(|s| s.state() != State::Empty).count()
     }

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use super::LabConfig;
 use super::scoreboard::{Scoreboard, State};
 
+/// The status page's body: totals and each live worker, as JSON or as text.
 pub fn render(board: &Scoreboard, cfg: &LabConfig, json: bool) -> String {
     let t = board.totals();
     let workers: Vec<serde_json::Value> = board

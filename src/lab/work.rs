@@ -7,6 +7,7 @@ use nix::time::{ClockId, clock_gettime};
 
 use super::heap::{Heap, PAGE, PageWalk};
 
+/// What one request makes the worker do: burn CPU, wait, dirty pages, leak, send a body.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Work {
     /// Busy CPU time (measured on the worker's CPU clock, so contention does not shorten it).
@@ -57,6 +58,7 @@ pub struct Worksite<'a> {
 }
 
 impl Worksite<'_> {
+    /// Does the work of one request, in order: CPU, dirtying, leaking, then the wait.
     pub fn perform(&mut self, w: &Work) {
         if !w.cpu.is_zero() {
             burn_cpu(w.cpu);

@@ -57,6 +57,7 @@ pub struct Totals {
     pub seeds_formula: u64,
 }
 
+/// Adds up `procs` all three ways.
 pub fn totals(procs: &[ProcMem]) -> Totals {
     Totals {
         rss_sum: procs.iter().map(|p| p.mem.rss).sum(),
@@ -70,12 +71,14 @@ pub fn totals(procs: &[ProcMem]) -> Totals {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Capacity {
     pub budget_kib: u64,
+    /// Workers in the sample the figures come from.
     pub workers_now: usize,
     /// The parent's memory shared with the workers (what each worker need not pay for).
     pub parent_shared_kib: u64,
     pub parent_uss_kib: u64,
     /// The costliest worker: what one more worker adds.
     pub max_worker_uss_kib: u64,
+    /// The largest worker's resident size, shared pages included (for the naive answer).
     pub max_worker_rss_kib: u64,
     /// (budget - parent's USS - parent's shared) / largest worker USS.
     pub workers_fit: u64,
@@ -105,6 +108,7 @@ pub fn capacity(procs: &[ProcMem], budget_kib: u64) -> Option<Capacity> {
 /// What serving requests does to the workers' memory, per request, KiB.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Growth {
+    /// Requests served between the two samples.
     pub requests: u64,
     /// Workers measured before and after (recycled ones are left out).
     pub workers: usize,
@@ -115,9 +119,11 @@ pub struct Growth {
     pub shared_lost_per_request: f64,
     /// The largest unique size per worker that keeps the pool within the budget
     /// (Apache2::SizeLimit's MAX_UNSHARED_SIZE).
+    /// None without a budget, or without workers to share it.
     pub max_unshared_kib: Option<u64>,
     /// Requests per worker before the pool outgrows the budget (MaxRequestsPerChild);
     /// None when memory does not grow.
+    /// Also None without a budget, or without workers to share it.
     pub max_requests_per_worker: Option<u64>,
 }
 

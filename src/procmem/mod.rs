@@ -22,6 +22,7 @@ pub enum Selector {
     Port(u16),
 }
 
+/// The selector matched no process.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SelectError {
     #[error("no process {0}")]
@@ -32,6 +33,7 @@ pub enum SelectError {
     NoListener(u16),
 }
 
+/// A worker's parent is among the server's processes; a parent's is not (a master).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -39,15 +41,19 @@ pub enum Role {
     Worker,
 }
 
+/// One of the server's processes and its memory, KiB.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProcMem {
     pub pid: i32,
     pub ppid: i32,
+    /// The command name (comm), at most 15 characters.
     pub name: String,
     pub role: Role,
     #[serde(flatten)]
     pub mem: MemSnapshot,
+    /// Unique set, KiB: what the process frees when it exits (`mem.uss()`).
     pub uss: u64,
+    /// Pages shared with at least one other process, KiB (`mem.shared()`).
     pub shared: u64,
 }
 

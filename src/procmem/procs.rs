@@ -24,6 +24,7 @@ pub fn parse_stat(text: &str) -> Option<ProcInfo> {
     Some(ProcInfo { pid, ppid, name })
 }
 
+/// The pids listed in /proc now (empty when /proc cannot be read).
 pub fn all_pids() -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()

@@ -10,10 +10,16 @@ pub struct MemSnapshot {
     pub rss: u64,
     /// Proportional set: each shared page divided by the number of processes sharing it.
     pub pss: u64,
+    /// Shared pages not written since they were read in: mostly code and read-only files.
     pub shared_clean: u64,
+    /// Shared pages that were written, as the parent's heap before the fork: what
+    /// copy-on-write unshares.
     pub shared_dirty: u64,
+    /// Unwritten pages only this process maps.
     pub private_clean: u64,
+    /// Written pages only this process maps: its own heap and stack, pages it unshared.
     pub private_dirty: u64,
+    /// Pages swapped out (not resident, so not in `rss`).
     pub swap: u64,
 }
 

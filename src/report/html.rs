@@ -18,6 +18,7 @@ tr.changed td{background:#fde2e2}pre{background:#f6f6f6;padding:8px;overflow-x:a
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:12px}\
 .chart{max-width:100%;height:auto}p.ev{margin:.3em 0}";
 
+/// The whole HTML page for a stored run.
 pub fn render(run: &Stored) -> String {
     let mut body = String::new();
     let title = match run {

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
+/// Writes `report` as pretty-printed JSON, with a final newline.
 pub fn write<T: Serialize>(report: &T, out: &mut impl Write) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, report)?;
     writeln!(out)

@@ -8,21 +8,27 @@ use serde::{Deserialize, Serialize};
 use crate::procmem::capacity::{self, Capacity, Growth, Totals};
 use crate::procmem::{ProcMem, Role};
 
+/// The `schema` value written into every memory report, naming its layout.
 pub const SCHEMA_ID: &str = "webtune.mem.v1";
 
+/// What `webtune mem` found: each process's memory, the totals, and what fits the budget.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MemReport {
+    /// Always SCHEMA_ID for this layout.
     pub schema: String,
     /// KiB throughout.
     pub processes: Vec<ProcMem>,
     pub totals: Totals,
     /// How far the RSS sum overstates the real total (PSS sum), in percent.
     pub rss_sum_overstates_percent: f64,
+    /// None without a budget, or without a worker to measure.
     pub capacity: Option<Capacity>,
+    /// Only with `--url`: how memory grew over the requests sent.
     pub growth: Option<Growth>,
 }
 
 impl MemReport {
+    /// The report for one sample of `procs`, with no growth; capacity only with a budget.
     pub fn new(procs: &[ProcMem], budget_kib: Option<u64>) -> MemReport {
         let totals = capacity::totals(procs);
         MemReport {
@@ -44,6 +50,7 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
+/// The report as text: the process table in MiB, then totals, capacity and growth.
 pub fn write_text(r: &MemReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
@@ -108,16 +115,21 @@ pub fn write_text(r: &MemReport, out: &mut impl Write) -> io::Result<()> {
 /// One line of `--watch`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WatchSample {
+    /// Seconds since watching began.
     pub t_s: f64,
     pub processes: usize,
     pub pss_sum_kib: u64,
     pub rss_sum_kib: u64,
+    /// The seeds' formula: sum of (RSS - shared) plus the largest shared.
     pub seeds_formula_kib: u64,
+    /// The costliest worker's unique memory (0 without workers).
     pub max_worker_uss_kib: u64,
+    /// The least shared memory of any worker: falls as copy-on-write unshares pages (0 without workers).
     pub min_worker_shared_kib: u64,
 }
 
 impl WatchSample {
+    /// A sample of `procs` taken `t` after watching began.
     pub fn new(t: Duration, procs: &[ProcMem]) -> WatchSample {
         let totals = capacity::totals(procs);
         let workers = || procs.iter().filter(|p| p.role == Role::Worker);
@@ -132,6 +144,7 @@ impl WatchSample {
         }
     }
 
+    /// The column titles above the text lines.
     pub fn header() -> String {
         format!(
             "{:>8} {:>6} {:>10} {:>10} {:>10} {:>12} {:>12}   (MiB)",
@@ -139,6 +152,7 @@ impl WatchSample {
         )
     }
 
+    /// The sample as one text line under `header`, sizes in MiB.
     pub fn line(&self) -> String {
         format!(
             "{:>8.1} {:>6} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>12.1}",

@@ -11,6 +11,7 @@ const TOP: f64 = 36.0;
 const BOTTOM: f64 = 56.0;
 const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
 
+/// `s` made safe as XML/HTML text or attribute value (&, <, > and " escaped).
 pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }

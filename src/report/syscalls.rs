@@ -4,6 +4,7 @@ use std::io::{self, Write};
 
 use crate::syscalls::SyscallReport;
 
+/// Writes the system-call report as text: the table of calls, then missing files and flags.
 pub fn write_text(r: &SyscallReport, out: &mut impl Write) -> io::Result<()> {
     let pids: Vec<String> = r.pids.iter().map(i32::to_string).collect();
     writeln!(out, "System calls per request ({} requests; traced pids {})", r.requests, pids.join(" "))?;

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use crate::aggregate::BenchReport;
 use crate::aggregate::result::{LatencyStats, Part};
 
+/// Writes the bench report as text, for a terminal.
 pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     let res = &r.result;
     let o = &r.options;

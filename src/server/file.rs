@@ -50,6 +50,7 @@ struct RawTarget {
     config: toml::Table,
 }
 
+/// The server kinds webtune can launch and tune, as named in `adapter = "..."`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AdapterName {
@@ -108,12 +109,13 @@ pub struct TargetFile {
 }
 
 impl TargetFile {
+    /// Reads and checks the target file at `path`.
     pub fn load(path: &Path) -> Result<TargetFile, InputError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError(format!("cannot read target file {}: {e}", path.display())))?;
+        let text = input::read_text(path, "target file")?;
         Self::parse(&text, path)
     }
 
+    /// Checks a target file's text; `path` names it in errors and anchors its relative paths.
     pub fn parse(text: &str, path: &Path) -> Result<TargetFile, InputError> {
         // "t.toml:4: connections:" when the error is on a `key = value` line.
         let at = |span: Option<std::ops::Range<usize>>| match span {

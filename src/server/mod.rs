@@ -12,6 +12,7 @@ pub mod rundir;
 pub mod settings;
 
 use std::process::Child;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -39,6 +40,7 @@ pub struct Running {
 }
 
 impl TargetFile {
+    /// The adapter that speaks this target's server.
     pub fn adapter(&self) -> &'static dyn Adapter {
         adapters::adapter(self.adapter)
     }
@@ -52,6 +54,12 @@ impl TargetFile {
 /// Starts the target with its base configuration plus `overrides`, and waits until it
 /// answers its readiness URL.
 pub fn launch(file: &TargetFile, overrides: &[(String, String)]) -> anyhow::Result<Running> {
+    launch_until(file, overrides, &AtomicBool::new(false))
+}
+
+/// `launch`, given up (the server stopped, an error returned) as soon as `stop` is set, even
+/// while the server is still starting: Ctrl-C is never kept waiting for `ready_timeout`.
+pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &AtomicBool) -> anyhow::Result<Running> {
     let adapter = file.adapter();
     let values = file.settings(overrides);
     let port = match file.port {
@@ -90,14 +98,15 @@ pub fn launch(file: &TargetFile, overrides: &[(String, String)]) -> anyhow::Resu
         running.dir.record_group(child.id() as i32)?;
         running.children.push((s.name.clone(), child));
     }
-    running.wait_ready(&file.ready, file.ready_timeout)?;
+    running.wait_ready(&file.ready, file.ready_timeout, stop)?;
     if let Some(n) = adapter.expected_workers(&values) {
-        running.wait_workers(n, Duration::from_secs(10));
+        running.wait_workers(n, Duration::from_secs(10), stop);
     }
     Ok(running)
 }
 
 impl Running {
+    /// `http://host:port` of the server, brackets around an IPv6 host; no trailing slash.
     pub fn base_url(&self) -> String {
         if self.host.contains(':') {
             format!("http://[{}]:{}", self.host, self.port)
@@ -119,14 +128,17 @@ impl Running {
             .unwrap_or_default()
     }
 
+    /// The configuration the adapter wrote for this launch, for the evidence.
     pub fn config_text(&self) -> &str {
         &self.prepared.config_text
     }
 
+    /// The private run directory: the server's configuration and logs.
     pub fn dir(&self) -> &std::path::Path {
         &self.dir.path
     }
 
+    /// The server's own counters now (busy and idle workers...), None when it has none to read.
     pub fn counters(&self) -> Option<serde_json::Value> {
         self.adapter.read_counters(&Where {
             host: &self.host,
@@ -161,9 +173,13 @@ impl Running {
         if out.is_empty() { "(its logs are empty)".into() } else { out.join(" | ") }
     }
 
-    fn wait_ready(&mut self, path: &str, timeout: Duration) -> anyhow::Result<()> {
+    fn wait_ready(&mut self, path: &str, timeout: Duration, stop: &AtomicBool) -> anyhow::Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
+            if stop.load(Ordering::Relaxed) {
+                self.stop();
+                anyhow::bail!("interrupted");
+            }
             for (name, child) in &mut self.children {
                 if let Ok(Some(status)) = child.try_wait() {
                     let name = name.clone();
@@ -189,9 +205,9 @@ impl Running {
 
     /// Waits (up to `limit`) until the master has `n` workers: some servers fork them after
     /// they start answering.
-    fn wait_workers(&self, n: usize, limit: Duration) {
+    fn wait_workers(&self, n: usize, limit: Duration, stop: &AtomicBool) {
         let deadline = Instant::now() + limit;
-        while self.worker_pids().len() < n && Instant::now() < deadline {
+        while self.worker_pids().len() < n && Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(50));
         }
     }

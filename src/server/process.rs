@@ -22,6 +22,7 @@ pub struct Spawn {
 }
 
 impl Spawn {
+    /// No extra environment; runs in webtune's own working directory.
     pub fn new(name: &str, program: &str, args: Vec<String>) -> Spawn {
         Spawn { name: name.into(), program: program.into(), args, env: Vec::new(), cwd: None }
     }

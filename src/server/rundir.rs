@@ -15,6 +15,7 @@ pub fn base() -> PathBuf {
     }
 }
 
+/// One launch's private directory, owned by this webtune process.
 pub struct RunDir {
     pub path: PathBuf,
 }
@@ -46,6 +47,7 @@ impl RunDir {
         Ok(())
     }
 
+    /// The path of file `name` inside the directory.
     pub fn join(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }

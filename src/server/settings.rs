@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+/// One configuration of the server: (knob, value) pairs, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Settings(pub Vec<(String, String)>);
 
@@ -19,6 +20,7 @@ impl std::ops::Deref for Settings {
 }
 
 impl Settings {
+    /// The value of `knob`, None when these settings do not set it.
     pub fn get(&self, knob: &str) -> Option<&str> {
         get(&self.0, knob)
     }

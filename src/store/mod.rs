@@ -31,6 +31,7 @@ pub fn default_path(flag: Option<&Path>) -> PathBuf {
     data.join("webtune").join("webtune.db")
 }
 
+/// An open history database.
 pub struct Store {
     conn: Connection,
     pub path: PathBuf,
@@ -240,6 +241,7 @@ impl Store {
         Ok(rows)
     }
 
+    /// Run `id` in full (report, or points and outcome); None when there is no such run.
     pub fn run(&self, id: i64) -> anyhow::Result<Option<Stored>> {
         let row = self.runs(None, None, None)?.into_iter().find(|r| r.id == id);
         let Some(row) = row else { return Ok(None) };

@@ -15,6 +15,7 @@ pub struct CpuTimes {
 }
 
 impl CpuTimes {
+    /// This process's CPU times so far, all threads (zero when getrusage fails).
     pub fn now() -> CpuTimes {
         let to_dur = |tv: nix::sys::time::TimeVal| {
             Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)
@@ -25,6 +26,7 @@ impl CpuTimes {
         }
     }
 
+    /// The CPU time used between `earlier` and these times.
     pub fn since(self, earlier: CpuTimes) -> CpuTimes {
         CpuTimes { user: self.user.saturating_sub(earlier.user), sys: self.sys.saturating_sub(earlier.sys) }
     }

@@ -9,8 +9,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// The `schema` value written into every syscalls report, naming its layout.
 pub const SCHEMA_ID: &str = "webtune.syscalls.v1";
 
+/// What `webtune syscalls` found: system calls per request and the waste flagged.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SyscallReport {
     pub schema: String,
@@ -26,6 +28,7 @@ pub struct SyscallReport {
     pub flags: Vec<String>,
 }
 
+/// How often one system call was made, and failed, per request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallStats {
     pub name: String,
@@ -35,6 +38,7 @@ pub struct CallStats {
     pub us_per_request: f64,
 }
 
+/// A path the server looked up and did not find (ENOENT).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MissingFile {
     pub path: String,

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Why strace could not be started or attached.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     #[error("strace is not installed (Debian: apt-get install strace)")]

@@ -26,6 +26,7 @@ enum Line {
     Point(Box<Point>),
 }
 
+/// An open tune journal: a header line, then one JSON line per measured point.
 pub struct Journal {
     path: PathBuf,
     file: std::fs::File,
@@ -79,6 +80,7 @@ impl Journal {
             .with_context(|| format!("cannot write {}", self.path.display()))
     }
 
+    /// The journal's file, to name in messages.
     pub fn path(&self) -> &Path {
         &self.path
     }

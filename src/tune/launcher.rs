@@ -1,17 +1,22 @@
 //! The glue between the server module and the tuner: a target file's server as a `Launcher`,
 //! a `Running` server as a `Launched` one.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
 use super::trial::{Launched, Launcher};
 use crate::server::{self, Running, Settings, TargetFile};
 
 /// Launches the target file's server through its adapter.
 pub struct TargetLauncher<'a> {
     pub file: &'a TargetFile,
+    /// Set by Ctrl-C: a server still starting is given up at once.
+    pub interrupt: Arc<AtomicBool>,
 }
 
 impl Launcher for TargetLauncher<'_> {
     fn launch(&mut self, settings: &Settings) -> anyhow::Result<Box<dyn Launched>> {
-        Ok(Box::new(server::launch(self.file, settings)?))
+        Ok(Box::new(server::launch_until(self.file, settings, &self.interrupt)?))
     }
 
     fn render(&self, settings: &Settings) -> String {

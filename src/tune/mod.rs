@@ -74,6 +74,7 @@ pub struct Tuner<'a> {
 }
 
 impl<'a> Tuner<'a> {
+    /// A tuner with no budgets yet; `reuse` holds the points of an interrupted run's journal.
     pub fn new(
         measure: &'a mut dyn Measure,
         load: Load,
@@ -115,6 +116,7 @@ impl<'a> Tuner<'a> {
         self.point_with(step, settings, &load)
     }
 
+    /// As `point`, under `load` instead of the tuner's own (a strategy's special load, e.g. a burst).
     pub fn point_with(&mut self, step: &str, settings: &Settings, load: &Load) -> Option<Point> {
         if self.stopped.is_some() {
             return None;
@@ -170,6 +172,7 @@ pub fn summary_line(p: &Point) -> String {
     }
 }
 
+/// A duration in whole seconds, for progress lines: "42s", or "3m05s" from a minute up.
 pub fn fmt_secs(d: Duration) -> String {
     let s = d.as_secs();
     if s >= 60 { format!("{}m{:02}s", s / 60, s % 60) } else { format!("{s}s") }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::point::Point;
 use crate::stats::{median, spread};
 
+/// What the tuner optimises: which of two configurations is better.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Objective {
@@ -52,6 +53,7 @@ impl Objective {
         ma - mb > noise
     }
 
+    /// The objective in words, for reports ("maximum throughput with p99 <= 50 ms").
     pub fn describe(&self) -> String {
         match self {
             Objective::Throughput => "maximum throughput".into(),

@@ -8,29 +8,38 @@ use crate::stats::median;
 /// The server's memory while it served the load, KiB.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemUse {
+    /// Worker processes found (the master's descendants).
     pub workers: usize,
     /// The costliest worker's unique memory: what one more worker adds.
     pub worker_uss_max_kib: u64,
     pub worker_uss_mean_kib: u64,
     /// Memory each worker shares (with the parent and its siblings), mean.
     pub worker_shared_mean_kib: u64,
+    /// The master's unique memory.
     pub parent_uss_kib: u64,
+    /// The master's memory shared with other processes (its workers, mostly).
     pub parent_shared_kib: u64,
     /// The whole server's real footprint: the sum of PSS.
     pub pss_total_kib: u64,
     /// Workers that fit the budget, by the seeds' arithmetic with these figures.
+    /// None without a memory budget, or without a worker to measure.
     pub workers_fit: Option<u64>,
 }
 
 /// One repeat: a bench run against a launched configuration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Sample {
+    /// Successful requests per second.
     pub rps: f64,
+    /// Median total latency of the successful requests, ms.
     pub p50_ms: f64,
+    /// 99th percentile of the successful requests' total latency, ms.
     pub p99_ms: f64,
+    /// 99th percentile of the successful requests' time to first byte, ms.
     pub first_byte_p99_ms: f64,
     pub succeeded: u64,
     pub failed: u64,
+    /// Read half-way through the run; None when the server's processes could not be read.
     pub memory: Option<MemUse>,
     /// The server's own counters mid-run (mod_status, stub_status...), when it has them.
     pub counters: Option<serde_json::Value>,
@@ -39,6 +48,7 @@ pub struct Sample {
     pub histogram: Option<String>,
 }
 
+/// Whether a point was measured, or why not.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Status {
@@ -49,12 +59,15 @@ pub enum Status {
     },
 }
 
+/// One configuration, launched and measured (or failed), with the evidence.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Point {
     /// The strategy's name for this measurement ("baseline", "workers=4", "burst"...).
     pub step: String,
+    /// The configuration measured.
     pub settings: Settings,
     pub status: Status,
+    /// One per repeat; empty when the point failed.
     pub samples: Vec<Sample>,
     /// Error-log lines that say the server ran out of workers.
     pub saturation: Vec<String>,
@@ -68,11 +81,13 @@ pub struct Point {
     #[serde(default)]
     pub warmed: u64,
     /// Workers alive when the load began (after any idle spell): what the server keeps idle.
+    /// None when the point failed or the master could not be read.
     #[serde(default)]
     pub workers_at_start: Option<usize>,
 }
 
 impl Point {
+    /// A point that could not be measured, with no samples; `seconds` is the time it cost.
     pub fn failed(step: &str, settings: &Settings, cause: String, seconds: f64) -> Point {
         Point {
             step: step.into(),
@@ -88,18 +103,22 @@ impl Point {
         }
     }
 
+    /// Measured, with at least one sample: its figures can be compared.
     pub fn ok(&self) -> bool {
         self.status == Status::Ok && !self.samples.is_empty()
     }
 
+    /// The median over the repeats of the figure `f` picks (NaN without samples).
     pub fn median(&self, f: impl Fn(&Sample) -> f64) -> f64 {
         median(&self.samples.iter().map(f).collect::<Vec<_>>())
     }
 
+    /// Throughput: the repeats' median of successful requests per second.
     pub fn rps(&self) -> f64 {
         self.median(|s| s.rps)
     }
 
+    /// The repeats' median p99 of total latency, ms.
     pub fn p99(&self) -> f64 {
         self.median(|s| s.p99_ms)
     }

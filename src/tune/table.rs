@@ -81,6 +81,7 @@ pub fn report(o: &Outcome) -> String {
 }
 
 impl Found {
+    /// The full outcome: these findings plus the run's context, rendered config and every point.
     pub fn into_outcome(
         self,
         strategy: &str,

@@ -8,6 +8,7 @@
 use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
 use crate::server::process::Spawn;
 
+/// The Apache httpd adapter (prefork MPM, mod_perl).
 pub struct Apache;
 
 const MODULES: &str = "/usr/lib/apache2/modules";

@@ -4,6 +4,7 @@
 use super::{Adapter, Ctx, Prepared};
 use crate::server::process::Spawn;
 
+/// The adapter for any server started from a `command` template.
 pub struct Command;
 
 impl Adapter for Command {

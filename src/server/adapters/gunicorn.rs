@@ -4,6 +4,7 @@
 use super::{Adapter, Ctx, Prepared, native_flags, on, seconds};
 use crate::server::process::Spawn;
 
+/// The gunicorn adapter (sync workers).
 pub struct Gunicorn;
 
 fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {

@@ -3,6 +3,7 @@
 use super::{Adapter, Ctx, Prepared};
 use crate::server::process::Spawn;
 
+/// The adapter for `webtune lab`, the embedded server.
 pub struct Lab;
 
 const NATIVE: [(&str, &str); 8] = [

@@ -39,10 +39,12 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The target file's application path (absolute), when it names one.
     pub fn app(&self) -> Option<&Path> {
         self.file.app.as_deref()
     }
 
+    /// The run directory as text, to write into configurations and command lines.
     pub fn d(&self) -> String {
         self.dir.path.display().to_string()
     }
@@ -69,6 +71,7 @@ pub struct Where<'a> {
     pub status_path: Option<&'a str>,
 }
 
+/// What webtune needs to know of one kind of server to launch, observe and tune it.
 pub trait Adapter: Sync {
     fn name(&self) -> &'static str;
     /// The native name of a canonical knob, when the server has it.
@@ -98,6 +101,7 @@ pub trait Adapter: Sync {
     }
 }
 
+/// The adapter for a target file's `adapter = "..."`.
 pub fn adapter(name: AdapterName) -> &'static dyn Adapter {
     match name {
         AdapterName::Lab => &lab::Lab,

@@ -5,6 +5,7 @@
 use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
 use crate::server::process::Spawn;
 
+/// The nginx adapter, for static files.
 pub struct Nginx;
 
 /// The http block's directives for `values` (canonical knobs translated).

@@ -5,6 +5,7 @@
 use super::{Adapter, Ctx, Prepared, get, natives, write};
 use crate::server::process::{Spawn, find_program};
 
+/// The PHP-FPM adapter (one pool, behind an nginx front).
 pub struct PhpFpm;
 
 const NATIVE: [(&str, &str); 5] = [

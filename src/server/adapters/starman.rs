@@ -4,6 +4,7 @@
 use super::{Adapter, Ctx, Prepared, native_flags, on};
 use crate::server::process::Spawn;
 
+/// The Starman (PSGI) adapter.
 pub struct Starman;
 
 fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {

@@ -6,6 +6,7 @@ use std::io::Read;
 use super::{Adapter, Ctx, Prepared, native_flags, on};
 use crate::server::process::Spawn;
 
+/// The uWSGI (Python 3) adapter.
 pub struct Uwsgi;
 
 fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {

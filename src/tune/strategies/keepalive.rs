@@ -5,6 +5,8 @@ use super::{Found, Knobs, value};
 use crate::tune::strategies::one_at_a_time::pct;
 use crate::tune::{Settings, Step, Tuner};
 
+/// Measures each keepalive value (on and off by default) under the tuner's load plus slow
+/// clients (a fifth at 33.6 kbps unless the load throttles already); the objective picks.
 pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
     let values: Vec<String> = knobs

@@ -4,6 +4,8 @@
 use super::{Found, Knobs, value};
 use crate::tune::{Settings, Step, Tuner};
 
+/// Measures a baseline, then tries each knob's values in turn on the current configuration;
+/// a knob that `base` leaves unset starts at its first listed value.
 pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut current = base.clone();
     for (knob, values) in knobs {
@@ -91,6 +93,7 @@ fn step_evidence(
     }
 }
 
+/// The change from `before` to `after`, in percent of `before` (0 when `before` is not positive).
 pub fn pct(after: f64, before: f64) -> f64 {
     if before > 0.0 { (after - before) / before * 100.0 } else { 0.0 }
 }

@@ -43,6 +43,8 @@ pub fn growth(p: &Point) -> Option<(f64, f64)> {
     Some((slope, (my - slope * mx).max(0.0)))
 }
 
+/// Picks `max_requests`: the largest candidate that keeps the pool within the budget and
+/// costs at most 5% throughput against never recycling; 0 (never) when workers do not grow.
 pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let knob = "max_requests";
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };

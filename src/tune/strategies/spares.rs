@@ -35,6 +35,8 @@ fn idle_cost(c: &[(String, String)]) -> u64 {
     get("min_spare").max(get("start_workers").min(get("max_spare").max(get("min_spare"))))
 }
 
+/// Measures steady state, then a cold burst after an idle spell for each spare setting;
+/// recommends the one keeping fewest idle workers whose burst first-byte p99 stays near steady.
 pub fn spares(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
     let Some(steady) = t.point("steady", base) else { return found };
