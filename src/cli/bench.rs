@@ -13,7 +13,7 @@ use crate::aggregate::breakdown::{BreakdownSink, Layout};
 use crate::aggregate::intervals::IntervalTap;
 use crate::aggregate::progress::ProgressBoard;
 use crate::aggregate::result::{BenchReport, ClientCpu, Coalesced, Options, RateStats, SCHEMA_ID, TargetInfo};
-use crate::engine::{self, Arrival, Order, Pacing, Plan, Schedule, Shared, Stage, Stop, Target, Throttle};
+use crate::engine::{self, Arrival, Endpoint, Order, Pacing, Plan, Schedule, Shared, Stage, Stop, Throttle};
 use crate::report::hdrlog::{HdrLogWriter, Timing};
 use crate::report::progress::{Goal, ProgressLine};
 use crate::sys::{self, CpuTimes};
@@ -167,14 +167,14 @@ impl BenchPlan {
                 .collect();
         }
         layout.clients = throttle.is_some_and(|t| t.share < 1.0);
-        let target = Target {
+        let endpoint = Endpoint {
             addr: work.origin.addr,
             tls: work.origin.tls.clone(),
             templates: work.templates.clone().into(),
             order: work.order,
         };
         let engine = Plan {
-            target,
+            endpoint,
             connections,
             threads,
             stop,
@@ -473,7 +473,7 @@ fn options(plan: &BenchPlan) -> Options {
         }
         Pacing::Closed { .. } => ("closed", None, None),
     };
-    let order = match (ep.target.templates.len(), ep.target.order) {
+    let order = match (ep.endpoint.templates.len(), ep.endpoint.order) {
         (1, _) => "single",
         (_, Order::Sequential) => "sequential",
         (_, Order::Random) => "random",

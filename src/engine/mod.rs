@@ -57,7 +57,7 @@ pub enum Order {
 
 /// Where requests go and what they are.
 #[derive(Clone)]
-pub struct Target {
+pub struct Endpoint {
     pub addr: SocketAddr,
     pub tls: Option<TlsSettings>,
     pub templates: Arc<[Template]>,
@@ -77,7 +77,8 @@ pub enum Stop {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pacing {
     /// Each client sends its next request when the last one is answered (ab, wrk). The
-    /// number of active clients follows the schedule (constant: all of them).
+    /// number of active clients follows the schedule (constant: all of them). A client whose
+    /// connect is refused pauses a little before its next try (worker.rs says how long).
     Closed { clients: Option<Schedule> },
     /// Requests start at scheduled times whether or not earlier ones were answered (wrk2);
     /// latency counts from the scheduled time, so a stalled server shows in it.
@@ -94,7 +95,7 @@ pub struct Throttle {
 
 #[derive(Clone)]
 pub struct Plan {
-    pub target: Target,
+    pub endpoint: Endpoint,
     pub connections: usize,
     pub threads: usize,
     pub stop: Stop,
@@ -125,7 +126,7 @@ impl Plan {
         self.coalesce
             && self.keepalive
             && !self.is_open_loop()
-            && self.target.tls.is_none()
+            && self.endpoint.tls.is_none()
             && conns >= coalesce::MIN_CLIENTS
     }
 
