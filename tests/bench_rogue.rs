@@ -1,11 +1,14 @@
 //! `webtune bench` against a server that misbehaves: every failure lands in its error class,
-//! and what is not a failure (a server ending keep-alive, varying lengths) is not counted as one.
+//! and what is not a failure (a server ending keep-alive, varying lengths) is not counted as one;
+//! whatever the server does, the run ends on time and on Ctrl-C.
 
 use std::io::Write;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::lab::Lab;
 use crate::support::rogue::{Rogue, read_request, reset, response, serve_each};
-use crate::support::{bench_json, errors, float, num, webtune};
+use crate::support::{assert_valid, bench_json, errors, float, num, test_db, webtune, webtune_with_limit};
 
 #[test]
 fn reset_connections_are_resets() {
@@ -240,4 +243,141 @@ fn the_handshakes_last_ack_rides_on_the_request() {
     assert_eq!(num(&v, "/result/succeeded"), 20, "{v:#}");
     assert_eq!(num(&v, "/result/connections/opened"), 20, "{v:#}");
     assert_eq!(*seen.lock().unwrap(), vec![2; 20]);
+}
+
+/// `webtune bench --json -q ARGS`, which must end within `limit` (else the test fails): its
+/// report, checked against the schema, and how long it ran.
+fn bench_within(args: &[&str], limit: Duration) -> (serde_json::Value, Duration) {
+    let mut full = vec!["bench", "--json", "-q"];
+    full.extend_from_slice(args);
+    let started = Instant::now();
+    let run = webtune_with_limit(&full, limit);
+    let took = started.elapsed();
+    let v: serde_json::Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}\nstderr: {}", run.stdout, run.stderr));
+    assert_valid(&v);
+    (v, took)
+}
+
+/// A loopback URL whose port nothing listens on (it was bound, then released).
+fn closed_port_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}/")
+}
+
+#[test]
+fn refused_closed_loop_ends_on_time() {
+    // Regression: a refused connect restarted at once from the loop's queue, which the loop
+    // drained without ever checking -d (half a million refusals in 5 s, never ending).
+    let url = closed_port_url();
+    let runs: [&[&str]; 3] = [&["-d", "1s"], &["-d", "1s", "--no-keepalive"], &["--stages", "500ms:2,500ms:2"]];
+    for extra in runs {
+        let mut args = vec!["-c", "2"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let (v, took) = bench_within(&args, Duration::from_secs(3));
+        let refused = errors(&v, "refused");
+        assert!(refused > 0, "{extra:?}: {v:#}");
+        assert_eq!(num(&v, "/result/failed"), refused, "{extra:?}: {v:#}");
+        // Each client pauses at least 1 ms after a refusal: at most ~1000 tries a second
+        // each, where the loop that spun made ~80,000.
+        assert!(refused <= 2 * 1001, "{extra:?}: {refused} refusals in 1 s from 2 clients");
+        assert!(took < Duration::from_secs(3), "{extra:?}: took {took:?}");
+    }
+}
+
+#[test]
+fn server_killed_mid_run_ends_on_time() {
+    // Regression: after the server died, every reconnect was refused at once and the run
+    // never ended.
+    let lab = Lab::start(&["--workers", "1"]);
+    let pid = nix::unistd::Pid::from_raw(lab.pid());
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        // Its worker dies with it (PR_SET_PDEATHSIG), and the port closes.
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    });
+    // -d 2s + --timeout 1s + 1 s.
+    let (v, took) = bench_within(&["-c", "2", "-d", "2s", "--timeout", "1s", &lab.url("/")], Duration::from_secs(4));
+    killer.join().unwrap();
+    assert!(num(&v, "/result/succeeded") > 0, "{v:#}");
+    let refused = errors(&v, "refused");
+    assert!(refused > 0, "{v:#}");
+    // At least 1 ms between a client's refusals. Without the pause a run sometimes ended
+    // (when a refusal happened to come back after a turn of the loop), after ~50,000 of them.
+    assert!(refused <= 2 * 2001, "{refused} refusals in under 2 s from 2 clients");
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+}
+
+/// A server that answers every request with interim heads, without end.
+fn endless_interim_server() -> Rogue {
+    Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some() {
+            let flood = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(1000);
+            while s.write_all(&flood).is_ok() {}
+        }
+    })
+}
+
+#[test]
+fn endless_interim_responses_end_on_time() {
+    // Regression: the reader looped over interim heads as long as they came, and the engine
+    // never returned to its loop, deaf to -d and Ctrl-C.
+    let server = endless_interim_server();
+    let (v, took) = bench_within(&["-c", "2", "-d", "1s", &server.url("/")], Duration::from_secs(3));
+    assert!(errors(&v, "malformed") > 0, "{v:#}");
+    assert_eq!(num(&v, "/result/failed"), errors(&v, "malformed"), "{v:#}");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+}
+
+#[test]
+fn endless_interim_responses_yield_to_ctrl_c() {
+    let server = endless_interim_server();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["bench", "--json", "-q", "-c", "2", "-d", "30s", &server.url("/")])
+        .env("WEBTUNE_DB", test_db())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start webtune");
+    let stdout = child.stdout.take().unwrap();
+    let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
+    std::thread::sleep(Duration::from_millis(700));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let signalled = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if signalled.elapsed() > Duration::from_secs(1) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("webtune bench was still running 1 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let v: serde_json::Value = serde_json::from_str(&out.join().unwrap()).expect("a JSON report after SIGINT");
+    assert_valid(&v);
+    assert!(errors(&v, "malformed") > 0, "{v:#}");
+}
+
+#[test]
+fn endless_body_does_not_keep_the_loop_from_timeouts() {
+    // A body of one-byte chunks without end, sent faster than the client parses it: before
+    // reads were capped per turn, receive() did not return while the server kept ahead, and
+    // the request did not time out (this hung most runs, not all: a server descheduled long
+    // enough lets the client catch up).
+    let server = Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some()
+            && s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").is_ok()
+        {
+            let flood = b"1\r\nx\r\n".repeat(10_000);
+            while s.write_all(&flood).is_ok() {}
+        }
+    });
+    let (v, took) =
+        bench_within(&["-c", "1", "-d", "1s", "--timeout", "300ms", &server.url("/")], Duration::from_secs(3));
+    assert!(errors(&v, "timeout") > 0, "{v:#}");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
 }

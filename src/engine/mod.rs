@@ -77,7 +77,8 @@ pub enum Stop {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pacing {
     /// Each client sends its next request when the last one is answered (ab, wrk). The
-    /// number of active clients follows the schedule (constant: all of them).
+    /// number of active clients follows the schedule (constant: all of them). A client whose
+    /// connect is refused pauses a little before its next try (worker.rs says how long).
     Closed { clients: Option<Schedule> },
     /// Requests start at scheduled times whether or not earlier ones were answered (wrk2);
     /// latency counts from the scheduled time, so a stalled server shows in it.

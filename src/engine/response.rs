@@ -5,6 +5,10 @@
 /// Heads larger than this are rejected as malformed (oversized headers).
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 const MAX_HEADERS: usize = 100;
+/// Interim 1xx heads allowed before the final one. Servers send one or two (100 Continue,
+/// 103 Early Hints); HTTP sets no limit, and a server that sends them without end would
+/// keep the request from ever ending.
+pub const MAX_INTERIM_HEADS: u32 = 100;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParseError {
@@ -16,6 +20,8 @@ pub enum ParseError {
     BadFraming,
     /// The connection ended before the response was complete.
     Truncated,
+    /// More than MAX_INTERIM_HEADS interim (1xx) heads came before the final one.
+    TooManyInterim,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +72,8 @@ pub struct ResponseReader {
     head: Vec<u8>,
     /// How much of `head` has been searched for the blank line (no rescans: linear time).
     scanned: usize,
+    /// Interim 1xx heads of this response so far.
+    interim: u32,
     /// The request was HEAD: no body whatever the headers say. Set per request.
     pub head_request: bool,
     pub status: u16,
@@ -94,6 +102,7 @@ impl ResponseReader {
             state: State::Head,
             head: Vec::new(),
             scanned: 0,
+            interim: 0,
             head_request,
             status: 0,
             header_bytes: 0,
@@ -110,6 +119,7 @@ impl ResponseReader {
         self.state = State::Head;
         self.head.clear();
         self.scanned = 0;
+        self.interim = 0;
         self.status = 0;
         self.header_bytes = 0;
         self.body_bytes = 0;
@@ -227,6 +237,11 @@ impl ResponseReader {
         if !(100..200).contains(&status) || status == 101 {
             self.status = status;
             self.state = self.framing(&resp)?;
+        } else {
+            self.interim += 1;
+            if self.interim > MAX_INTERIM_HEADS {
+                return Err(ParseError::TooManyInterim);
+            }
         }
         Ok(Some(n))
     }
@@ -473,12 +488,33 @@ mod tests {
 
     #[test]
     fn many_interim_heads_are_each_within_the_limit() {
-        let mut msg = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(2700);
+        // As many interim heads as allowed, together larger than MAX_HEAD_BYTES.
+        let interim = format!("HTTP/1.1 103 Early Hints\r\nLink: <{}>\r\n\r\n", "a".repeat(700));
+        let mut msg = interim.repeat(MAX_INTERIM_HEADS as usize).into_bytes();
+        assert!(msg.len() > MAX_HEAD_BYTES);
         msg.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
         for step in [1000, 4096, msg.len()] {
             let (r, n) = feed_in_steps(&msg, step, false);
             assert_eq!(n, Ok(msg.len()), "step {step}");
             assert_eq!(r.header_bytes + r.body_bytes, msg.len() as u64);
+        }
+    }
+
+    #[test]
+    fn endless_interim_heads_end_the_response() {
+        let msg = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(MAX_INTERIM_HEADS as usize + 1);
+        for step in [1, 7, 4096, msg.len()] {
+            let (r, n) = feed_in_steps(&msg, step, false);
+            assert_eq!(n, Err(ParseError::TooManyInterim), "step {step}");
+            assert_eq!(r.status, 0);
+        }
+        // The count is per response.
+        let mut r = ResponseReader::new(false);
+        let some = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(MAX_INTERIM_HEADS as usize);
+        for _ in 0..2 {
+            assert_eq!(r.feed(&some), Ok(Progress::More));
+            assert_eq!(r.feed(b"HTTP/1.1 204 No Content\r\n\r\n"), Ok(Progress::Done { consumed: 27 }));
+            r.reset();
         }
     }
 

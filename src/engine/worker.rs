@@ -30,13 +30,21 @@ const SCRATCH_BYTES: usize = 64 * 1024;
 const ONE_SEGMENT: usize = 1200;
 /// The precise timer's token; connection tokens are index | generation << 32.
 const TIMER_TOKEN: usize = u32::MAX as usize;
+/// Reads one connection may take in one turn of the loop (1 MiB): a server that sends faster
+/// than the client parses (an endless stream of 1xx heads or of tiny chunks) would otherwise
+/// keep receive() from returning, and the loop from checking -d, Ctrl-C and timeouts. A body
+/// larger than that pays one more turn (an epoll_wait that does not sleep) per MiB.
+const READS_PER_TURN: usize = 16;
+/// The closed loop's first pause after a connect that failed at once (see `refused_pause`).
+const REFUSED_PAUSE: Duration = Duration::from_millis(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     /// No request in flight: free for the next (open loop), parked (a closed-loop ramp), or
     /// done for the run.
     Idle,
-    /// Its next step is pending (after a failure: taken from the loop, never recursively).
+    /// Its next request is pending after a failure: it starts from the loop, never
+    /// recursively, at the next turn or after a refused connect's pause.
     Queued,
     /// A scenario's think time, until `wake_at`.
     Thinking,
@@ -63,6 +71,9 @@ struct Conn {
     served: u32,
     /// This request already retried once after the server closed an idle connection.
     retried: bool,
+    /// Connects that failed at once since this client last had a connection (the pause
+    /// after the next one doubles).
+    refused_in_a_row: u8,
     /// Its first request is reserved (counted before the run), so every connection sends at
     /// least one whatever the threads' start order: -n is never smaller than -c.
     reserved: bool,
@@ -134,11 +145,35 @@ struct OpenLoop {
     scheduled: u64,
 }
 
+/// How this thread paces its requests: decided once, matched once in each hook of the loop
+/// (`start_due`: what starts at a turn; `next` and `refused_pause`: what a client does after
+/// a request; `next_due`: when the loop must wake; `finished`; the counts at the end).
+enum Pace {
+    /// Every client sends its next request when its last one ends (ab, wrk).
+    Closed {
+        /// Each client is a virtual user walking the steps in turn, pausing after each for
+        /// its think time.
+        scenario: bool,
+    },
+    /// A closed loop whose active clients follow a schedule, of which this thread runs
+    /// `share`; the others wait, parked.
+    Ramp { clients: Schedule, share: f64, scenario: bool },
+    /// Requests start at scheduled times whether or not earlier ones were answered (wrk2).
+    Open(OpenLoop),
+}
+
+/// The clients this thread keeps active `elapsed` into a ramp.
+fn ramp_clients(clients: &Schedule, share: f64, elapsed: Duration) -> usize {
+    (clients.value_at(elapsed) * share).round() as usize
+}
+
 pub struct Worker<S> {
     poll: Poll,
     conns: Vec<Conn>,
-    /// Connections whose next step waits for the loop.
-    queue: Vec<usize>,
+    /// Connections whose next step waits for the next turn of the loop, with the generation
+    /// they had then (an entry whose socket was closed since is stale): a failed request's
+    /// successor, or a response that outran a turn's reads.
+    queue: VecDeque<(usize, u32)>,
     /// Idle connections ready for a request (open loop, closed-loop ramps).
     free: Vec<usize>,
     /// Connections not Idle.
@@ -156,11 +191,8 @@ pub struct Worker<S> {
     stop: Stop,
     origin: Instant,
     deadline: Option<Instant>,
-    open: Option<OpenLoop>,
-    /// Closed loop with stages: the clients over time, and this thread's share of them.
-    clients: Option<Schedule>,
+    pace: Pace,
     stages: Option<Schedule>,
-    share: f64,
     /// Bytes a throttled connection may move per second, and per transfer (10 ms worth).
     throttle_bps: f64,
     throttle_chunk: usize,
@@ -211,6 +243,7 @@ impl<S: Sink> Worker<S> {
                 written: 0,
                 served: 0,
                 retried: false,
+                refused_in_a_row: 0,
                 reserved: !plan.is_open_loop(),
                 reader: ResponseReader::new(false),
                 template: 0,
@@ -225,18 +258,25 @@ impl<S: Sink> Worker<S> {
             })
             .collect();
         let seed = plan.seed ^ (place.index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let (open, clients) = match &plan.pacing {
+        let scenario = plan.endpoint.order == Order::Scenario;
+        let pace = match &plan.pacing {
             Pacing::Open { rate, arrival } => {
                 let phase = place.index as f64 / plan.threads as f64;
                 let arrivals = Arrivals::new(rate.clone(), share, phase, *arrival, seed);
-                (Some(OpenLoop { arrivals, backlog: VecDeque::new(), exhausted: false, scheduled: 0 }), None)
+                Pace::Open(OpenLoop { arrivals, backlog: VecDeque::new(), exhausted: false, scheduled: 0 })
             }
-            Pacing::Closed { clients } => (None, clients.clone()),
+            Pacing::Closed { clients: Some(clients) } => Pace::Ramp { clients: clients.clone(), share, scenario },
+            Pacing::Closed { clients: None } => Pace::Closed { scenario },
+        };
+        // Arrivals and think times are due at instants finer than epoll's milliseconds.
+        let precise = match &pace {
+            Pace::Open(_) => true,
+            Pace::Closed { scenario } | Pace::Ramp { scenario, .. } => *scenario,
         };
         let throttle_bps = plan.throttle.map_or(0.0, |t| t.bytes_per_s);
         let templates = plan.endpoint.templates.clone();
         let poll = Poll::new()?;
-        let timer = if plan.is_open_loop() || plan.throttle.is_some() || plan.endpoint.order == Order::Scenario {
+        let timer = if precise || plan.throttle.is_some() {
             let t = TimerFd::new(ClockId::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC)?;
             poll.registry().register(&mut SourceFd(&t.as_fd().as_raw_fd()), Token(TIMER_TOKEN), Interest::READABLE)?;
             Some(t)
@@ -246,7 +286,7 @@ impl<S: Sink> Worker<S> {
         Ok(Worker {
             poll,
             conns,
-            queue: Vec::new(),
+            queue: VecDeque::new(),
             // Popped from the end: connection 0 first.
             free: (0..place.conns).rev().collect(),
             running: 0,
@@ -263,10 +303,8 @@ impl<S: Sink> Worker<S> {
             stop: plan.stop,
             origin,
             deadline,
-            open,
-            clients,
+            pace,
             stages: plan.stages().cloned(),
-            share,
             throttle_bps,
             throttle_chunk: ((throttle_bps / 100.0) as usize).clamp(1, SCRATCH_BYTES),
             timers: BinaryHeap::new(),
@@ -292,23 +330,18 @@ impl<S: Sink> Worker<S> {
         }
         let mut events = Events::with_capacity(1024);
         let mut next_tick = Instant::now() + TICK;
-        if self.open.is_none() && self.clients.is_none() {
-            let now = Instant::now();
-            while let Some(i) = self.free.pop() {
-                self.start_request(i, now);
-            }
-        }
         let mut now = Instant::now();
         loop {
-            while let Some(i) = self.queue.pop() {
-                self.next(i, now);
+            // Only the entries queued before this turn: one queued again meanwhile waits for
+            // the next turn, so a server that fails every request at once cannot keep the
+            // loop from the checks below.
+            for _ in 0..self.queue.len() {
+                let Some((i, generation)) = self.queue.pop_front() else { break };
+                if self.conns[i].generation == generation {
+                    self.resume(i, now);
+                }
             }
-            if self.clients.is_some() {
-                self.follow_clients(now);
-            }
-            if self.open.is_some() {
-                self.issue_due(now);
-            }
+            self.start_due(now);
             self.fire_timers(now);
             if self.shared.interrupted() || self.finished(now) {
                 break;
@@ -317,7 +350,7 @@ impl<S: Sink> Worker<S> {
             if let Some(&Reverse((at, _))) = self.timers.peek() {
                 wake = wake.min(at);
             }
-            if let Some(at) = self.next_arrival() {
+            if let Some(at) = self.next_due() {
                 wake = wake.min(at);
             }
             let mut wait = if self.queue.is_empty() { wake.saturating_duration_since(now) } else { Duration::ZERO };
@@ -357,16 +390,16 @@ impl<S: Sink> Worker<S> {
                 self.expire(now);
             }
         }
-        let mut in_flight = self
-            .conns
-            .iter()
-            .filter(|c| matches!(c.phase, Phase::Connecting | Phase::Sending | Phase::Receiving))
-            .count() as u64;
-        let mut scheduled = 0;
-        if let Some(open) = &self.open {
-            in_flight += open.backlog.len() as u64;
-            scheduled = open.scheduled;
-        }
+        let (unstarted, scheduled) = match &self.pace {
+            Pace::Open(open) => (open.backlog.len() as u64, open.scheduled),
+            Pace::Closed { .. } | Pace::Ramp { .. } => (0, 0),
+        };
+        let in_flight = unstarted
+            + self
+                .conns
+                .iter()
+                .filter(|c| matches!(c.phase, Phase::Connecting | Phase::Sending | Phase::Receiving))
+                .count() as u64;
         let batched = self.coalescer.map(Coalescer::finish);
         Ok(Done { sink: self.sink, server: self.server, in_flight, scheduled, batched })
     }
@@ -400,23 +433,58 @@ impl<S: Sink> Worker<S> {
         if self.deadline.is_some_and(|d| now >= d) {
             return true;
         }
-        match &self.open {
-            Some(open) => open.exhausted && open.backlog.is_empty() && self.running == 0,
-            None => self.clients.is_none() && self.running == 0,
+        match &self.pace {
+            Pace::Closed { .. } => self.running == 0,
+            // Only by the deadline: a ramp's stages always have one.
+            Pace::Ramp { .. } => false,
+            Pace::Open(open) => open.exhausted && open.backlog.is_empty() && self.running == 0,
         }
     }
 
-    /// The open loop's next scheduled start, while there are more.
-    fn next_arrival(&self) -> Option<Instant> {
-        let open = self.open.as_ref().filter(|o| !o.exhausted)?;
-        Some(self.origin + open.arrivals.peek()?)
+    /// When the pace next starts something by itself: the open loop's next scheduled start,
+    /// while there are more. (Closed-loop clients start on responses, timers and ticks.)
+    fn next_due(&self) -> Option<Instant> {
+        match &self.pace {
+            Pace::Open(open) if !open.exhausted => Some(self.origin + open.arrivals.peek()?),
+            Pace::Open(_) | Pace::Closed { .. } | Pace::Ramp { .. } => None,
+        }
+    }
+
+    /// Starts what is due at this turn: every client at the first turn (closed loop), the
+    /// clients the schedule wants now (ramp), or the requests due (open loop).
+    fn start_due(&mut self, now: Instant) {
+        let clients = match &self.pace {
+            Pace::Closed { .. } => self.conns.len(),
+            // Clients over the count are parked by next() when their request ends.
+            Pace::Ramp { clients, share, .. } => ramp_clients(clients, *share, now - self.origin),
+            Pace::Open(_) => return self.issue_due(now),
+        };
+        // Closed loop: `free` is empty after the first turn (its clients never park).
+        while self.running < clients {
+            let Some(i) = self.free.pop() else { break };
+            self.start_request(i, now);
+        }
+    }
+
+    /// A queued connection's next step: its next request after a failure, or more of a
+    /// response that outran a turn's reads.
+    fn resume(&mut self, i: usize, now: Instant) {
+        match self.conns[i].phase {
+            Phase::Queued => self.next(i, now),
+            // Read to the end (`closing`): the peer's FIN may have been reported already.
+            Phase::Receiving => self.receive(i, true),
+            Phase::Idle | Phase::Thinking | Phase::Connecting | Phase::Sending => {}
+        }
     }
 
     /// Open loop: starts every request that is due, on a free connection or, when all `-c`
     /// are busy, as soon as one is free (then it started late, and its latency shows it).
     fn issue_due(&mut self, now: Instant) {
         loop {
-            let Some(open) = self.open.as_mut().filter(|o| !o.exhausted) else { return };
+            let Pace::Open(open) = &mut self.pace else { return };
+            if open.exhausted {
+                return;
+            }
             let Some(at) = open.arrivals.peek().map(|t| self.origin + t) else {
                 open.exhausted = true;
                 return;
@@ -441,33 +509,22 @@ impl<S: Sink> Worker<S> {
         }
     }
 
-    /// Closed loop with stages: starts or parks clients to follow the schedule.
-    fn follow_clients(&mut self, now: Instant) {
-        let Some(clients) = &self.clients else { return };
-        let target = (clients.value_at(now - self.origin) * self.share).round() as usize;
-        while self.running < target.min(self.conns.len()) {
-            let Some(i) = self.free.pop() else { break };
-            self.start_request(i, now);
-        }
-        // Clients over the target are parked by next() when their request ends.
-    }
-
     /// What connection `i` does once its request has ended.
     fn next(&mut self, i: usize, now: Instant) {
-        if let Some(open) = &mut self.open {
-            return match open.backlog.pop_front() {
-                Some(at) => self.begin(i, at, now, true),
-                None => self.park(i),
-            };
-        }
-        if let Some(clients) = &self.clients {
-            let target = (clients.value_at(now - self.origin) * self.share).round() as usize;
-            if self.running > target {
+        let scenario = match &mut self.pace {
+            Pace::Open(open) => {
+                return match open.backlog.pop_front() {
+                    Some(at) => self.begin(i, at, now, true),
+                    None => self.park(i),
+                };
+            }
+            Pace::Ramp { clients, share, .. } if self.running > ramp_clients(clients, *share, now - self.origin) => {
                 self.close(i);
                 return self.park(i);
             }
-        }
-        if self.order == Order::Scenario {
+            Pace::Closed { scenario } | Pace::Ramp { scenario, .. } => *scenario,
+        };
+        if scenario {
             let c = &mut self.conns[i];
             let think = self.templates[c.template as usize].think;
             c.step = (c.step + 1) % self.templates.len();
@@ -574,7 +631,9 @@ impl<S: Sink> Worker<S> {
                 Phase::Thinking => self.start_request(i, now),
                 Phase::Connecting | Phase::Sending => self.send(i),
                 Phase::Receiving => self.receive(i, false),
-                Phase::Idle | Phase::Queued => {}
+                // A refused connect's pause is over.
+                Phase::Queued => self.next(i, now),
+                Phase::Idle => {}
             }
         }
     }
@@ -647,6 +706,7 @@ impl<S: Sink> Worker<S> {
     fn connected(&mut self, i: usize) {
         let c = &mut self.conns[i];
         c.phase = Phase::Sending;
+        c.refused_in_a_row = 0;
         c.connect_us = Some(micros(c.connect_start.elapsed()));
         c.deadline = c.began + self.timeout;
         if self.nodelay
@@ -710,7 +770,7 @@ impl<S: Sink> Worker<S> {
     }
 
     fn receive(&mut self, i: usize, closing: bool) {
-        loop {
+        for _ in 0..READS_PER_TURN {
             let c = &mut self.conns[i];
             let mut limit = self.scratch.len();
             if c.slow {
@@ -757,6 +817,9 @@ impl<S: Sink> Worker<S> {
                 return;
             }
         }
+        // The rest waits for the next turn (READS_PER_TURN).
+        let generation = self.conns[i].generation;
+        self.queue.push_back((i, generation));
     }
 
     fn on_eof(&mut self, i: usize) {
@@ -828,13 +891,44 @@ impl<S: Sink> Worker<S> {
     }
 
     fn fail(&mut self, i: usize, class: ErrorClass) {
-        let rec = self.conns[i].record(Instant::now(), Some(class));
+        let now = Instant::now();
+        let rec = self.conns[i].record(now, Some(class));
         self.sink.record(&rec);
         self.close(i);
         // Start the next request from the loop, not from here: a server that refuses at once
         // would otherwise recurse without ever polling.
         self.conns[i].phase = Phase::Queued;
-        self.queue.push(i);
+        if let Some(pause) = self.refused_pause(i, class) {
+            return self.wake(i, now + pause);
+        }
+        let generation = self.conns[i].generation;
+        self.queue.push_back((i, generation));
+    }
+
+    /// How long client `i` waits before its next request when its connect failed at once
+    /// (refused: nothing listens; or no port or descriptor left): None, not at all.
+    ///
+    /// The closed loop would retry at once, and fail at once: a client spinning at ~20 µs a
+    /// refusal (400,000 in 5 s from two clients here, a core each) that learns nothing. So it
+    /// pauses 1 ms, doubling with each such failure in a row, up to 1 ms per client of the
+    /// thread: then a thread retries about once a millisecond in all (a few per cent of a
+    /// core) however many clients it has, every attempt is still counted in its class, and a
+    /// server back from a restart has its clients again within that bound. The open loop
+    /// needs no pause: its schedule sets the pace of attempts, failed or not.
+    fn refused_pause(&mut self, i: usize, class: ErrorClass) -> Option<Duration> {
+        if !matches!(class, ErrorClass::Refused | ErrorClass::AddrUnavailable | ErrorClass::FdUnavailable) {
+            return None;
+        }
+        match self.pace {
+            Pace::Open(_) => None,
+            Pace::Closed { .. } | Pace::Ramp { .. } => {
+                let most = REFUSED_PAUSE * self.conns.len() as u32;
+                let c = &mut self.conns[i];
+                let pause = (REFUSED_PAUSE * (1 << c.refused_in_a_row.min(16))).min(most);
+                c.refused_in_a_row = c.refused_in_a_row.saturating_add(1);
+                Some(pause)
+            }
+        }
     }
 
     fn close(&mut self, i: usize) {
@@ -863,7 +957,9 @@ impl<S: Sink> Worker<S> {
 fn parse_error_class(e: ParseError) -> ErrorClass {
     match e {
         ParseError::Truncated => ErrorClass::ClosedEarly,
-        ParseError::BadHead | ParseError::HeadTooLarge | ParseError::BadFraming => ErrorClass::Malformed,
+        ParseError::BadHead | ParseError::HeadTooLarge | ParseError::BadFraming | ParseError::TooManyInterim => {
+            ErrorClass::Malformed
+        }
     }
 }
 
