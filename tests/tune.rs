@@ -138,7 +138,23 @@ fn one_at_a_time_leaves_a_useless_knob_records_failures_and_resumes() {
     let v = tune(&f, &[], dir.path());
     let steps = v["steps"].as_array().unwrap();
     assert_eq!(steps[0]["knob"], "backlog");
+    // backlog does nothing here: never adopted, and its interval does not claim a sure gain
+    // of the 2% threshold (it is judged in interleaved rounds, with a 99% interval).
     assert_eq!(steps[0]["adopted"], false, "backlog has no effect: {}", steps[0]["evidence"]);
+    assert!(steps[0]["verdict"] == "no effect" || steps[0]["verdict"] == "undecided", "{}", steps[0]);
+    let effect = &steps[0]["effect"];
+    let (low, pct, high) =
+        (effect["low_pct"].as_f64().unwrap(), effect["pct"].as_f64().unwrap(), effect["high_pct"].as_f64().unwrap());
+    assert!(low <= pct && pct <= high && low < 2.0, "{effect}");
+    if steps[0]["verdict"] == "no effect" {
+        assert!(high <= 2.0, "no effect means no gain of 2% is possible: {effect}");
+    }
+    assert!(steps[0]["rounds"].as_u64().unwrap() >= 2, "{}", steps[0]);
+    // Every point says how much of the machine others took while it was measured.
+    for p in v["points"].as_array().unwrap().iter().filter(|p| p["status"]["status"] == "ok") {
+        let share = p["interference"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&share), "{p}");
+    }
     assert_eq!(recommended(&v, "workers"), "4", "{}", evidence(&v, "workers"));
     let failed: Vec<&Value> =
         v["points"].as_array().unwrap().iter().filter(|p| p["status"]["status"] == "failed").collect();

@@ -285,6 +285,35 @@ pub struct RateStats {
     pub mean: f64,
     pub max: f64,
     pub stdev: f64,
+    /// The change across the run that a straight line fitted to the per-second rates shows,
+    /// % of the mean (positive: rising); None under three samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trend_pct: Option<f64>,
+    /// The fitted slope over its standard error: beyond about 3 the trend is not noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trend_t: Option<f64>,
+}
+
+/// The least-squares slope of `y` against 0, 1, 2... and its t statistic.
+fn slope(y: &[f64]) -> Option<(f64, f64)> {
+    let n = y.len();
+    if n < 3 {
+        return None;
+    }
+    let xm = (n - 1) as f64 / 2.0;
+    let ym = y.iter().sum::<f64>() / n as f64;
+    let sxx: f64 = (0..n).map(|i| (i as f64 - xm).powi(2)).sum();
+    let b = (0..n).map(|i| (i as f64 - xm) * (y[i] - ym)).sum::<f64>() / sxx;
+    let resid: f64 = (0..n).map(|i| (y[i] - ym - b * (i as f64 - xm)).powi(2)).sum();
+    let se = (resid / (n - 2) as f64 / sxx).sqrt();
+    let t = if se > 0.0 {
+        (b / se).clamp(-1e6, 1e6)
+    } else if b == 0.0 {
+        0.0
+    } else {
+        1e6_f64.copysign(b)
+    };
+    Some((b, t))
 }
 
 impl RateStats {
@@ -302,6 +331,8 @@ impl RateStats {
             mean,
             max: samples.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
             stdev: var.sqrt(),
+            trend_pct: slope(samples).filter(|_| mean > 0.0).map(|(b, _)| b * (n - 1.0) / mean * 100.0),
+            trend_t: slope(samples).map(|(_, t)| t),
         })
     }
 }
@@ -309,6 +340,16 @@ impl RateStats {
 #[cfg(test)]
 mod tests {
     use super::Coalesced;
+
+    #[test]
+    fn a_rising_rate_shows_a_trend_and_a_steady_one_none() {
+        let r = super::RateStats::from_samples(&[100.0, 110.0, 120.0, 130.0, 140.0]).unwrap();
+        assert!((r.trend_pct.unwrap() - 33.33).abs() < 0.01, "{r:?}");
+        assert!(r.trend_t.unwrap() > 3.0);
+        let r = super::RateStats::from_samples(&[100.0, 103.0, 98.0, 101.0, 99.0, 102.0]).unwrap();
+        assert!(r.trend_t.unwrap().abs() < 3.0, "{r:?}");
+        assert_eq!(super::RateStats::from_samples(&[100.0, 101.0]).unwrap().trend_pct, None);
+    }
 
     #[test]
     fn merged_coalescing_weights_the_waits_by_responses() {

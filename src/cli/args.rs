@@ -137,9 +137,20 @@ pub struct TuneArgs {
     #[arg(long = "min-rps")]
     pub min_rps: Option<f64>,
 
-    /// Measurements of each configuration (more are taken when they spread over 10%).
+    /// Measurements of each configuration (more are taken when they spread over 10%); in a
+    /// comparison (one-at-a-time, keepalive), the rounds before any verdict.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
+
+    /// The smallest change worth adopting (e.g. 2%): a value is adopted when its gain's 99%
+    /// interval excludes zero and the gain clears this; "no effect" when the interval rules
+    /// out a gain this large; "undecided" otherwise.
+    #[arg(long, default_value = "2%")]
+    pub threshold: String,
+
+    /// Rounds at the most in a comparison: more are taken only while a verdict is open.
+    #[arg(long = "max-rounds", default_value_t = 10)]
+    pub max_rounds: usize,
 
     /// Time budget (e.g. 15m): the plan and its estimate come first; at the budget the tuner
     /// stops with the best so far. Default: the file's [budget] time, else none.

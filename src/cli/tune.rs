@@ -14,12 +14,16 @@ use crate::tune::journal::{Header, Journal};
 use crate::tune::launcher::TargetLauncher;
 use crate::tune::strategies::Knobs;
 use crate::tune::trial::{self, Launcher, Load, TrialOptions};
-use crate::tune::{Measure, Objective, Observer, Outcome, Point, Settings, Tuner, fmt_secs, summary_line, table};
+use crate::tune::{
+    Judging, Measure, Objective, Observer, Outcome, Point, Settings, Tuner, fmt_secs, summary_line, table,
+};
 
 /// Requests per worker sent before measuring.
 const WARM_REQUESTS_PER_WORKER: u64 = 20;
 /// Repeats spreading more than this are reported and taken again.
 const NOISY_SPREAD: f64 = 0.10;
+/// A window in which others took more than this share of the machine's CPU is taken again.
+const DISTURBED: f64 = 0.10;
 
 /// Runs the tuning and prints the outcome; exit 1 when every trial failed or the journal is
 /// incomplete, 130 when interrupted.
@@ -33,6 +37,21 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     if a.repeats == 0 {
         return Err(InputError("--repeats must be at least 1".into()).into());
     }
+    let threshold = input::share("--threshold", &a.threshold)?;
+    if !(threshold > 0.0 && threshold < 1.0) {
+        return Err(
+            InputError(format!("--threshold: bad share {:?}: expected above 0% and under 100%", a.threshold)).into()
+        );
+    }
+    if a.max_rounds < 2 || a.max_rounds > 100 {
+        return Err(InputError(format!("--max-rounds must be from 2 to 100, not {}", a.max_rounds)).into());
+    }
+    let judging = Judging {
+        min_rounds: a.repeats.min(a.max_rounds),
+        max_rounds: a.max_rounds,
+        threshold_pct: threshold * 100.0,
+        confidence: 0.99,
+    };
     let sets = super::launch::parse_sets(&a.set)?;
     let base = file.settings(&sets);
     // A knob fixed by --set is not swept.
@@ -53,6 +72,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         repeats: a.repeats,
         warm_requests: WARM_REQUESTS_PER_WORKER,
         noisy_spread: NOISY_SPREAD,
+        disturbed: DISTURBED,
         interrupt: interrupt.clone(),
     };
 
@@ -105,6 +125,8 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     t.budget_kib = budget_kib;
     t.deadline = time_budget.map(|b| Instant::now() + b);
     t.planned = planned;
+    t.repeats = a.repeats;
+    t.judging = judging;
     let found = a.strategy.run(&mut t, &knobs, &base, knee);
     let stopped = t.stopped.clone();
     let points = std::mem::take(&mut t.points);
@@ -174,8 +196,9 @@ struct Trials<'a> {
 }
 
 impl Measure for Trials<'_> {
-    fn measure(&mut self, step: &str, settings: &Settings, load: &Load) -> Point {
-        trial::run(self.launcher, step, settings, load, &self.opts, self.budget_kib)
+    fn measure(&mut self, step: &str, settings: &Settings, load: &Load, repeats: usize) -> Point {
+        let opts = TrialOptions { repeats, ..self.opts.clone() };
+        trial::run(self.launcher, step, settings, load, &opts, self.budget_kib)
     }
 
     fn estimate(&self, load: &Load) -> Duration {

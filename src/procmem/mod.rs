@@ -3,6 +3,7 @@
 //! measured numbers. Parsers are pure functions tested on captured /proc text.
 
 pub mod capacity;
+pub mod cpu;
 pub mod net;
 pub mod procs;
 pub mod smaps;

@@ -46,7 +46,8 @@ impl<F: FnMut(&Point)> Observer for F {
 
 /// Something that measures a configuration: the real trial runner, or a model in tests.
 pub trait Measure {
-    fn measure(&mut self, step: &str, settings: &Settings, load: &Load) -> Point;
+    /// Launches `settings`, measures `repeats` windows of `load`, stops: one point.
+    fn measure(&mut self, step: &str, settings: &Settings, load: &Load, repeats: usize) -> Point;
     /// What a trial costs, for plans and ETAs, before any was measured.
     fn estimate(&self, load: &Load) -> Duration;
 }
@@ -71,6 +72,29 @@ pub struct Tuner<'a> {
     started: Instant,
     /// Trials still planned, for the ETA.
     pub planned: usize,
+    /// Windows per point measured with `point` (the --repeats).
+    pub repeats: usize,
+    /// How decisions are judged: rounds, threshold, confidence.
+    pub judging: Judging,
+}
+
+/// How a comparison between configurations is judged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judging {
+    /// Rounds (each configuration measured once per round, in turn) before any verdict.
+    pub min_rounds: usize,
+    /// Rounds at the most: past them an open verdict stays "undecided".
+    pub max_rounds: usize,
+    /// The smallest change worth adopting, and the half-width of "no effect", % (e.g. 2).
+    pub threshold_pct: f64,
+    /// The confidence of the intervals (e.g. 0.99), shared by the challengers of a step.
+    pub confidence: f64,
+}
+
+impl Default for Judging {
+    fn default() -> Self {
+        Judging { min_rounds: 3, max_rounds: 10, threshold_pct: 2.0, confidence: 0.99 }
+    }
 }
 
 impl<'a> Tuner<'a> {
@@ -96,6 +120,8 @@ impl<'a> Tuner<'a> {
             stopped: None,
             started: Instant::now(),
             planned: 0,
+            repeats: 3,
+            judging: Judging::default(),
         }
     }
 
@@ -118,6 +144,16 @@ impl<'a> Tuner<'a> {
 
     /// As `point`, under `load` instead of the tuner's own (a strategy's special load, e.g. a burst).
     pub fn point_with(&mut self, step: &str, settings: &Settings, load: &Load) -> Option<Point> {
+        let repeats = self.repeats;
+        self.measure_point(step, settings, load, repeats)
+    }
+
+    /// One window of `settings` (a round of a comparison): launched, warmed, measured once.
+    pub fn window(&mut self, step: &str, settings: &Settings, load: &Load) -> Option<Point> {
+        self.measure_point(step, settings, load, 1)
+    }
+
+    fn measure_point(&mut self, step: &str, settings: &Settings, load: &Load, repeats: usize) -> Option<Point> {
         if self.stopped.is_some() {
             return None;
         }
@@ -138,7 +174,7 @@ impl<'a> Tuner<'a> {
             return None;
         }
         self.observer.measuring(step, self.started.elapsed(), need * (self.planned.max(1) as u32));
-        let p = self.measure.measure(step, settings, load);
+        let p = self.measure.measure(step, settings, load, repeats);
         if p.cause() == Some("interrupted") || self.interrupted() {
             self.stopped = Some("interrupted".into());
             return None;
@@ -167,7 +203,11 @@ pub fn summary_line(p: &Point) -> String {
         None => {
             let mem = p.memory().map_or(String::new(), |m| format!(", worker USS {} KiB", m.worker_uss_max_kib));
             let noisy = if p.noisy { " (noisy: repeats spread over 10%, more taken)" } else { "" };
-            format!("{}: {:.1} req/s, p99 {:.2} ms{mem}{noisy}", p.step, p.rps(), p.p99())
+            let others = match p.remeasured {
+                0 => format!(", others' CPU {:.0}%", p.interference * 100.0),
+                n => format!(", others' CPU {:.0}% ({n} disturbed windows measured again)", p.interference * 100.0),
+            };
+            format!("{}: {:.1} req/s, p99 {:.2} ms{mem}{others}{noisy}", p.step, p.rps(), p.p99())
         }
     }
 }
@@ -178,6 +218,31 @@ pub fn fmt_secs(d: Duration) -> String {
     if s >= 60 { format!("{}m{:02}s", s / 60, s % 60) } else { format!("{s}s") }
 }
 
+/// What a comparison concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Verdict {
+    /// The interval excludes zero and the change clears the threshold.
+    #[serde(rename = "adopted")]
+    Adopted,
+    /// The interval lies within plus or minus the threshold.
+    #[serde(rename = "no effect")]
+    NoEffect,
+    /// Neither, within the rounds allowed: the incumbent is kept, and the report says so.
+    #[serde(rename = "undecided")]
+    Undecided,
+}
+
+impl Verdict {
+    /// The word the tables and evidence use.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Adopted => "adopted",
+            Verdict::NoEffect => "no effect",
+            Verdict::Undecided => "undecided",
+        }
+    }
+}
+
 /// One before/after comparison (a step of one-at-a-time, or a strategy's conclusion).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Step {
@@ -185,6 +250,17 @@ pub struct Step {
     pub before_value: String,
     pub after_value: String,
     pub adopted: bool,
+    /// The judgement, with its measured confidence (None: a strategy that picks by its own
+    /// rule, such as the knee of the workers curve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// The change of the objective from `before` to `after` (to the best challenger when none
+    /// was adopted), with its interval, %; + is better.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<crate::stats::Effect>,
+    /// Rounds measured: each value once per round, in turn.
+    #[serde(default)]
+    pub rounds: usize,
     pub before: Point,
     pub after: Point,
     /// Every candidate measured for this step.

@@ -38,6 +38,37 @@ impl Objective {
         }
     }
 
+    /// Whether the point was measured and meets the objective's constraint (its SLO, its
+    /// required throughput).
+    pub fn admits(&self, p: &Point) -> bool {
+        self.values(p).is_some()
+    }
+
+    /// The change from `before` to `after`, measured in pairs (window i of each taken in the
+    /// same round), with its interval at `confidence`, in the objective's direction: + is
+    /// better (more throughput; or, for least memory, less memory). None when either point
+    /// misses the constraint or there are fewer than two pairs.
+    pub fn effect(&self, before: &Point, after: &Point, confidence: f64) -> Option<crate::stats::Effect> {
+        self.values(before)?;
+        self.values(after)?;
+        let (b, a): (Vec<f64>, Vec<f64>) = match self {
+            Objective::Throughput | Objective::ThroughputWithin { .. } => {
+                (before.samples.iter().map(|s| s.rps).collect(), after.samples.iter().map(|s| s.rps).collect())
+            }
+            // Less memory is better: the ratio before/after, so that + is a saving.
+            Objective::LeastMemory { .. } => {
+                let pss = |p: &Point| {
+                    p.samples
+                        .iter()
+                        .map(|s| s.memory.as_ref().map_or(0.0, |m| m.pss_total_kib as f64))
+                        .collect::<Vec<_>>()
+                };
+                (pss(after), pss(before))
+            }
+        };
+        crate::stats::paired_effect(&b, &a, confidence)
+    }
+
     /// The point's score (its repeats' median), None when it misses a constraint.
     pub fn score(&self, p: &Point) -> Option<f64> {
         self.values(p).map(|v| median(&v))

@@ -46,6 +46,16 @@ pub struct Sample {
     /// Total latency, HdrHistogram V2 base64 (for percentile plots).
     #[serde(default)]
     pub histogram: Option<String>,
+    /// The share of the machine's CPU (0-1) used during the window by everything that is
+    /// neither the server's tree nor webtune, steal included; None when /proc/stat is unreadable.
+    #[serde(default)]
+    pub interference: Option<f64>,
+    /// The hypervisor's steal alone, share of the machine (0-1).
+    #[serde(default)]
+    pub steal: Option<f64>,
+    /// The window's length, seconds (it grows when workers recycle slowly).
+    #[serde(default)]
+    pub window_s: Option<f64>,
 }
 
 /// Whether a point was measured, or why not.
@@ -84,6 +94,15 @@ pub struct Point {
     /// None when the point failed or the master could not be read.
     #[serde(default)]
     pub workers_at_start: Option<usize>,
+    /// The largest share of the machine's CPU (0-1) others took in the windows kept.
+    #[serde(default)]
+    pub interference: f64,
+    /// Windows measured again because others took more than the allowed share meanwhile.
+    #[serde(default)]
+    pub remeasured: u32,
+    /// Why the windows were lengthened, or why they could not be made long enough.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 impl Point {
@@ -100,7 +119,32 @@ impl Point {
             noisy: false,
             warmed: 0,
             workers_at_start: None,
+            interference: 0.0,
+            remeasured: 0,
+            notes: Vec::new(),
         }
+    }
+
+    /// The windows of one configuration measured in turn with others (rounds), as one point:
+    /// their samples in round order, the costs added up. Failed when any window failed.
+    pub fn combine(step: &str, windows: &[Point]) -> Option<Point> {
+        let first = windows.first()?;
+        let mut p = first.clone();
+        p.step = step.into();
+        for w in &windows[1..] {
+            p.samples.extend(w.samples.iter().cloned());
+            p.saturation.extend(w.saturation.iter().cloned());
+            p.seconds += w.seconds;
+            p.noisy |= w.noisy;
+            p.warmed += w.warmed;
+            p.interference = p.interference.max(w.interference);
+            p.remeasured += w.remeasured;
+            p.notes.extend(w.notes.iter().filter(|n| !p.notes.contains(n)).cloned().collect::<Vec<_>>());
+            if p.status == Status::Ok && w.status != Status::Ok {
+                p.status = w.status.clone();
+            }
+        }
+        Some(p)
     }
 
     /// Measured, with at least one sample: its figures can be compared.
@@ -161,6 +205,9 @@ pub mod tests {
             noisy: false,
             warmed: 0,
             workers_at_start: None,
+            interference: 0.0,
+            remeasured: 0,
+            notes: Vec::new(),
         }
     }
 }

@@ -25,11 +25,16 @@ pub fn before_after(title: &str, before: &Point, after: &Point) -> String {
     let mem = |p: &Point, f: &dyn Fn(&super::point::MemUse) -> u64| p.memory().map(|m| f(m) as f64);
     metric("Worker USS (KiB)", mem(before, &|m| m.worker_uss_max_kib), mem(after, &|m| m.worker_uss_max_kib), 0);
     metric("Server PSS (KiB)", mem(before, &|m| m.pss_total_kib), mem(after, &|m| m.pss_total_kib), 0);
+    let others = |p: &Point| p.ok().then_some(p.interference * 100.0);
+    metric("Others' CPU, max (%)", others(before), others(after), 1);
     let _ = writeln!(out, "  Configuration");
     out += &configuration(&before.settings, &after.settings);
     for p in [before, after] {
         if let Some(cause) = p.cause() {
             let _ = writeln!(out, "  ({} failed: {cause})", p.step);
+        }
+        for note in &p.notes {
+            let _ = writeln!(out, "  ({}: {note})", p.step);
         }
     }
     out
@@ -57,10 +62,21 @@ pub fn report(o: &Outcome) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Strategy: {}; objective: {}", o.strategy, o.objective);
     for (i, step) in o.steps.iter().enumerate() {
-        let verdict = if step.adopted { "adopted" } else { "kept" };
+        let verdict = match (step.verdict, step.adopted) {
+            (Some(v), _) => v.word(),
+            (None, true) => "adopted",
+            (None, false) => "kept",
+        };
         let title =
             format!("\nStep {}: {} {} -> {} ({verdict})", i + 1, step.knob, step.before_value, step.after_value);
         out += &before_after(&title, &step.before, &step.after);
+        if let Some(e) = &step.effect {
+            let _ = writeln!(
+                out,
+                "  Effect {:+.1}%, 99% interval [{:+.1}%, {:+.1}%], over {} interleaved rounds",
+                e.pct, e.low_pct, e.high_pct, step.rounds
+            );
+        }
         let _ = writeln!(out, "  {}", step.evidence);
     }
     if let (Some(first), Some(last)) = (&o.baseline, o.steps.iter().rev().find(|s| s.adopted).map(|s| &s.after)) {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::point::{MemUse, Point, Sample, Status};
 use crate::bench::{self, BenchPlan, BenchSpec, spec};
+use crate::procmem::cpu::CpuWatch;
 use crate::procmem::{self, Role, Selector};
 use crate::server::Settings;
 
@@ -89,6 +90,9 @@ pub struct TrialOptions {
     pub warm_requests: u64,
     /// Repeats spreading more than this share take as many again.
     pub noisy_spread: f64,
+    /// A window in which others took more than this share of the machine's CPU (0-1) is
+    /// measured again (up to `MAX_REMEASURED` times per trial).
+    pub disturbed: f64,
     /// Set (by Ctrl-C, or the caller) to end the trial under way.
     pub interrupt: Arc<AtomicBool>,
 }
@@ -125,18 +129,55 @@ pub fn run(
     }
     std::thread::sleep(load.idle_before);
     let workers_at_start = procmem::select(&Selector::Pid(server.master_pid())).ok().map(|p| p.len().saturating_sub(1));
+    let mut plan = plan;
+    let mut window = load.duration();
     let mut samples = Vec::new();
+    let mut notes = Vec::new();
     let mut noisy = false;
+    let mut remeasured = 0;
+    let mut lengthened = false;
     let mut wanted = opts.repeats.max(1);
     while samples.len() < wanted {
         if opts.interrupt.load(Ordering::Relaxed) {
             return fail("interrupted".into());
         }
-        match measure_once(&*server, &plan, load.duration(), budget_kib, &opts.interrupt) {
-            Ok(s) if s.succeeded == 0 => return fail(format!("no request succeeded ({} failed)", s.failed)),
-            Ok(s) => samples.push(s),
+        let sample = match measure_once(&*server, &plan, window, budget_kib, &opts.interrupt) {
+            Ok(w) if w.sample.succeeded == 0 => {
+                return fail(format!("no request succeeded ({} failed)", w.sample.failed));
+            }
+            Ok(s) => s,
             Err(e) => return fail(format!("{e:#}")),
+        };
+        // A window others disturbed measured the machine, not the configuration.
+        if let Some(others) = sample.sample.interference.filter(|&o| o > opts.disturbed) {
+            if remeasured < MAX_REMEASURED {
+                remeasured += 1;
+                continue;
+            }
+            notes.push(format!(
+                "others took {:.0}% of the CPU in a window measured {} times: kept, but disturbed",
+                others * 100.0,
+                remeasured + 1
+            ));
         }
+        // Workers that recycle: a window must hold several recycles of each, or each window
+        // catches a different phase of the pool's replacement.
+        if !lengthened && load.spec.requests.is_none() && load.spec.stages.is_none() {
+            lengthened = true;
+            if let Some(longer) = recycle_window(settings, &sample, window, &mut notes) {
+                window = longer;
+                let spec = BenchSpec { duration: Some(window), ..load.spec.clone() };
+                plan = match spec.against(&base).plan() {
+                    Ok(p) => p,
+                    Err(e) => return fail(format!("{e:#}")),
+                };
+                continue;
+            }
+        }
+        if let Some(t) = sample.trend {
+            notes.push(t);
+        }
+        samples.push(sample.sample);
         if samples.len() == wanted && wanted == opts.repeats.max(1) && wanted > 1 {
             let rps: Vec<f64> = samples.iter().map(|s| s.rps).collect();
             if crate::stats::spread(&rps) > opts.noisy_spread * crate::stats::median(&rps) {
@@ -151,10 +192,12 @@ pub fn run(
     let saturation = server.saturation();
     let config_text = server.config_text();
     drop(server);
+    notes.dedup();
     Point {
         step: step.into(),
         settings: settings.clone(),
         status: Status::Ok,
+        interference: samples.iter().filter_map(|s| s.interference).fold(0.0, f64::max),
         samples,
         saturation,
         config_text,
@@ -162,40 +205,153 @@ pub fn run(
         noisy,
         warmed: warm,
         workers_at_start,
+        remeasured,
+        notes,
     }
 }
 
-/// One bench run; memory and counters are read half-way through, under load.
+/// Recycles of each worker a window must hold when workers are replaced every
+/// `max_requests` requests.
+const MIN_RECYCLES: f64 = 3.0;
+/// The longest window a trial lengthens itself to.
+const MAX_WINDOW: Duration = Duration::from_secs(60);
+/// Windows measured again per trial because others disturbed them.
+const MAX_REMEASURED: u32 = 2;
+
+/// The window that holds `MIN_RECYCLES` recycles of each worker at the rate `first` measured,
+/// when `window` holds fewer; None when it is long enough (or workers never recycle).
+fn recycle_window(settings: &Settings, first: &Window, window: Duration, notes: &mut Vec<String>) -> Option<Duration> {
+    let every: f64 = settings.get("max_requests")?.parse().ok().filter(|&m: &f64| m > 0.0)?;
+    let workers = first.sample.memory.as_ref().map_or(1, |m| m.workers.max(1)) as f64;
+    let per_worker = first.sample.rps / workers;
+    if per_worker <= 0.0 {
+        return None;
+    }
+    let needed = Duration::from_secs_f64(MIN_RECYCLES * every / per_worker);
+    if needed <= window {
+        return None;
+    }
+    let longer = needed.mul_f64(1.1).min(MAX_WINDOW);
+    let covers = longer.as_secs_f64() * per_worker / every;
+    notes.push(if longer >= needed {
+        format!(
+            "windows of {:.1} s, to hold {MIN_RECYCLES:.0} recycles of each of {workers:.0} workers (max_requests {every:.0} at {per_worker:.0} req/s each)",
+            longer.as_secs_f64()
+        )
+    } else {
+        format!(
+            "windows of {:.0} s (the longest) hold only {covers:.1} recycles of each worker (max_requests {every:.0} at {per_worker:.0} req/s each)",
+            longer.as_secs_f64()
+        )
+    });
+    Some(longer)
+}
+
+/// One measured window: the sample, and a note when its throughput drifted within it.
+struct Window {
+    sample: Sample,
+    trend: Option<String>,
+}
+
+/// Memory samples taken during each window, spread over it.
+const MEMORY_SAMPLES: u32 = 3;
+
+/// One bench run; memory and counters are read several times under load, and the CPU that
+/// others took meanwhile is measured.
 fn measure_once(
     server: &dyn Launched,
     plan: &BenchPlan,
     duration: Duration,
     budget: Option<u64>,
     interrupt: &Arc<AtomicBool>,
-) -> anyhow::Result<Sample> {
+) -> anyhow::Result<Window> {
     let master = server.master_pid();
+    let watch = CpuWatch::start(master);
+    let done = AtomicBool::new(false);
     let (report, (memory, counters)) = std::thread::scope(|s| {
+        let done = &done;
         let probe = s.spawn(move || {
-            std::thread::sleep(duration / 2);
-            let pids = procmem::select(&Selector::Pid(master)).unwrap_or_default();
-            (mem_use(&procmem::sample(&pids), budget), server.counters())
+            let mut memory: Option<MemUse> = None;
+            let mut counters = None;
+            for i in 1..=MEMORY_SAMPLES {
+                let at = duration.mul_f64(i as f64 / (MEMORY_SAMPLES + 1) as f64);
+                if !sleep_until(at, done) {
+                    break;
+                }
+                if let Some(m) = read_memory(master, budget, done) {
+                    // The costliest moment is the conservative one.
+                    if memory.as_ref().is_none_or(|old| m.worker_uss_max_kib > old.worker_uss_max_kib) {
+                        memory = Some(m);
+                    }
+                }
+                if counters.is_none() || i == MEMORY_SAMPLES.div_ceil(2) {
+                    counters = server.counters().or(counters);
+                }
+            }
+            (memory, counters)
         });
         let report = bench::run(plan, interrupt);
+        done.store(true, Ordering::Relaxed);
         (report, probe.join().unwrap_or((None, None)))
     });
+    let interference = watch.finish();
     let report = report?;
     let lat = &report.result.latency_ms;
-    Ok(Sample {
-        rps: report.result.requests_per_s,
-        p50_ms: lat.total.as_ref().map_or(0.0, |l| l.p50),
-        p99_ms: lat.total.as_ref().map_or(0.0, |l| l.p99),
-        first_byte_p99_ms: lat.first_byte.as_ref().map_or(0.0, |l| l.p99),
-        succeeded: report.result.succeeded,
-        failed: report.result.failed,
-        memory,
-        counters,
-        histogram: report.result.histograms.as_ref().and_then(|h| h.total.clone()),
+    let trend = report.reply_rate.as_ref().and_then(|r| {
+        let (pct, t) = (r.trend_pct?, r.trend_t?);
+        (r.samples >= 4 && pct.abs() > TREND_PCT && t.abs() > TREND_T)
+            .then(|| format!("throughput drifted {pct:+.0}% within a window: the server was not in a steady state"))
+    });
+    Ok(Window {
+        sample: Sample {
+            rps: report.result.requests_per_s,
+            p50_ms: lat.total.as_ref().map_or(0.0, |l| l.p50),
+            p99_ms: lat.total.as_ref().map_or(0.0, |l| l.p99),
+            first_byte_p99_ms: lat.first_byte.as_ref().map_or(0.0, |l| l.p99),
+            succeeded: report.result.succeeded,
+            failed: report.result.failed,
+            memory,
+            counters,
+            histogram: report.result.histograms.as_ref().and_then(|h| h.total.clone()),
+            interference: interference.map(|i| i.others),
+            steal: interference.map(|i| i.steal),
+            window_s: Some(report.result.duration_s),
+        },
+        trend,
     })
+}
+
+/// A drift within a window larger than this (% of its mean) and beyond noise (`TREND_T`)
+/// is noted on the point.
+const TREND_PCT: f64 = 10.0;
+const TREND_T: f64 = 3.0;
+
+/// Sleeps until `at` after now... unless the run is `done` first (false then).
+fn sleep_until(at: Duration, done: &AtomicBool) -> bool {
+    let until = Instant::now() + at;
+    while Instant::now() < until {
+        if done.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())));
+    }
+    true
+}
+
+/// One memory sample of the server. A sample that finds no readable worker while the master
+/// has workers (one was being replaced) is taken again, a few times.
+fn read_memory(master: i32, budget: Option<u64>, done: &AtomicBool) -> Option<MemUse> {
+    for _ in 0..5 {
+        let pids = procmem::select(&Selector::Pid(master)).unwrap_or_default();
+        let procs: Vec<_> = procmem::sample(&pids).into_iter().filter(|p| p.mem.rss > 0).collect();
+        let has_workers = pids.len() > 1;
+        match mem_use(&procs, budget) {
+            Some(m) if m.workers > 0 || !has_workers => return Some(m),
+            _ if done.load(Ordering::Relaxed) => return None,
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    None
 }
 
 /// The plan, when every request it sends goes to the server at `base` (a URL list or a
@@ -215,9 +371,10 @@ fn aimed_at(base: &str, plan: BenchPlan) -> anyhow::Result<BenchPlan> {
     Ok(plan)
 }
 
-/// The memory figures the tuner uses, from one sample of the server's processes.
+/// The memory figures the tuner uses, from one sample of the server's processes; a worker
+/// whose memory could not be read (it was exiting) is left out rather than counted as 0.
 pub fn mem_use(procs: &[procmem::ProcMem], budget_kib: Option<u64>) -> Option<MemUse> {
-    let workers: Vec<_> = procs.iter().filter(|p| p.role == Role::Worker).collect();
+    let workers: Vec<_> = procs.iter().filter(|p| p.role == Role::Worker && p.mem.rss > 0).collect();
     let parent = procs.iter().find(|p| p.role == Role::Parent)?;
     let n = workers.len().max(1) as u64;
     Some(MemUse {

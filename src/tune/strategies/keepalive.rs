@@ -1,6 +1,7 @@
 //! Keep-alive on or off, measured with a share of slow clients: on a pre-forking server each
 //! kept-alive connection holds a worker, so slow clients can starve the fast ones.
 
+use super::verdict::{Challenger, effect_text, judge};
 use super::{Found, Knobs, value};
 use crate::tune::strategies::one_at_a_time::pct;
 use crate::tune::{Settings, Step, Tuner};
@@ -20,19 +21,25 @@ pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         load.spec.throttle = Some(33_600.0 / 8.0);
         load.spec.slow_share = Some(0.2);
     }
-    let mut points = Vec::new();
-    for v in &values {
-        let Some(p) = t.point_with(&format!("keepalive={v}"), &base.with("keepalive", v), &load) else { break };
-        points.push((v.clone(), p));
-    }
-    let Some((first_v, first)) = points.first().cloned() else { return found };
+    let Some(first_v) = values.first().cloned() else { return found };
+    let challengers: Vec<Challenger> = values[1..]
+        .iter()
+        .filter(|v| **v != first_v)
+        .map(|v| Challenger { value: v.clone(), settings: base.with("keepalive", v) })
+        .collect();
+    let name_of = |v: &str| format!("keepalive={v}");
+    let Some(j) = judge(t, &load, &name_of(&first_v), &base.with("keepalive", &first_v), &challengers, &name_of) else {
+        return found;
+    };
+    let first = j.incumbent.clone();
     found.baseline = Some(first.clone());
-    let mut best = (first_v.clone(), first.clone());
-    for (v, p) in &points[1..] {
-        if t.objective.beats(p, &best.1) {
-            best = (v.clone(), p.clone());
-        }
-    }
+    let best = match j.chosen {
+        Some(i) => (j.challengers[i].value.clone(), j.challengers[i].point.clone()),
+        None => (first_v.clone(), first.clone()),
+    };
+    let points: Vec<(String, crate::tune::Point)> = std::iter::once((first_v.clone(), first.clone()))
+        .chain(j.challengers.iter().map(|c| (c.value.clone(), c.point.clone())))
+        .collect();
     let occupancy = |p: &crate::tune::Point| {
         p.samples
             .iter()
@@ -55,17 +62,24 @@ pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let short = |x: f64| format!("{x:.1}").trim_end_matches(".0").to_string();
     let share = load.spec.slow_share.map_or("all".to_string(), |s| format!("{}%", short(s * 100.0)));
     let slow = format!("with {share} of clients at {}kbps", short(load.spec.throttle.unwrap_or(0.0) * 8.0 / 1000.0));
+    let lead = j.lead();
+    let change =
+        lead.and_then(|c| c.effect).map_or(format!("{:+.1}%", pct(best.1.rps(), first.rps())), |e| effect_text(&e));
     let line = format!(
-        "keepalive {}: {:+.1}% against {first_v} {slow} [{}]",
+        "keepalive {}: {change} against {first_v} {slow}, {} over {} interleaved rounds [{}]",
         best.0,
-        pct(best.1.rps(), first.rps()),
+        j.verdict.word(),
+        j.rounds,
         rows.join("; ")
     );
     found.steps.push(Step {
         knob: "keepalive".into(),
         before_value: first_v.clone(),
         after_value: best.0.clone(),
-        adopted: best.0 != first_v,
+        adopted: j.chosen.is_some(),
+        verdict: Some(j.verdict),
+        effect: lead.and_then(|c| c.effect),
+        rounds: j.rounds,
         before: first,
         after: best.1.clone(),
         candidates: points.iter().map(|(_, p)| p.clone()).collect(),

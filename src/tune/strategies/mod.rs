@@ -5,6 +5,7 @@ mod keepalive;
 mod one_at_a_time;
 mod recycle;
 mod spares;
+pub mod verdict;
 mod workers;
 
 pub use keepalive::keepalive;
@@ -58,7 +59,9 @@ impl Strategy {
     pub fn planned_trials(self, knobs: &Knobs) -> usize {
         let values = |name: &str| knobs.iter().find(|(k, _)| k == name).map_or(0, |(_, v)| v.len());
         match self {
-            Strategy::OneAtATime => 1 + knobs.iter().map(|(_, v)| v.len().saturating_sub(1)).sum::<usize>(),
+            // Each knob's values, the current one included, for the rounds of its comparison
+            // (about --repeats windows each, as many as a point of the other strategies).
+            Strategy::OneAtATime => knobs.iter().map(|(_, v)| v.len()).sum::<usize>().max(1),
             // Coarse powers of two, then a bisection.
             Strategy::Workers => {
                 let n = values("workers");

@@ -1,11 +1,16 @@
-//! The seeds' method: a baseline, then each knob in turn; a value is adopted only when it
-//! beats the current configuration by more than the measured noise.
+//! The seeds' method: each knob in turn, its values measured against the current configuration
+//! in interleaved rounds and judged with an interval (verdict.rs). A value is adopted only when
+//! its gain is both sure and worth having. Knobs judged before a later change moved the
+//! operating point by more than the threshold are judged again at the new point, pass after
+//! pass, until a pass changes nothing.
 
+use super::verdict::{Challenger, Judgement, effect_text, judge};
 use super::{Found, Knobs, value};
-use crate::tune::{Settings, Step, Tuner};
+use crate::tune::{Settings, Step, Tuner, Verdict};
 
-/// Measures a baseline, then tries each knob's values in turn on the current configuration;
-/// a knob that `base` leaves unset starts at its first listed value.
+/// Passes over the knobs at the most (the first, then revisits).
+const MAX_PASSES: usize = 3;
+
 pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut current = base.clone();
     for (knob, values) in knobs {
@@ -16,84 +21,130 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         }
     }
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: current.clone(), evidence: Vec::new() };
-    let Some(mut here) = t.point("baseline", &current) else { return found };
-    found.baseline = Some(here.clone());
-    for (knob, values) in knobs {
-        let before_value = value(&current, knob);
-        let mut best = (before_value.clone(), here.clone());
-        let mut candidates = Vec::new();
-        for v in values.iter().filter(|v| **v != before_value) {
-            let settings = current.with(knob, v);
-            let Some(p) = t.point(&format!("{knob}={v}"), &settings) else { break };
-            if t.objective.beats(&p, &best.1) {
-                best = (v.clone(), p.clone());
+    if knobs.is_empty() {
+        found.baseline = t.point("baseline", &current);
+        return found;
+    }
+    let load = t.load.clone();
+    // Knobs to judge in this pass, in the file's order.
+    let mut due: Vec<String> = knobs.iter().map(|(k, _)| k.clone()).collect();
+    'passes: for pass in 0..MAX_PASSES {
+        let mut stale = Vec::new();
+        for (knob, values) in knobs.iter().filter(|(k, _)| due.contains(k)) {
+            let before_value = value(&current, knob);
+            let challengers: Vec<Challenger> = values
+                .iter()
+                .filter(|v| **v != before_value)
+                .map(|v| Challenger { value: v.clone(), settings: current.with(knob, v) })
+                .collect();
+            if challengers.is_empty() {
+                continue;
             }
-            candidates.push(p);
+            let again = if pass > 0 { format!(" (pass {})", pass + 1) } else { String::new() };
+            let incumbent = if found.baseline.is_none() {
+                "baseline".to_string()
+            } else {
+                format!("{knob}={before_value} (kept){again}")
+            };
+            let name_of = |v: &str| format!("{knob}={v}{again}");
+            let Some(j) = judge(t, &load, &incumbent, &current, &challengers, &name_of) else { break 'passes };
+            if found.baseline.is_none() {
+                found.baseline = Some(j.incumbent.clone());
+            }
+            let evidence = step_evidence(knob, &before_value, &j, t.judging.threshold_pct, pass > 0);
+            let lead = j.lead();
+            let (after_value, after) = match j.chosen {
+                Some(i) => (j.challengers[i].value.clone(), j.challengers[i].point.clone()),
+                None => (before_value.clone(), j.incumbent.clone()),
+            };
+            let moved =
+                j.chosen.is_some_and(|i| j.challengers[i].effect.is_none_or(|e| e.pct.abs() > t.judging.threshold_pct));
+            found.steps.push(Step {
+                knob: knob.clone(),
+                before_value: before_value.clone(),
+                after_value: after_value.clone(),
+                adopted: j.chosen.is_some(),
+                verdict: Some(j.verdict),
+                effect: lead.and_then(|c| c.effect),
+                rounds: j.rounds,
+                before: j.incumbent.clone(),
+                after,
+                candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
+                evidence: evidence.clone(),
+            });
+            if j.chosen.is_some() {
+                current = current.with(knob, &after_value);
+            }
+            found.evidence.retain(|(k, _, _)| k != knob);
+            found.evidence.push((knob.clone(), value(&current, knob), evidence));
+            if moved {
+                // The knobs judged before this change were judged at another operating point.
+                let judged_before = found.steps.iter().map(|s| s.knob.clone()).filter(|k| k != knob);
+                stale.extend(judged_before);
+                stale.retain(|k| k != knob);
+            } else {
+                stale.retain(|k| k != knob);
+            }
+            if t.stopped.is_some() {
+                break 'passes;
+            }
         }
-        let adopted = best.0 != before_value;
-        let evidence = step_evidence(t, knob, &before_value, &here, &best.0, &best.1, &candidates, adopted);
-        found.steps.push(Step {
-            knob: knob.clone(),
-            before_value: before_value.clone(),
-            after_value: best.0.clone(),
-            adopted,
-            before: here.clone(),
-            after: best.1.clone(),
-            candidates,
-            evidence: evidence.clone(),
-        });
-        if adopted {
-            current = current.with(knob, &best.0);
-            here = best.1;
-        }
-        found.evidence.push((knob.clone(), value(&current, knob), evidence));
-        if t.stopped.is_some() {
+        stale.sort();
+        stale.dedup();
+        if stale.is_empty() {
             break;
         }
+        t.note(&format!("the operating point moved: {} judged again", stale.join(", ")));
+        due = stale;
     }
+    // The evidence in the file's order.
+    found.evidence.sort_by_key(|(k, _, _)| knobs.iter().position(|(n, _)| n == k));
     found.recommended = current;
     found
 }
 
-#[allow(clippy::too_many_arguments)]
-fn step_evidence(
-    t: &Tuner,
-    knob: &str,
-    before: &str,
-    here: &crate::tune::Point,
-    best_value: &str,
-    best: &crate::tune::Point,
-    candidates: &[crate::tune::Point],
-    adopted: bool,
-) -> String {
-    let failed: Vec<String> =
-        candidates.iter().filter_map(|p| p.cause().map(|c| format!("{} failed: {c}", p.step))).collect();
-    let failed = if failed.is_empty() { String::new() } else { format!("; {}", failed.join("; ")) };
-    if adopted {
-        format!(
-            "{knob} {before} -> {best_value}: {:.1} -> {:.1} req/s ({:+.1}%), p99 {:.2} -> {:.2} ms, beyond the repeats' spread{failed}",
+fn step_evidence(knob: &str, before: &str, j: &Judgement, threshold: f64, again: bool) -> String {
+    let again = if again { " (judged again at the new operating point)" } else { "" };
+    let here = &j.incumbent;
+    let tried: Vec<String> = j
+        .challengers
+        .iter()
+        .map(|c| match (&c.effect, c.point.cause()) {
+            (_, Some(cause)) => format!("{}={} failed: {cause}", knob, c.value),
+            (Some(e), None) => {
+                format!("{}={} {:.1} req/s {} {}", knob, c.value, c.point.rps(), effect_text(e), c.verdict.word())
+            }
+            (None, None) => format!("{}={} {:.1} req/s: misses the objective", knob, c.value, c.point.rps()),
+        })
+        .collect();
+    let rounds = format!("{} interleaved rounds", j.rounds);
+    match (j.verdict, j.chosen) {
+        (Verdict::Adopted, Some(i)) => {
+            let c = &j.challengers[i];
+            let change = c.effect.as_ref().map_or("meets the objective the incumbent misses".to_string(), effect_text);
+            format!(
+                "{knob} {before} -> {}: {:.1} -> {:.1} req/s, {change} (99% interval), p99 {:.2} -> {:.2} ms; adopted over {rounds}{again} [{}]",
+                c.value,
+                here.rps(),
+                c.point.rps(),
+                here.p99(),
+                c.point.p99(),
+                tried.join("; ")
+            )
+        }
+        (Verdict::NoEffect, _) => format!(
+            "{knob} stays {before} ({:.1} req/s): no effect, no value can gain {threshold}% (99% intervals over {rounds}){again} [{}]",
             here.rps(),
-            best.rps(),
-            pct(best.rps(), here.rps()),
-            here.p99(),
-            best.p99()
-        )
-    } else {
-        let tried: Vec<String> = candidates
-            .iter()
-            .filter(|p| p.ok())
-            .map(|p| format!("{} {:.1} req/s ({:+.1}%)", p.step, p.rps(), pct(p.rps(), here.rps())))
-            .collect();
-        let _ = t;
-        format!(
-            "{knob} stays {before} ({:.1} req/s): no value beat it by more than the noise [{}]{failed}",
+            tried.join("; ")
+        ),
+        _ => format!(
+            "{knob} stays {before} ({:.1} req/s): undecided after {rounds}, the intervals allow neither a gain of {threshold}% nor its absence; kept{again} [{}]",
             here.rps(),
-            tried.join(", ")
-        )
+            tried.join("; ")
+        ),
     }
 }
 
-/// The change from `before` to `after`, in percent of `before` (0 when `before` is not positive).
 pub fn pct(after: f64, before: f64) -> f64 {
     if before > 0.0 { (after - before) / before * 100.0 } else { 0.0 }
 }

@@ -1,0 +1,127 @@
+//! Who used the machine's CPU during a measurement window: the server's process tree, this
+//! tool, and everything else (other programs, and the hypervisor's steal). A window in which
+//! others took a large share measured a disturbed machine, not the configuration.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Selector, select};
+
+/// The machine's CPU time so far, in clock ticks summed over every CPU (/proc/stat's first
+/// line).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MachineTicks {
+    /// user, nice, system, irq and softirq: time some task ran.
+    pub busy: u64,
+    /// Time a virtual CPU waited while the hypervisor ran something else.
+    pub steal: u64,
+    /// Every column but guest time (already in user): the whole of the machine's time.
+    pub total: u64,
+}
+
+/// Parses /proc/stat's `cpu` line.
+pub fn parse_machine(stat: &str) -> Option<MachineTicks> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line.split_whitespace().skip(1).map(|x| x.parse().unwrap_or(0)).collect();
+    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+    // user nice system idle iowait irq softirq steal guest guest_nice
+    let busy = at(0) + at(1) + at(2) + at(5) + at(6);
+    let steal = at(7);
+    Some(MachineTicks { busy, steal, total: busy + at(3) + at(4) + steal })
+}
+
+/// The machine's ticks now.
+pub fn machine_ticks() -> Option<MachineTicks> {
+    parse_machine(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// utime + stime + cutime + cstime from /proc/PID/stat text: the process's CPU time and that
+/// of the children it has reaped (a recycled worker's time moves to its parent's cutime).
+pub fn parse_process_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // After the name: state is field 3, utime field 14 .. cstime field 17.
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    (11..15).map(|i| f.get(i)?.parse::<u64>().ok()).sum()
+}
+
+fn process_ticks(pid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| parse_process_ticks(&s)).unwrap_or(0)
+}
+
+/// The server tree's CPU ticks now (processes that vanish while being read count nothing).
+fn tree_ticks(master: i32) -> u64 {
+    select(&Selector::Pid(master)).unwrap_or_default().iter().map(|p| process_ticks(&p.to_string())).sum()
+}
+
+/// CPU taken by others during a window, as shares of the whole machine (0-1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interference {
+    /// Busy time of everything that is neither the server's tree nor this tool, plus steal.
+    pub others: f64,
+    /// The hypervisor's steal alone.
+    pub steal: f64,
+}
+
+/// A window being watched.
+pub struct CpuWatch {
+    master: i32,
+    machine: MachineTicks,
+    server: u64,
+    own: u64,
+}
+
+impl CpuWatch {
+    /// Starts watching the server whose master is `master`.
+    pub fn start(master: i32) -> CpuWatch {
+        CpuWatch {
+            master,
+            machine: machine_ticks().unwrap_or_default(),
+            server: tree_ticks(master),
+            own: process_ticks("self"),
+        }
+    }
+
+    /// What others took since `start`; None when /proc/stat cannot be read or no tick passed.
+    pub fn finish(self) -> Option<Interference> {
+        let machine = machine_ticks()?;
+        let total = machine.total.checked_sub(self.machine.total).filter(|&t| t > 0)? as f64;
+        let busy = machine.busy.saturating_sub(self.machine.busy);
+        let steal = machine.steal.saturating_sub(self.machine.steal);
+        let server = tree_ticks(self.master).saturating_sub(self.server);
+        let own = process_ticks("self").saturating_sub(self.own);
+        let others = busy.saturating_sub(server + own) + steal;
+        Some(Interference {
+            others: (others as f64 / total).clamp(0.0, 1.0),
+            steal: (steal as f64 / total).clamp(0.0, 1.0),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_machine_and_a_process() {
+        let m = parse_machine("cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 1 2 3\n").unwrap();
+        assert_eq!(m, MachineTicks { busy: 160, steal: 7, total: 1187 });
+        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
+        let t = parse_process_ticks("42 (a b) S 1 42 42 0 -1 0 0 0 0 0 30 12 100 8 20 0").unwrap();
+        assert_eq!(t, 150);
+        assert_eq!(parse_process_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn a_busy_loop_beside_the_window_is_seen_as_others() {
+        // A shell spinning on a core is neither the watched server (no process has that pid)
+        // nor this process: it is others.
+        let mut spin = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+        let watch = CpuWatch::start(i32::MAX);
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        let seen = watch.finish().unwrap();
+        let _ = spin.kill();
+        let _ = spin.wait();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        // One spinning core of `cores`: at least half of its share, allowing for ticks.
+        assert!(seen.others >= 0.5 / cores, "{seen:?}");
+    }
+}

@@ -1,0 +1,195 @@
+//! Judging challengers against the incumbent: every configuration measured once per round, in
+//! turn (A B A B, the order reversed each round so neither always goes first), so that slow
+//! drift of the machine hits all alike; the change judged on the pairs of each round with an
+//! interval; more rounds only while the verdict is open, up to a cap.
+
+use crate::stats::Effect;
+use crate::tune::trial::Load;
+use crate::tune::{Point, Settings, Tuner, Verdict};
+
+/// A value to try, and the configuration with it.
+pub struct Challenger {
+    pub value: String,
+    pub settings: Settings,
+}
+
+/// One challenger's result.
+pub struct Judged {
+    pub value: String,
+    /// Its windows as one point (samples in round order).
+    pub point: Point,
+    /// The change from the incumbent, + is better; None when it failed or missed the
+    /// objective's constraint.
+    pub effect: Option<Effect>,
+    pub verdict: Verdict,
+}
+
+/// What a comparison found.
+pub struct Judgement {
+    /// The incumbent's windows as one point.
+    pub incumbent: Point,
+    pub challengers: Vec<Judged>,
+    /// The adopted challenger (the largest gain among those adopted).
+    pub chosen: Option<usize>,
+    /// The step's verdict: adopted; no effect when no challenger can gain the threshold;
+    /// undecided otherwise.
+    pub verdict: Verdict,
+    pub rounds: usize,
+}
+
+impl Judgement {
+    /// The challenger whose effect stands for the step: the adopted one, else the largest gain.
+    pub fn lead(&self) -> Option<&Judged> {
+        self.chosen.map(|i| &self.challengers[i]).or_else(|| {
+            self.challengers
+                .iter()
+                .filter(|c| c.effect.is_some())
+                .max_by(|a, b| a.effect.map_or(f64::MIN, |e| e.pct).total_cmp(&b.effect.map_or(f64::MIN, |e| e.pct)))
+        })
+    }
+}
+
+/// The verdict an interval gives: adopted when it excludes zero and the change clears the
+/// threshold; no effect when it rules out a gain of the threshold (the change lies within
+/// plus or minus the threshold, or is a loss); undecided otherwise.
+pub fn classify(e: &Effect, threshold_pct: f64) -> Verdict {
+    if e.low_pct > 0.0 && e.pct >= threshold_pct {
+        Verdict::Adopted
+    } else if e.high_pct <= threshold_pct && (e.low_pct >= -threshold_pct || e.high_pct < 0.0) {
+        Verdict::NoEffect
+    } else {
+        Verdict::Undecided
+    }
+}
+
+/// The name of round `round` (0-based) of a measurement named `name`.
+fn round_name(name: &str, round: usize) -> String {
+    if round == 0 { name.to_string() } else { format!("{name} #{}", round + 1) }
+}
+
+/// Measures the incumbent (named `incumbent_name`) and the challengers (named by `name_of`
+/// their value) in rounds under `load`, and judges each challenger. None when the incumbent
+/// could not be measured at all (the tuner stopped, or its first window failed: then its
+/// failed point is in `Tuner::points`).
+pub fn judge(
+    t: &mut Tuner,
+    load: &Load,
+    incumbent_name: &str,
+    incumbent: &Settings,
+    challengers: &[Challenger],
+    name_of: &dyn Fn(&str) -> String,
+) -> Option<Judgement> {
+    let j = t.judging;
+    let k = challengers.len().max(1);
+    // The challengers share the step's error rate (Bonferroni).
+    let confidence = 1.0 - (1.0 - j.confidence) / k as f64;
+    let n = challengers.len() + 1;
+    let mut windows: Vec<Vec<Option<Point>>> = vec![Vec::new(); n];
+    let mut verdicts: Vec<Option<Verdict>> = vec![None; n];
+    // Out of the comparison: failed, or missing the objective's constraint.
+    let mut out = vec![false; n];
+    let mut rounds = 0;
+    'rounds: for r in 0..j.max_rounds.max(j.min_rounds) {
+        let order: Vec<usize> = if r % 2 == 0 { (0..n).collect() } else { (0..n).rev().collect() };
+        for w in windows.iter_mut() {
+            w.push(None);
+        }
+        for i in order {
+            let decided = i > 0 && (out[i] || verdicts[i].is_some_and(|v| v != Verdict::Undecided));
+            if decided {
+                continue;
+            }
+            let (name, settings) = match i {
+                0 => (round_name(incumbent_name, r), incumbent),
+                _ => (round_name(&name_of(&challengers[i - 1].value), r), &challengers[i - 1].settings),
+            };
+            let Some(p) = t.window(&name, settings, load) else { break 'rounds };
+            let ok = p.ok();
+            windows[i][r] = Some(p);
+            if !ok {
+                if i == 0 {
+                    rounds = r + 1;
+                    break 'rounds;
+                }
+                out[i] = true;
+            }
+        }
+        rounds = r + 1;
+        if rounds < j.min_rounds {
+            continue;
+        }
+        for i in 1..n {
+            if out[i] {
+                continue;
+            }
+            let (inc, ch) = paired(&windows[0], &windows[i]);
+            let (Some(a), Some(b)) = (Point::combine("", &inc), Point::combine("", &ch)) else { continue };
+            verdicts[i] = match (t.objective.admits(&a), t.objective.admits(&b)) {
+                // It misses the objective's constraint (an SLO) that the incumbent meets.
+                (true, false) => {
+                    out[i] = true;
+                    continue;
+                }
+                // It meets the constraint the incumbent misses.
+                (false, true) => Some(Verdict::Adopted),
+                _ => t.objective.effect(&a, &b, confidence).map(|e| classify(&e, j.threshold_pct)),
+            };
+        }
+        let open = (1..n).any(|i| !out[i] && verdicts[i].is_none_or(|v| v == Verdict::Undecided));
+        if !open {
+            break;
+        }
+    }
+    let all = |w: &[Option<Point>]| w.iter().flatten().cloned().collect::<Vec<_>>();
+    let incumbent_point = Point::combine(incumbent_name, &all(&windows[0]))?;
+    let mut judged = Vec::new();
+    for (i, c) in challengers.iter().enumerate() {
+        let Some(point) = Point::combine(&name_of(&c.value), &all(&windows[i + 1])) else { continue };
+        let (inc, ch) = paired(&windows[0], &windows[i + 1]);
+        let effect = match (Point::combine("", &inc), Point::combine("", &ch)) {
+            (Some(a), Some(b)) if !out[i + 1] => t.objective.effect(&a, &b, confidence),
+            _ => None,
+        };
+        // The incumbent misses the objective's constraint and the challenger meets it.
+        let rescues = point.ok() && !t.objective.admits(&incumbent_point) && t.objective.admits(&point);
+        let verdict = match effect {
+            _ if rescues => Verdict::Adopted,
+            Some(e) if rounds >= j.min_rounds => classify(&e, j.threshold_pct),
+            // Failed, or missed the constraint the incumbent meets: it cannot gain.
+            None if incumbent_point.ok() && (!point.ok() || out[i + 1]) => Verdict::NoEffect,
+            // Too few rounds to judge (the time budget, Ctrl-C).
+            _ => Verdict::Undecided,
+        };
+        judged.push(Judged { value: c.value.clone(), point, effect, verdict });
+    }
+    let chosen = judged
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.verdict == Verdict::Adopted)
+        .max_by(|(_, a), (_, b)| a.effect.map_or(f64::MAX, |e| e.pct).total_cmp(&b.effect.map_or(f64::MAX, |e| e.pct)))
+        .map(|(i, _)| i);
+    let verdict = if chosen.is_some() {
+        Verdict::Adopted
+    } else if !judged.is_empty() && judged.iter().all(|c| c.verdict == Verdict::NoEffect) {
+        Verdict::NoEffect
+    } else {
+        Verdict::Undecided
+    };
+    Some(Judgement { incumbent: incumbent_point, challengers: judged, chosen, verdict, rounds })
+}
+
+/// The windows of two configurations from the rounds in which both were measured and ok.
+fn paired(a: &[Option<Point>], b: &[Option<Point>]) -> (Vec<Point>, Vec<Point>) {
+    a.iter()
+        .zip(b)
+        .filter_map(|(x, y)| match (x, y) {
+            (Some(x), Some(y)) if x.ok() && y.ok() => Some((x.clone(), y.clone())),
+            _ => None,
+        })
+        .unzip()
+}
+
+/// "+5.1% [+3.2%, +7.0%]".
+pub fn effect_text(e: &Effect) -> String {
+    format!("{:+.1}% [{:+.1}%, {:+.1}%]", e.pct, e.low_pct, e.high_pct)
+}
