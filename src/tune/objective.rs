@@ -38,10 +38,11 @@ impl Objective {
         }
     }
 
-    /// Whether the point was measured and meets the objective's constraint (its SLO, its
-    /// required throughput).
+    /// Whether the point was measured and meets the objective's constraints: its SLO or its
+    /// required throughput, and, under a memory budget, the budget (every objective is
+    /// "within the memory").
     pub fn admits(&self, p: &Point) -> bool {
-        self.values(p).is_some()
+        self.values(p).is_some() && fits(p)
     }
 
     /// The change from `before` to `after`, measured in pairs (window i of each taken in the
@@ -49,8 +50,9 @@ impl Objective {
     /// better (more throughput; or, for least memory, less memory). None when either point
     /// misses the constraint or there are fewer than two pairs.
     pub fn effect(&self, before: &Point, after: &Point, confidence: f64) -> Option<crate::stats::Effect> {
-        self.values(before)?;
-        self.values(after)?;
+        if !(self.admits(before) && self.admits(after)) {
+            return None;
+        }
         let (b, a): (Vec<f64>, Vec<f64>) = match self {
             Objective::Throughput | Objective::ThroughputWithin { .. } => {
                 (before.samples.iter().map(|s| s.rps).collect(), after.samples.iter().map(|s| s.rps).collect())
@@ -92,6 +94,12 @@ impl Objective {
             Objective::LeastMemory { rps } => format!("least memory serving >= {rps} requests/s"),
         }
     }
+}
+
+/// Whether the point's workers fit the memory budget, by the seeds' arithmetic with the
+/// figures measured under load (true without a budget, or without memory figures).
+pub fn fits(p: &Point) -> bool {
+    p.memory().is_none_or(|m| m.workers_fit.is_none_or(|fit| fit >= m.workers as u64))
 }
 
 #[cfg(test)]
