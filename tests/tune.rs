@@ -225,3 +225,36 @@ fn keepalive_is_measured_with_slow_clients() {
     assert!(ev.contains("workers busy"), "occupancy from the lab's counters: {ev}");
     assert_eq!(v["steps"][0]["candidates"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn windows_hold_several_recycles_and_disturbed_windows_are_measured_again() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    // 2 workers at ~10 ms a request serve ~90 requests/s each: recycled every 50 requests,
+    // a 1.5 s window holds under 3 recycles of each, so the trial lengthens its windows.
+    let f = lab_target(dir.path(), "workers = 2\ncpu = \"1ms\"\nio_wait = \"10ms\"", "max_requests = [50]", "");
+    let v = tune(&f, &[], dir.path());
+    let p = &v["points"][0];
+    let notes = p["notes"].to_string();
+    assert!(notes.contains("recycles of each of 2 workers"), "{p}");
+    let window = p["samples"][0]["window_s"].as_f64().unwrap();
+    assert!(window > 1.6 && window < 60.0, "{p}");
+
+    // A process spinning on one of the two cores takes about half the machine: each window is
+    // disturbed, measured again twice, then kept with a note.
+    let mut spin = Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+    let f = lab_target(dir.path(), "workers = 2\ncpu = \"1ms\"\nio_wait = \"10ms\"", "backlog = [511]", "");
+    let journal = dir.path().join("spun.jsonl");
+    let run = webtune_with_limit(
+        &["tune", &f, "--json", "-q", "--repeats", "1", "--journal", journal.to_str().unwrap()],
+        Duration::from_secs(300),
+    );
+    let _ = spin.kill();
+    let _ = spin.wait();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let p = &v["points"][0];
+    assert!(p["interference"].as_f64().unwrap() > 0.25, "{p}");
+    assert_eq!(p["remeasured"], 2, "{p}");
+    assert!(p["notes"].to_string().contains("disturbed"), "{p}");
+}

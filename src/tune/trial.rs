@@ -65,6 +65,11 @@ impl Load {
         })
     }
 
+    /// A copy whose windows last `window`.
+    pub fn windowed(&self, window: Duration) -> Load {
+        Load { spec: BenchSpec { duration: Some(window), ..self.spec.clone() }, ..self.clone() }
+    }
+
     /// A copy with `n` connections.
     pub fn with_connections(&self, n: u64) -> Load {
         Load { spec: BenchSpec { connections: Some(n), ..self.spec.clone() }, ..self.clone() }
@@ -129,6 +134,10 @@ pub fn run(
     }
     std::thread::sleep(load.idle_before);
     let workers_at_start = procmem::select(&Selector::Pid(server.master_pid())).ok().map(|p| p.len().saturating_sub(1));
+    // A warmed server under a time-bound load is measured in its steady state; a burst after
+    // idle (spares) or a cold start is measured as it is, however unsteady.
+    let steady_state =
+        load.warm && load.idle_before.is_zero() && load.spec.requests.is_none() && load.spec.stages.is_none();
     let mut plan = plan;
     let mut window = load.duration();
     let mut samples = Vec::new();
@@ -136,6 +145,7 @@ pub fn run(
     let mut noisy = false;
     let mut remeasured = 0;
     let mut lengthened = false;
+    let mut steadied = false;
     let mut wanted = opts.repeats.max(1);
     while samples.len() < wanted {
         if opts.interrupt.load(Ordering::Relaxed) {
@@ -162,12 +172,12 @@ pub fn run(
         }
         // Workers that recycle: a window must hold several recycles of each, or each window
         // catches a different phase of the pool's replacement.
-        if !lengthened && load.spec.requests.is_none() && load.spec.stages.is_none() {
+        if !lengthened && steady_state {
             lengthened = true;
-            if let Some(longer) = recycle_window(settings, &sample, window, &mut notes) {
+            let workers = sample.sample.memory.as_ref().map_or(0, |m| m.workers).max(workers_at_start.unwrap_or(0));
+            if let Some(longer) = recycle_window(settings, &sample.sample, workers, window, &mut notes) {
                 window = longer;
-                let spec = BenchSpec { duration: Some(window), ..load.spec.clone() };
-                plan = match spec.against(&base).plan() {
+                plan = match load.windowed(window).plan(&base) {
                     Ok(p) => p,
                     Err(e) => return fail(format!("{e:#}")),
                 };
@@ -175,6 +185,17 @@ pub fn run(
             }
         }
         if let Some(t) = sample.trend {
+            // Not yet steady (caches filling, a pool still growing): once, a window twice as long.
+            if !steadied && steady_state && window * 2 <= MAX_WINDOW {
+                steadied = true;
+                window *= 2;
+                notes.push(format!("{t}; windows doubled to {:.1} s", window.as_secs_f64()));
+                plan = match load.windowed(window).plan(&base) {
+                    Ok(p) => p,
+                    Err(e) => return fail(format!("{e:#}")),
+                };
+                continue;
+            }
             notes.push(t);
         }
         samples.push(sample.sample);
@@ -218,12 +239,18 @@ const MAX_WINDOW: Duration = Duration::from_secs(60);
 /// Windows measured again per trial because others disturbed them.
 const MAX_REMEASURED: u32 = 2;
 
-/// The window that holds `MIN_RECYCLES` recycles of each worker at the rate `first` measured,
-/// when `window` holds fewer; None when it is long enough (or workers never recycle).
-fn recycle_window(settings: &Settings, first: &Window, window: Duration, notes: &mut Vec<String>) -> Option<Duration> {
+/// The window that holds `MIN_RECYCLES` recycles of each of `workers` at the rate `first`
+/// measured, when `window` holds fewer; None when it is long enough (or workers never recycle).
+fn recycle_window(
+    settings: &Settings,
+    first: &Sample,
+    workers: usize,
+    window: Duration,
+    notes: &mut Vec<String>,
+) -> Option<Duration> {
     let every: f64 = settings.get("max_requests")?.parse().ok().filter(|&m: &f64| m > 0.0)?;
-    let workers = first.sample.memory.as_ref().map_or(1, |m| m.workers.max(1)) as f64;
-    let per_worker = first.sample.rps / workers;
+    let workers = workers.max(1) as f64;
+    let per_worker = first.rps / workers;
     if per_worker <= 0.0 {
         return None;
     }

@@ -21,10 +21,6 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         }
     }
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: current.clone(), evidence: Vec::new() };
-    if knobs.is_empty() {
-        found.baseline = t.point("baseline", &current);
-        return found;
-    }
     let load = t.load.clone();
     // Knobs to judge in this pass, in the file's order.
     let mut due: Vec<String> = knobs.iter().map(|(k, _)| k.clone()).collect();
@@ -96,6 +92,10 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         }
         t.note(&format!("the operating point moved: {} judged again", stale.join(", ")));
         due = stale;
+    }
+    // Every knob had a single value: the configuration is still measured.
+    if found.baseline.is_none() && t.stopped.is_none() {
+        found.baseline = t.point("baseline", &current);
     }
     // The evidence in the file's order.
     found.evidence.sort_by_key(|(k, _, _)| knobs.iter().position(|(n, _)| n == k));
