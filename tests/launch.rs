@@ -131,3 +131,42 @@ fn a_server_that_fails_to_start_leaves_nothing_and_says_why() {
     assert_eq!(run.status.code(), Some(2), "{err}");
     assert!(err.contains("bad.toml:5") && err.contains("no value"), "{err}");
 }
+
+#[test]
+fn knobs_cannot_rewrite_the_configuration_and_servers_cannot_leave_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("hostile.toml");
+    let launch = |text: &str| {
+        std::fs::write(&f, text).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_webtune"))
+            .args(["launch", f.to_str().unwrap(), "--for", "0s"])
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .output()
+            .unwrap()
+    };
+    // A value that ends the directive and adds a listener; a directive that opens a port; a
+    // name that is a whole line: refused from the file, with its line, before anything starts.
+    for (knobs, says) in [
+        ("[knobs]\nworkers = [\"1; listen 0.0.0.0:18080\"]\n", "cannot end the directive"),
+        ("[target.config]\nlisten = \"0.0.0.0:18080\"\n", "writes this directive itself"),
+        ("[target.config]\n\"gzip on;\\ninclude /etc/passwd\" = \"x\"\n", "is not a name"),
+    ] {
+        let run = launch(&format!("[target]\nadapter = \"nginx\"\n{knobs}"));
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{err}");
+        assert!(err.contains("hostile.toml:") && err.contains(says), "{err}");
+    }
+    let run = launch("[target]\nadapter = \"apache\"\n[knobs]\nPerlRequire = [\"/tmp/evil.pl\"]\n");
+    assert_eq!(run.status.code(), Some(2), "{}", String::from_utf8_lossy(&run.stderr));
+
+    // Whatever the configuration says, what the server really listens on is checked: a
+    // command that binds every address is stopped, and the launch fails saying so.
+    let run = launch(
+        "[target]\nadapter = \"command\"\ncommand = \"python3 -m http.server --bind 0.0.0.0 {port}\"\nready_timeout = \"20s\"\n",
+    );
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains("0.0.0.0:") && err.contains("loopback addresses only"), "{err}");
+    let runs: Vec<_> = std::fs::read_dir(dir.path().join("webtune")).map(|d| d.collect()).unwrap_or_default();
+    assert!(runs.is_empty(), "the refused server's run directory is gone");
+}

@@ -39,6 +39,48 @@ pub fn socket_owners(inodes: &[u64]) -> Vec<i32> {
     owners
 }
 
+/// A /proc/net/tcp{,6} address ("0100007F:1F90"): the IP's 32-bit words in host (little
+/// endian) order, then the port.
+pub fn parse_address(text: &str) -> Option<std::net::SocketAddr> {
+    let (ip, port) = text.rsplit_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let words: Vec<u32> =
+        (0..ip.len() / 8).map(|i| u32::from_str_radix(ip.get(i * 8..i * 8 + 8)?, 16).ok()).collect::<Option<_>>()?;
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let ip = match bytes.len() {
+        4 => std::net::IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?),
+        16 => std::net::IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?),
+        _ => return None,
+    };
+    Some(std::net::SocketAddr::new(ip, port))
+}
+
+/// The addresses on which `pids` hold listening TCP sockets (what a server really listens
+/// on, whatever its configuration says).
+pub fn listening_addresses(pids: &[i32]) -> Vec<std::net::SocketAddr> {
+    let held: HashSet<u64> = pids
+        .iter()
+        .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/fd")).ok())
+        .flat_map(|fds| fds.flatten().filter_map(|fd| std::fs::read_link(fd.path()).ok()))
+        .filter_map(|t| t.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok())
+        .collect();
+    let mut out = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else { continue };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state), Some(inode)) = (f.get(1), f.get(3), f.get(9)) else { continue };
+            let listening = *state == LISTEN && inode.parse::<u64>().is_ok_and(|i| held.contains(&i));
+            if let Some(addr) = parse_address(local).filter(|_| listening)
+                && !out.contains(&addr)
+            {
+                out.push(addr);
+            }
+        }
+    }
+    out
+}
+
 /// The pids behind a listening port on this machine (IPv4 and IPv6).
 pub fn pids_listening_on(port: u16) -> Vec<i32> {
     let mut inodes = Vec::new();
@@ -53,6 +95,21 @@ pub fn pids_listening_on(port: u16) -> Vec<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addresses_read_as_the_kernel_writes_them() {
+        assert_eq!(parse_address("0100007F:1F90").unwrap().to_string(), "127.0.0.1:8080");
+        assert_eq!(parse_address("00000000:0050").unwrap().to_string(), "0.0.0.0:80");
+        assert_eq!(parse_address("00000000000000000000000001000000:0050").unwrap().to_string(), "[::1]:80");
+        assert_eq!(parse_address("junk"), None);
+    }
+
+    #[test]
+    fn a_listener_of_this_process_is_found() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        assert!(listening_addresses(&[std::process::id() as i32]).contains(&addr));
+    }
 
     #[test]
     fn finds_listening_sockets_in_captured_tables() {

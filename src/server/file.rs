@@ -193,6 +193,15 @@ impl TargetFile {
             }
             knobs.push((k.clone(), values));
         }
+        // A knob rewrites its own value in the server's configuration, nothing more.
+        let adapter = super::adapters::adapter(t.adapter);
+        let all_values = config
+            .iter()
+            .cloned()
+            .chain(knobs.iter().flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone()))));
+        for (k, v) in all_values {
+            super::adapters::check_knob(adapter, &k, &v).map_err(|e| InputError(format!("{}: {e}", line_of(&k))))?;
+        }
         let load = raw.load;
         if let Some(p) = &load.path
             && (!p.starts_with('/') || p.starts_with("//"))

@@ -62,6 +62,9 @@ pub fn launch(file: &TargetFile, overrides: &[(String, String)]) -> anyhow::Resu
 pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &AtomicBool) -> anyhow::Result<Running> {
     let adapter = file.adapter();
     let values = file.settings(overrides);
+    for (k, v) in values.iter() {
+        adapters::check_knob(adapter, k, v).map_err(|e| anyhow::anyhow!(e))?;
+    }
     let port = match file.port {
         0 => free_port(&file.host)?,
         p => {
@@ -99,6 +102,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
         running.children.push((s.name.clone(), child));
     }
     running.wait_ready(&file.ready, file.ready_timeout, stop)?;
+    running.check_loopback()?;
     if let Some(n) = adapter.expected_workers(&values) {
         running.wait_workers(n, Duration::from_secs(10), stop);
     }
@@ -201,6 +205,29 @@ impl Running {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Stops the server and fails when any of its processes listens beyond loopback (a knob
+    /// or an app that opened another port): its configuration is not the whole truth.
+    fn check_loopback(&mut self) -> anyhow::Result<()> {
+        let mut pids = Vec::new();
+        for (_, child) in &self.children {
+            pids.extend(crate::procmem::select(&crate::procmem::Selector::Pid(child.id() as i32)).unwrap_or_default());
+        }
+        let outside: Vec<String> = crate::procmem::net::listening_addresses(&pids)
+            .into_iter()
+            .filter(|a| !a.ip().is_loopback())
+            .map(|a| a.to_string())
+            .collect();
+        if outside.is_empty() {
+            return Ok(());
+        }
+        self.stop();
+        anyhow::bail!(
+            "{} listens on {}: webtune starts servers on loopback addresses only (127.0.0.0/8, ::1)",
+            self.adapter.name(),
+            outside.join(", ")
+        )
     }
 
     /// Waits (up to `limit`) until the master has `n` workers: some servers fork them after

@@ -5,7 +5,7 @@
 //! Locations with PerlResponseHandler). Any other knob is a directive: "PerlSetVar Debug",
 //! AllowOverride (on the document root), BufferedLogs, MMapFile...
 
-use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
+use super::{Adapter, Ctx, Prepared, get, is_one_of, natives, on, seconds, write};
 use crate::server::process::Spawn;
 
 /// The Apache httpd adapter (prefork MPM, mod_perl).
@@ -16,6 +16,40 @@ const MODULES: &str = "/usr/lib/apache2/modules";
 impl Adapter for Apache {
     fn name(&self) -> &'static str {
         "apache"
+    }
+
+    fn check(&self, name: &str, value: &str) -> Result<(), String> {
+        const STRUCTURE: [&str; 22] = [
+            "Include",
+            "IncludeOptional",
+            "Listen",
+            "LoadModule",
+            "LoadFile",
+            "PerlRequire",
+            "PerlModule",
+            "PerlPostConfigRequire",
+            "PerlConfigRequire",
+            "PerlLoadModule",
+            "PerlSwitches",
+            "ServerRoot",
+            "PidFile",
+            "ErrorLog",
+            "CustomLog",
+            "TransferLog",
+            "User",
+            "Group",
+            "CoreDumpDirectory",
+            "ScriptAlias",
+            "Alias",
+            "DocumentRoot",
+        ];
+        if is_one_of(name, &STRUCTURE) {
+            return Err("webtune writes this directive itself (it opens ports, loads code or files, or writes outside the run directory)".into());
+        }
+        if value.contains(['<', '>']) {
+            return Err("a value cannot open or close a section (< >)".into());
+        }
+        Ok(())
     }
 
     fn native(&self, knob: &str) -> Option<&'static str> {

@@ -95,6 +95,13 @@ pub trait Adapter: Sync {
     fn saturation(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Refuses a knob that would rewrite more of the configuration than its own value:
+    /// beyond the rules every adapter shares (`check_knob`), the server's own syntax
+    /// (a `;` or a brace in nginx, a section in Apache) and directives that would open
+    /// another port, read another file or write outside the run directory.
+    fn check(&self, _name: &str, _value: &str) -> Result<(), String> {
+        Ok(())
+    }
     /// How many workers the server starts with these values (launch waits for them).
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
         get(values, "workers")?.parse().ok()
@@ -122,6 +129,29 @@ pub use crate::input::is_on as on;
 pub fn seconds(v: &str) -> anyhow::Result<u64> {
     let d = crate::input::duration("keepalive_timeout", v)?;
     Ok(d.as_secs_f64().round() as u64)
+}
+
+/// The rules every adapter shares: a knob's name is a name (a word, or two for Apache's
+/// `PerlSetVar Name`), its value one line of at most 1 KiB; then the adapter's own rules.
+pub fn check_knob(adapter: &dyn Adapter, name: &str, value: &str) -> Result<(), String> {
+    let word = |w: &str| {
+        w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && w.chars().all(|c| c.is_ascii_alphanumeric() || "_.-[]".contains(c))
+    };
+    let words: Vec<&str> = name.split(' ').collect();
+    if name.len() > 64 || words.len() > 2 || !words.iter().all(|w| word(w)) {
+        return Err(format!("knob name {name:?} is not a name (letters, digits, _ . - [ ], one space at most)"));
+    }
+    if value.len() > 1024 || value.chars().any(|c| c.is_control()) {
+        return Err(format!("{name}: value {value:?} must be one line of at most 1 KiB"));
+    }
+    adapter.check(name, value).map_err(|e| format!("{name} = {value:?}: {e}"))
+}
+
+/// Whether `name` is one of `list`, ignoring case (Apache's directives ignore it).
+pub fn is_one_of(name: &str, list: &[&str]) -> bool {
+    let first = name.split(' ').next().unwrap_or(name);
+    list.iter().any(|d| d.eq_ignore_ascii_case(first))
 }
 
 /// Values whose knob is not canonical: the server's own directives or flags.

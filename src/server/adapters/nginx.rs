@@ -2,7 +2,7 @@
 //! open_file_cache, sendfile, access_log buffering; any other http-level directive passes
 //! through as written.
 
-use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
+use super::{Adapter, Ctx, Prepared, get, is_one_of, natives, on, seconds, write};
 use crate::server::process::Spawn;
 
 /// The nginx adapter, for static files.
@@ -29,6 +29,34 @@ fn http_directives(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
 impl Adapter for Nginx {
     fn name(&self) -> &'static str {
         "nginx"
+    }
+
+    fn check(&self, name: &str, value: &str) -> Result<(), String> {
+        const STRUCTURE: [&str; 16] = [
+            "include",
+            "listen",
+            "server",
+            "location",
+            "http",
+            "events",
+            "stream",
+            "mail",
+            "upstream",
+            "load_module",
+            "daemon",
+            "master_process",
+            "pid",
+            "user",
+            "error_log",
+            "server_name",
+        ];
+        if is_one_of(name, &STRUCTURE) {
+            return Err("webtune writes this directive itself (it opens ports, reads files or writes outside the run directory)".into());
+        }
+        if value.contains([';', '{', '}']) {
+            return Err("a value cannot end the directive or open a block (; { })".into());
+        }
+        Ok(())
     }
 
     fn native(&self, knob: &str) -> Option<&'static str> {
