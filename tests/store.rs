@@ -180,12 +180,29 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     let rows = json(&out);
     assert_eq!(rows[0]["status"], "done");
     let id = rows[0]["id"].to_string();
+    // One CSV row per measured point (each round of a comparison is a point of its own).
+    let (_, stored, _) = wt(&db, &["export", &id, "--json"]);
+    let points = json(&stored)["points"].as_array().unwrap().len();
+    assert!(points >= 8, "two knobs of two values, at least two rounds each: {points}");
     let (_, out, _) = wt(&db, &["export", &id, "--csv"]);
-    assert_eq!(out.lines().count(), 1 + 3, "header and three points: {out}");
+    assert_eq!(out.lines().count(), 1 + points, "header and one row per point: {out}");
 
+    // The report is written as editors write: through a symlink to its file, never over a
+    // device or a directory.
     let html = dir.path().join("report.html");
-    let (code, _, err) = wt(&db, &["report", &id, "--html", html.to_str().unwrap()]);
+    let link = dir.path().join("link.html");
+    std::fs::write(&html, "old").unwrap();
+    std::os::unix::fs::symlink(&html, &link).unwrap();
+    let (code, _, err) = wt(&db, &["report", &id, "--html", link.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
+    for not_a_file in ["/dev/null", dir.path().to_str().unwrap()] {
+        let (code, _, err) = wt(&db, &["report", &id, "--html", not_a_file]);
+        assert_eq!(code, 2, "{not_a_file}: {err}");
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device(), "/dev/null is intact");
     let text = std::fs::read_to_string(&html).unwrap();
     assert!(!text.contains("http://") || !text.contains("src=\"http"), "no network resources");
     assert!(!text.contains("<script"), "no script");
