@@ -5,7 +5,7 @@
 //! Locations with PerlResponseHandler). Any other knob is a directive: "PerlSetVar Debug",
 //! AllowOverride (on the document root), BufferedLogs, MMapFile...
 
-use super::{Adapter, Ctx, Prepared, get, is_one_of, natives, on, seconds, write};
+use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
 use crate::server::process::Spawn;
 
 /// The Apache httpd adapter (prefork MPM, mod_perl).
@@ -18,8 +18,8 @@ impl Adapter for Apache {
         "apache"
     }
 
-    fn check(&self, name: &str, value: &str) -> Result<(), String> {
-        const STRUCTURE: [&str; 22] = [
+    fn reserved(&self) -> &'static [&'static str] {
+        &[
             "Include",
             "IncludeOptional",
             "Listen",
@@ -42,14 +42,11 @@ impl Adapter for Apache {
             "ScriptAlias",
             "Alias",
             "DocumentRoot",
-        ];
-        if is_one_of(name, &STRUCTURE) {
-            return Err("webtune writes this directive itself (it opens ports, loads code or files, or writes outside the run directory)".into());
-        }
-        if value.contains(['<', '>']) {
-            return Err("a value cannot open or close a section (< >)".into());
-        }
-        Ok(())
+        ]
+    }
+
+    fn syntax(&self) -> &'static [char] {
+        &['<', '>']
     }
 
     fn native(&self, knob: &str) -> Option<&'static str> {

@@ -95,12 +95,15 @@ pub trait Adapter: Sync {
     fn saturation(&self) -> &'static [&'static str] {
         &[]
     }
-    /// Refuses a knob that would rewrite more of the configuration than its own value:
-    /// beyond the rules every adapter shares (`check_knob`), the server's own syntax
-    /// (a `;` or a brace in nginx, a section in Apache) and directives that would open
-    /// another port, read another file or write outside the run directory.
-    fn check(&self, _name: &str, _value: &str) -> Result<(), String> {
-        Ok(())
+    /// Directives (or settings) webtune writes itself, which a knob may not set: they open
+    /// ports, load code or files, or write outside the run directory.
+    fn reserved(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Characters a value cannot hold in the server's syntax (they would end the directive or
+    /// open a block).
+    fn syntax(&self) -> &'static [char] {
+        &[]
     }
     /// How many workers the server starts with these values (launch waits for them).
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
@@ -145,7 +148,16 @@ pub fn check_knob(adapter: &dyn Adapter, name: &str, value: &str) -> Result<(), 
     if value.len() > 1024 || value.chars().any(|c| c.is_control()) {
         return Err(format!("{name}: value {value:?} must be one line of at most 1 KiB"));
     }
-    adapter.check(name, value).map_err(|e| format!("{name} = {value:?}: {e}"))
+    if is_one_of(name, adapter.reserved()) {
+        return Err(format!(
+            "{name}: webtune writes this directive itself (it opens ports, loads code or files, or writes outside the run directory)"
+        ));
+    }
+    if value.contains(adapter.syntax()) {
+        let chars: String = adapter.syntax().iter().map(|c| format!(" {c}")).collect();
+        return Err(format!("{name} = {value:?}: a value cannot end the directive or open a block ({})", chars.trim()));
+    }
+    Ok(())
 }
 
 /// Whether `name` is one of `list`, ignoring case (Apache's directives ignore it).

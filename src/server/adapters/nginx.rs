@@ -2,7 +2,7 @@
 //! open_file_cache, sendfile, access_log buffering; any other http-level directive passes
 //! through as written.
 
-use super::{Adapter, Ctx, Prepared, get, is_one_of, natives, on, seconds, write};
+use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
 use crate::server::process::Spawn;
 
 /// The nginx adapter, for static files.
@@ -31,8 +31,8 @@ impl Adapter for Nginx {
         "nginx"
     }
 
-    fn check(&self, name: &str, value: &str) -> Result<(), String> {
-        const STRUCTURE: [&str; 16] = [
+    fn reserved(&self) -> &'static [&'static str] {
+        &[
             "include",
             "listen",
             "server",
@@ -49,14 +49,11 @@ impl Adapter for Nginx {
             "user",
             "error_log",
             "server_name",
-        ];
-        if is_one_of(name, &STRUCTURE) {
-            return Err("webtune writes this directive itself (it opens ports, reads files or writes outside the run directory)".into());
-        }
-        if value.contains([';', '{', '}']) {
-            return Err("a value cannot end the directive or open a block (; { })".into());
-        }
-        Ok(())
+        ]
+    }
+
+    fn syntax(&self) -> &'static [char] {
+        &[';', '{', '}']
     }
 
     fn native(&self, knob: &str) -> Option<&'static str> {

@@ -2,7 +2,7 @@
 //! behind an nginx front that the adapter starts too. The app directory is the document root
 //! (*.php go to the pool).
 
-use super::{Adapter, Ctx, Prepared, get, is_one_of, natives, write};
+use super::{Adapter, Ctx, Prepared, get, natives, write};
 use crate::server::process::{Spawn, find_program};
 
 /// The PHP-FPM adapter (one pool, behind an nginx front).
@@ -50,8 +50,8 @@ impl Adapter for PhpFpm {
         "php-fpm"
     }
 
-    fn check(&self, name: &str, _value: &str) -> Result<(), String> {
-        const STRUCTURE: [&str; 11] = [
+    fn reserved(&self) -> &'static [&'static str] {
+        &[
             "include",
             "listen",
             "user",
@@ -63,14 +63,7 @@ impl Adapter for PhpFpm {
             "error_log",
             "slowlog",
             "access.log",
-        ];
-        if is_one_of(name, &STRUCTURE) {
-            return Err(
-                "webtune writes this setting itself (it opens ports, reads files or writes outside the run directory)"
-                    .into(),
-            );
-        }
-        Ok(())
+        ]
     }
 
     fn native(&self, knob: &str) -> Option<&'static str> {
