@@ -225,6 +225,26 @@ fn command_adapter_and_launch_errors() {
     assert_eq!(v["result"]["bytes"]["body"], 20 * 1024);
     stop_clean(r);
 
+    // An app whose path holds a space stays one argument: placeholders are filled in after
+    // the command is split into words.
+    let spaced = tempfile::tempdir().unwrap();
+    let app = spaced.path().join("my app");
+    std::fs::create_dir(&app).unwrap();
+    std::fs::write(app.join("index.html"), "spaced").unwrap();
+    let file = TargetFile::parse(
+        &format!(
+            "[target]\nadapter = \"command\"\ncommand = \"python3 -m http.server {{port}} --bind {{host}} --directory {{app}}\"\n\
+             app = \"{}\"\nready = \"/index.html\"\n",
+            app.display()
+        ),
+        &examples().join("test.toml"),
+    )
+    .unwrap_or_else(|e| panic!("{}", e.0));
+    let r = server::launch(&file, &[]).unwrap_or_else(|e| panic!("{e:#}"));
+    let body = webtune::server::http::get("127.0.0.1", r.port, "/index.html", Duration::from_secs(5)).unwrap().1;
+    assert_eq!(body, "spaced");
+    stop_clean(r);
+
     // A program that is not installed.
     let missing_program = target("[target]\nadapter = \"command\"\ncommand = \"no-such-server-xyz --port {port}\"\n");
     let e = format!("{:#}", server::launch(&missing_program, &[]).err().unwrap());

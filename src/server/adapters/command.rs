@@ -18,23 +18,30 @@ impl Adapter for Command {
 
     fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
         let template = ctx.file.command.as_deref().unwrap_or_default();
-        let mut line = template
-            .replace("{host}", ctx.host)
-            .replace("{port}", &ctx.port.to_string())
-            .replace("{dir}", &ctx.d())
-            .replace("{app}", &ctx.app().map(|a| a.display().to_string()).unwrap_or_default());
-        for (k, v) in values {
-            line = line.replace(&format!("{{{k}}}"), v);
+        // Split first, then fill in: a value with a space (an app path) stays one argument,
+        // and a value cannot add arguments of its own.
+        let mut fills = vec![
+            ("{host}".to_string(), ctx.host.to_string()),
+            ("{port}".to_string(), ctx.port.to_string()),
+            ("{dir}".to_string(), ctx.d()),
+            ("{app}".to_string(), ctx.app().map(|a| a.display().to_string()).unwrap_or_default()),
+        ];
+        fills.extend(values.iter().map(|(k, v)| (format!("{{{k}}}"), v.clone())));
+        let fill = |word: &str| fills.iter().fold(word.to_string(), |w, (k, v)| w.replace(k.as_str(), v));
+        let template_words = shell_words(template)?;
+        for word in &template_words {
+            let filled = fills.iter().fold(word.clone(), |w, (k, _)| w.replace(k.as_str(), ""));
+            if let Some(start) = filled.find('{')
+                && let Some(len) = filled[start..].find('}')
+            {
+                anyhow::bail!(
+                    "command: placeholder {} has no value: set it in [target.config] or [knobs]",
+                    &filled[start..start + len + 1]
+                );
+            }
         }
-        if let Some(start) = line.find('{')
-            && let Some(len) = line[start..].find('}')
-        {
-            anyhow::bail!(
-                "command: placeholder {} has no value: set it in [target.config] or [knobs]",
-                &line[start..start + len + 1]
-            );
-        }
-        let words = shell_words(&line)?;
+        let words: Vec<String> = template_words.iter().map(|w| fill(w)).collect();
+        let line = words.join(" ");
         let (program, args) = words.split_first().ok_or_else(|| anyhow::anyhow!("command is empty"))?;
         let mut spawn = Spawn::new("command", program, args.to_vec());
         spawn.cwd = ctx.file.path.parent().map(|p| if p.as_os_str().is_empty() { ".".into() } else { p.to_path_buf() });
