@@ -6,6 +6,7 @@
 
 use super::verdict::{Challenger, Judgement, effect_text, judge};
 use super::{Found, Knobs, value};
+use crate::tune::objective::fits;
 use crate::tune::{Settings, Step, Tuner, Verdict};
 
 /// Passes over the knobs at the most (the first, then revisits).
@@ -24,14 +25,31 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let load = t.load.clone();
     // Knobs to judge in this pass, in the file's order.
     let mut due: Vec<String> = knobs.iter().map(|(k, _)| k.clone()).collect();
+    // A value refused only because its workers did not fit the memory budget, kept for the
+    // later knobs: one of them (recycling, say) may bring it within the budget, which no
+    // change of one knob at a time could find.
+    let mut blocked: Vec<(String, String)> = Vec::new();
     'passes: for pass in 0..MAX_PASSES {
         let mut stale = Vec::new();
         for (knob, values) in knobs.iter().filter(|(k, _)| due.contains(k)) {
             let before_value = value(&current, knob);
-            let challengers: Vec<Challenger> = values
+            // Each challenger's label and the knobs it changes.
+            let mut changes: Vec<(String, Vec<(String, String)>)> = values
                 .iter()
                 .filter(|v| **v != before_value)
-                .map(|v| Challenger { value: v.clone(), settings: current.with(knob, v) })
+                .map(|v| (v.clone(), vec![(knob.clone(), v.clone())]))
+                .collect();
+            for (other, held) in blocked.iter().filter(|(k, _)| k != knob) {
+                for v in values.iter().filter(|v| **v != before_value) {
+                    changes.push((
+                        format!("{v} with {other}={held}"),
+                        vec![(knob.clone(), v.clone()), (other.clone(), held.clone())],
+                    ));
+                }
+            }
+            let challengers: Vec<Challenger> = changes
+                .iter()
+                .map(|(label, set)| Challenger { value: label.clone(), settings: current.with_all(set) })
                 .collect();
             if challengers.is_empty() {
                 continue;
@@ -49,10 +67,31 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             }
             let evidence = step_evidence(knob, &before_value, &j, t.judging.threshold_pct, pass > 0);
             let lead = j.lead();
+            let adopted_set: Vec<(String, String)> = j
+                .chosen
+                .and_then(|i| changes.iter().find(|(label, _)| *label == j.challengers[i].value))
+                .map(|(_, set)| set.clone())
+                .unwrap_or_default();
             let (after_value, after) = match j.chosen {
-                Some(i) => (j.challengers[i].value.clone(), j.challengers[i].point.clone()),
+                Some(i) => (value(&current.with_all(&adopted_set), knob), j.challengers[i].point.clone()),
                 None => (before_value.clone(), j.incumbent.clone()),
             };
+            // This knob's own values that only the memory budget refused, the best first.
+            blocked.retain(|(k, _)| k != knob && !adopted_set.iter().any(|(a, _)| a == k));
+            if j.chosen.is_none()
+                && let Some(c) = j
+                    .challengers
+                    .iter()
+                    .filter(|c| {
+                        c.point.ok()
+                            && !fits(&c.point)
+                            && changes.iter().any(|(l, set)| *l == c.value && set.len() == 1)
+                    })
+                    .max_by(|a, b| a.point.rps().total_cmp(&b.point.rps()))
+                    .filter(|c| c.point.rps() > j.incumbent.rps())
+            {
+                blocked.push((knob.clone(), c.value.clone()));
+            }
             let moved =
                 j.chosen.is_some_and(|i| j.challengers[i].effect.is_none_or(|e| e.pct.abs() > t.judging.threshold_pct));
             found.steps.push(Step {
@@ -69,7 +108,15 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 evidence: evidence.clone(),
             });
             if j.chosen.is_some() {
-                current = current.with(knob, &after_value);
+                current = current.with_all(&adopted_set);
+            }
+            for (k, _) in adopted_set.iter().filter(|(k, _)| k != knob) {
+                found.evidence.retain(|(e, _, _)| e != k);
+                found.evidence.push((
+                    k.clone(),
+                    value(&current, k),
+                    format!("adopted together with {knob}: {evidence}"),
+                ));
             }
             found.evidence.retain(|(k, _, _)| k != knob);
             found.evidence.push((knob.clone(), value(&current, knob), evidence));

@@ -224,3 +224,30 @@ fn the_time_budget_stops_with_the_best_so_far() {
     assert_eq!(found.recommended.get("workers"), Some("1"));
     assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided));
 }
+
+#[test]
+fn one_at_a_time_crosses_the_memory_budget_with_two_knobs_at_once() {
+    // Without recycling a worker grows to 20 MiB, recycled every 100 requests it stays at
+    // 4 MiB for 10% less throughput. The budget fits one big worker or six small ones: four
+    // workers are refused at first, then found again with recycling.
+    let mut m = Model {
+        f: |s: &Settings, r| {
+            let recycled = s.get("max_requests") != Some("0");
+            let rps = 100.0 * workers_of(s) * if recycled { 0.9 } else { 1.0 } + [0.0, 0.5, -0.5][r % 3];
+            (rps, 10.0, if recycled { 4000 } else { 20_000 })
+        },
+        measured: Vec::new(),
+        taken: Default::default(),
+        budget: Some(11_000 + 25_000),
+        pace: Duration::ZERO,
+    };
+    let k: Knobs =
+        vec![("workers".into(), vec!["1".into(), "4".into()]), ("max_requests".into(), vec!["0".into(), "100".into()])];
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &k, &Settings::default());
+    assert_eq!(found.recommended.label(), "workers=4 max_requests=100", "{:?}", found.evidence);
+    assert_eq!(found.steps[0].verdict, Some(Verdict::NoEffect), "4 big workers do not fit");
+    assert_eq!(found.steps[1].verdict, Some(Verdict::Adopted));
+    assert!(found.steps[1].evidence.contains("with workers=4"), "{}", found.steps[1].evidence);
+}
