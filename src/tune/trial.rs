@@ -298,12 +298,13 @@ fn measure_once(
     let done = AtomicBool::new(false);
     let (report, (memory, counters)) = std::thread::scope(|s| {
         let done = &done;
+        let window_start = Instant::now();
         let probe = s.spawn(move || {
             let mut memory: Option<MemUse> = None;
             let mut counters = None;
             for i in 1..=MEMORY_SAMPLES {
                 let at = duration.mul_f64(i as f64 / (MEMORY_SAMPLES + 1) as f64);
-                if !sleep_until(at, done) {
+                if !sleep_until(window_start + at, done) {
                     break;
                 }
                 if let Some(m) = read_memory(master, budget, done) {
@@ -354,9 +355,8 @@ fn measure_once(
 const TREND_PCT: f64 = 10.0;
 const TREND_T: f64 = 3.0;
 
-/// Sleeps until `at` after now... unless the run is `done` first (false then).
-fn sleep_until(at: Duration, done: &AtomicBool) -> bool {
-    let until = Instant::now() + at;
+/// Sleeps until `until`, unless the run is `done` first (false then).
+fn sleep_until(until: Instant, done: &AtomicBool) -> bool {
     while Instant::now() < until {
         if done.load(Ordering::Relaxed) {
             return false;

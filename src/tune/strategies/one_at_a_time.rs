@@ -161,10 +161,23 @@ fn step_evidence(knob: &str, before: &str, j: &Judgement, threshold: f64, again:
             (Some(e), None) => {
                 format!("{}={} {:.1} req/s {} {}", knob, c.value, c.point.rps(), effect_text(e), c.verdict.word())
             }
-            (None, None) => format!("{}={} {:.1} req/s: misses the objective", knob, c.value, c.point.rps()),
+            (None, None) => format!(
+                "{}={} {:.1} req/s: misses the objective{}",
+                knob,
+                c.value,
+                c.point.rps(),
+                if fits(&c.point) { "" } else { " (its workers do not fit the memory budget)" }
+            ),
         })
         .collect();
     let rounds = format!("{} interleaved rounds", j.rounds);
+    if !j.incumbent_admitted && j.chosen.is_none() {
+        return format!(
+            "{knob} stays {before} ({:.1} req/s), though it misses the objective (an SLO, or the memory budget): no value tried meets it either, after {rounds}{again} [{}]",
+            here.rps(),
+            tried.join("; ")
+        );
+    }
     match (j.verdict, j.chosen) {
         (Verdict::Adopted, Some(i)) => {
             let c = &j.challengers[i];
@@ -180,7 +193,7 @@ fn step_evidence(knob: &str, before: &str, j: &Judgement, threshold: f64, again:
             )
         }
         (Verdict::NoEffect, _) => format!(
-            "{knob} stays {before} ({:.1} req/s): no effect, no value can gain {threshold}% (99% intervals over {rounds}){again} [{}]",
+            "{knob} stays {before} ({:.1} req/s): no effect, no value within the objective can gain {threshold}% (99% intervals over {rounds}){again} [{}]",
             here.rps(),
             tried.join("; ")
         ),

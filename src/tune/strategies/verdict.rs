@@ -35,6 +35,8 @@ pub struct Judgement {
     /// undecided otherwise.
     pub verdict: Verdict,
     pub rounds: usize,
+    /// Whether the incumbent itself meets the objective (its SLO, the memory budget).
+    pub incumbent_admitted: bool,
 }
 
 impl Judgement {
@@ -132,7 +134,12 @@ pub fn judge(
                 }
                 // It meets the constraint the incumbent misses.
                 (false, true) => Some(Verdict::Adopted),
-                _ => t.objective.effect(&a, &b, confidence).map(|e| classify(&e, j.threshold_pct)),
+                // Neither meets it: more rounds cannot make either admissible.
+                (false, false) => {
+                    out[i] = true;
+                    continue;
+                }
+                (true, true) => t.objective.effect(&a, &b, confidence).map(|e| classify(&e, j.threshold_pct)),
             };
         }
         let open = (1..n).any(|i| !out[i] && verdicts[i].is_none_or(|v| v == Verdict::Undecided));
@@ -156,7 +163,7 @@ pub fn judge(
             _ if rescues => Verdict::Adopted,
             Some(e) if rounds >= j.min_rounds => classify(&e, j.threshold_pct),
             // Failed, or missed the constraint the incumbent meets: it cannot gain.
-            None if incumbent_point.ok() && (!point.ok() || out[i + 1]) => Verdict::NoEffect,
+            None if t.objective.admits(&incumbent_point) && (!point.ok() || out[i + 1]) => Verdict::NoEffect,
             // Too few rounds to judge (the time budget, Ctrl-C).
             _ => Verdict::Undecided,
         };
@@ -175,7 +182,8 @@ pub fn judge(
     } else {
         Verdict::Undecided
     };
-    Some(Judgement { incumbent: incumbent_point, challengers: judged, chosen, verdict, rounds })
+    let incumbent_admitted = t.objective.admits(&incumbent_point);
+    Some(Judgement { incumbent: incumbent_point, challengers: judged, chosen, verdict, rounds, incumbent_admitted })
 }
 
 /// The windows of two configurations from the rounds in which both were measured and ok.
