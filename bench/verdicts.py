@@ -1,0 +1,943 @@
+#!/usr/bin/env python3
+"""The tuner's decisions against the truth: how often `webtune tune` adopts a knob that does
+nothing, how often it adopts a real +5% change, and how close its recommendation comes to the
+best of an exhaustive grid, for what share of the grid's measuring time.
+
+What it measures
+    1. Null decisions (--null N, default 100): N runs of `webtune tune --json` with one knob
+       whose values do nothing: about 70% on the lab (`backlog = [511, 1024]`; workers=2,
+       cpu=1ms, io_wait=10ms, 16 connections, 1 s windows), the rest on nginx
+       (`server_tokens = ["on", "off"]`: one header shorter, serving a 1 KiB file; workers=1,
+       access log off, same load). The value order alternates from one decision to the next,
+       so either value is the incumbent half of the time. Reported: adopted / no effect /
+       undecided, the false-adoption rate with its 95% Wilson upper bound, how often the 99%
+       interval held 0, mean rounds and mean seconds per decision (wall time of the whole
+       `webtune tune`, and the sum of its points' seconds).
+       Target: false adoptions <= 1% of the decisions (the tuner adopts on the lower end of a
+       99% interval, so its nominal rate is at most 0.5% before sequential looks).
+    2. Power (--power N, default 20): N runs with a real +5% change: the lab as an I/O-bound
+       pool (workers=4, cpu=0ms) with `io_wait = ["10ms", "9.5ms"]` (the first is the
+       incumbent; ideally 10/9.5 = +5.3%). Reported: the adoption rate (target >= 90%) and the
+       measured effect's median and range.
+    3. Grids (--grid): the exhaustive truth against the tuner.
+       (a) the lab with workers [1,2,3,4,6,8] x max_requests [0,20,100,500]; each request
+           dirties 1 MiB of a 16 MiB preload (a worker's unique memory reaches ~16 MiB within
+           16 requests of its fork, and a recycled worker pays that again) and leaks 64 KiB
+           (recycling bounds that part); cpu 0.2ms, io_wait 2ms, 16 connections, 1 s windows;
+           under each budget of --lab-memory (default 60MiB,132MiB). The first carries the
+           bars: the workers' unique memory binds so that the best configuration within it is
+           not the largest pool (the script says when it is); the second is looser (memory
+           binds on pools that never recycle, not on those that do), shown without a bar. Every configuration is measured once per round, order reversed on
+           alternate rounds, --grid-rounds rounds (3); a measurement is `webtune tune` with
+           no knob and --repeats 1, i.e. exactly one of the tuner's windows (a fresh launch,
+           the same warm-up, the same lengthening of windows for recycling workers, the same
+           memory sampling). A round's score is its requests/s, or 0 when its workers do not
+           fit the budget (the tuner's own admission, recomputed for each budget from the
+           window's memory figures: (budget - parent shared - parent USS) / the largest worker
+           USS < the workers seen); a configuration's score is the median over the rounds.
+           Then `webtune tune` one-at-a-time over both knobs with the same --memory, once per
+           budget, run between the grid's rounds (after the middle one) so that drift hits
+           both alike.
+       (b) a worker sweep of a real server: nginx worker_processes [1,2,3,4] (gunicorn
+           --workers when nginx is missing), the same grid of single windows at the
+           connections the workers strategy uses, against `webtune tune --strategy workers`.
+       Reported for each: the recommended configuration's true score (its grid score) as % of
+       the grid's best (target >= 95%), and the tuner's measuring time (the sum of its points'
+       seconds) as % of the grid's (target <= 25%); wall times beside them.
+
+How
+    Every webtune runs in its own session, with WEBTUNE_DB, XDG_RUNTIME_DIR (the servers' run
+    directories), the journals and the target files in one private temp directory, removed
+    at the end; each is bounded in time (stopped with SIGTERM, then SIGKILL), and after each
+    one whatever a dead webtune left running (recorded in its run directory) is stopped.
+    Progress goes to stderr; tables and PASS/FAIL lines to stdout. --save FILE writes every
+    decision and grid measurement as JSON.
+
+Usage
+    python3 bench/verdicts.py                   # all three parts (41 min here; longer on a busy machine)
+    python3 bench/verdicts.py --quick           # 6 null, 3 power, small grids of 1 round
+    python3 bench/verdicts.py --null 100        # only the null decisions (N of them)
+    python3 bench/verdicts.py --power 20        # only the power tries
+    python3 bench/verdicts.py --grid            # only the grids
+    python3 bench/verdicts.py --null --power    # the parts named, default counts
+
+Exit status: 0 when every target was met, 1 when one was missed, 2 on a setup error, 130
+when interrupted. Everything it starts is stopped at the end, on error and on Ctrl-C/SIGTERM.
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BODY_BYTES = 1024
+
+NULL_LAB_SHARE = 0.7
+FALSE_ADOPTION_BAR = 0.01
+POWER_BAR = 0.90
+SCORE_BAR = 0.95
+TIME_BAR = 0.25
+
+DECISION_TIMEOUT = 420.0      # one `webtune tune` with one knob: 10 rounds x 2 windows at most
+GRID_WINDOW_TIMEOUT = 300.0   # one window; recycling pools lengthen theirs up to 60 s
+TUNER_TIMEOUT = 2400.0        # one tuner run over a grid
+
+LAB_GRID_WORKERS = [1, 2, 3, 4, 6, 8]
+LAB_GRID_MAX_REQUESTS = [0, 20, 100, 500]
+LAB_GRID_QUICK = ([1, 4, 8], [0, 100])
+REAL_GRID_WORKERS = [1, 2, 3, 4]
+LAB_MEMORY = "60MiB,132MiB"
+
+
+class Interrupted(Exception):
+    """Raised from the SIGINT/SIGTERM/SIGHUP handler so that every finally block runs."""
+
+
+class SetupError(Exception):
+    """Something the benchmark needs is missing or did not start."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+
+def install_signal_handlers():
+    """Turns the first SIGINT/SIGTERM/SIGHUP into Interrupted; later ones are ignored so the
+    cleanup that follows cannot itself be interrupted."""
+    state = {"seen": False}
+
+    def handler(signum, _frame):
+        if state["seen"]:
+            return
+        state["seen"] = True
+        raise Interrupted(signal.Signals(signum).name)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+def stop_group(proc, grace=15.0):
+    """Stops a child started in its own session and everything in its process group:
+    SIGTERM, then SIGKILL after `grace` seconds (webtune stops its servers on SIGTERM, which
+    may take up to 10 s). The leader is reaped only after the group has been SIGKILLed, so
+    its pgid cannot have been reused by an unrelated process meanwhile."""
+    if proc.returncode is not None:
+        return
+    pgid = proc.pid  # start_new_session: the child leads its own group
+    signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and not exited_unreaped(proc.pid):
+        time.sleep(0.05)
+    signal_group(pgid, signal.SIGKILL)  # stragglers, or the leader itself after the grace
+    _, status = os.waitpid(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+
+
+def signal_group(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def exited_unreaped(pid):
+    """True once `pid` has exited; leaves it a zombie (WNOWAIT) so its pid stays taken."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def owner_line(pid):
+    """"pid starttime", as webtune writes a run directory's owner file; None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    rest = stat[stat.rfind(")") + 2:].split()
+    return f"{pid} {rest[19]}" if len(rest) > 19 else None
+
+
+class Workspace:
+    """The private temp directory: target files, journals, the history database and the
+    servers' run directories. `env` is the environment every webtune gets."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="webtune-verdicts-")
+        self.run_base = os.path.join(self.dir, "run")
+        os.makedirs(self.run_base, mode=0o700)
+        self.env = dict(os.environ, WEBTUNE_DB=os.path.join(self.dir, "webtune.db"),
+                        XDG_RUNTIME_DIR=self.run_base)
+        self.serial = 0
+        self.docroot = os.path.join(self.dir, "html")
+        os.makedirs(self.docroot)
+        with open(os.path.join(self.docroot, "1k.html"), "w") as f:
+            f.write("x" * BODY_BYTES)
+        with open(os.path.join(self.docroot, "index.html"), "w") as f:
+            f.write("<html><body>verdicts</body></html>\n")
+        for path, mode in ((self.dir, 0o755), (self.docroot, 0o755)):
+            os.chmod(path, mode)
+
+    def path(self, stem, ext):
+        self.serial += 1
+        return os.path.join(self.dir, f"{stem}-{self.serial:04d}.{ext}")
+
+    def reap_leftovers(self):
+        """Stops the process groups recorded in run directories whose webtune is gone (as
+        after a SIGKILL), as webtune's own next launch would, and removes the directories."""
+        base = os.path.join(self.run_base, "webtune")
+        try:
+            entries = os.listdir(base)
+        except OSError:
+            return
+        for name in entries:
+            d = os.path.join(base, name)
+            if not name.startswith("run-") or not os.path.isdir(d):
+                continue
+            try:
+                with open(os.path.join(d, "owner")) as f:
+                    owner = f.read().strip()
+            except OSError:
+                owner = ""
+            pid = owner.split()[0] if owner else ""
+            if pid.isdigit() and owner_line(int(pid)) == owner:
+                continue  # its webtune is alive and will stop it
+            try:
+                with open(os.path.join(d, "groups")) as f:
+                    groups = [int(line) for line in f if line.strip().isdigit()]
+            except OSError:
+                groups = []
+            for pgid in groups:
+                signal_group(pgid, signal.SIGTERM)
+            if groups:
+                time.sleep(2.0)
+            for pgid in groups:
+                signal_group(pgid, signal.SIGKILL)
+            shutil.rmtree(d, ignore_errors=True)
+
+    def remove(self):
+        self.reap_leftovers()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@dataclass
+class TuneRun:
+    """One `webtune tune`: its outcome (the parsed JSON) or why there is none."""
+    outcome: Optional[dict]
+    error: Optional[str]
+    wall_s: float
+
+
+def run_tune(ws, webtune, target_text, args, timeout):
+    """Writes the target file, runs `webtune tune FILE --json -q --journal J ARGS` in the
+    workspace, bounded by `timeout`, and returns a TuneRun."""
+    target = ws.path("target", "toml")
+    with open(target, "w") as f:
+        f.write(target_text)
+    argv = [webtune, "tune", target, "--json", "-q", "--journal", ws.path("journal", "jsonl")]
+    argv += args
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, cwd=ws.dir, env=ws.env, stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=err, start_new_session=True)
+        timed_out = False
+        try:
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+        finally:
+            stop_group(proc)
+            ws.reap_leftovers()
+        wall = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace")
+        stderr = err.read().decode(errors="replace").strip()
+    if timed_out:
+        return TuneRun(None, f"timed out after {timeout:.0f} s", wall)
+    try:
+        outcome = json.loads(stdout)
+    except ValueError:
+        return TuneRun(None, f"exit {proc.returncode}, no JSON: {stderr[-300:]}", wall)
+    if proc.returncode != 0:
+        return TuneRun(outcome, f"exit {proc.returncode}: {stderr[-300:]}", wall)
+    return TuneRun(outcome, None, wall)
+
+
+def progress(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Target files
+
+
+def toml_value(v):
+    return str(v) if isinstance(v, int) else json.dumps(str(v))
+
+
+def target_file(adapter, config, knobs, load, app=None, ready=None):
+    """A target file: [target], [target.config], [knobs] (values in order), [load]."""
+    lines = ["[target]", f'adapter = "{adapter}"']
+    if app:
+        lines.append(f"app = {json.dumps(app)}")
+    if ready:
+        lines.append(f"ready = {json.dumps(ready)}")
+    lines += ["", "[target.config]"]
+    lines += [f"{k} = {toml_value(v)}" for k, v in config.items()]
+    if knobs:
+        lines += ["", "[knobs]"]
+        lines += [f"{k} = [{', '.join(toml_value(v) for v in vals)}]" for k, vals in knobs.items()]
+    lines += ["", "[load]"]
+    lines += [f"{k} = {toml_value(v)}" for k, v in load.items()]
+    return "\n".join(lines) + "\n"
+
+
+LOAD_1S = {"connections": 16, "duration": "1s"}
+LAB_NULL_CONFIG = {"workers": 2, "cpu": "1ms", "io_wait": "10ms"}
+POWER_CONFIG = {"workers": 4, "cpu": "0ms"}
+POWER_VALUES = ["10ms", "9.5ms"]
+LAB_GRID_CONFIG = {"cpu": "0.2ms", "io_wait": "2ms", "preload_mb": 16, "dirty_kb": 1024,
+                   "leak_kb": 64}
+
+
+@dataclass
+class Real:
+    """The real server of the null decisions (nginx only) and of grid (b)."""
+    name: str
+    adapter: str
+    app: str
+    ready: str
+    path: str
+    config: dict
+
+
+def real_server(ws, prefer):
+    """nginx when installed (or asked for), else gunicorn; None when neither is."""
+    if prefer in ("auto", "nginx") and shutil.which("nginx"):
+        return Real("nginx", "nginx", ws.docroot, "/1k.html", "/1k.html", {"access_log": "off"})
+    app = os.path.join(ROOT, "examples", "apps", "wsgi", "app.py")
+    if prefer in ("auto", "gunicorn") and shutil.which("gunicorn") and os.path.exists(app):
+        return Real("gunicorn", "gunicorn", app, "/", "/", {})
+    return None
+
+
+def real_target(real, config, knobs):
+    load = dict(LOAD_1S, path=real.path)
+    return target_file(real.adapter, dict(real.config, **config), knobs, load, app=real.app,
+                       ready=real.ready)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parts 1 and 2: decisions
+
+
+@dataclass
+class Decision:
+    """One `webtune tune` over one knob, and what it decided."""
+    kind: str                 # lab-null | nginx-null | power
+    knob: str
+    values: list
+    verdict: Optional[str] = None
+    adopted: bool = False
+    after_value: Optional[str] = None
+    pct: Optional[float] = None
+    low_pct: Optional[float] = None
+    high_pct: Optional[float] = None
+    rounds: int = 0
+    windows: int = 0
+    wall_s: float = 0.0
+    measured_s: float = 0.0
+    remeasured: int = 0
+    interference_max: float = 0.0
+    evidence: str = ""
+    error: Optional[str] = None
+
+
+def decision_target(ws, kind, values, real):
+    if kind == "lab-null":
+        return "backlog", target_file("lab", LAB_NULL_CONFIG, {"backlog": values}, LOAD_1S)
+    if kind == "nginx-null":
+        return "server_tokens", real_target(real, {"workers": 1}, {"server_tokens": values})
+    return "io_wait", target_file("lab", POWER_CONFIG, {"io_wait": values}, LOAD_1S)
+
+
+def decide(ws, webtune, kind, values, real):
+    knob, text = decision_target(ws, kind, values, real)
+    run = run_tune(ws, webtune, text, [], DECISION_TIMEOUT)
+    d = Decision(kind, knob, values, wall_s=run.wall_s)
+    o = run.outcome or {}
+    points = o.get("points") or []
+    d.windows = len(points)
+    d.measured_s = sum(p.get("seconds", 0.0) for p in points)
+    d.remeasured = sum(p.get("remeasured", 0) for p in points)
+    d.interference_max = max((p.get("interference", 0.0) for p in points), default=0.0)
+    steps = [s for s in o.get("steps") or [] if s.get("knob") == knob]
+    if run.error or not steps:
+        d.error = run.error or "no step for the knob in the outcome"
+        return d
+    s = steps[0]
+    d.verdict, d.adopted, d.after_value = s.get("verdict"), s.get("adopted", False), s.get("after_value")
+    d.rounds, d.evidence = s.get("rounds", 0), s.get("evidence", "")
+    e = s.get("effect") or {}
+    d.pct, d.low_pct, d.high_pct = e.get("pct"), e.get("low_pct"), e.get("high_pct")
+    return d
+
+
+def schedule(counts):
+    """Interleaves the kinds: item j of a kind with n items sits at (j + 0.5) / n, so every
+    kind is spread over the whole run; the value order alternates within each kind."""
+    items = []
+    for kind, (n, values) in counts.items():
+        for j in range(n):
+            order = values if j % 2 == 0 else list(reversed(values))
+            items.append(((j + 0.5) / n, kind, order))
+    items.sort(key=lambda x: (x[0], x[1]))
+    return [(kind, order) for _, kind, order in items]
+
+
+def run_decisions(ws, webtune, n_null, n_power, real):
+    """The null decisions and the power tries, interleaved in one schedule."""
+    nginx = real is not None and real.name == "nginx"
+    n_lab = round(n_null * NULL_LAB_SHARE) if nginx else n_null
+    counts = {
+        "lab-null": (n_lab, ["511", "1024"]),
+        "nginx-null": (n_null - n_lab, ["on", "off"]),
+        "power": (n_power, list(POWER_VALUES)),
+    }
+    # The power tries keep the incumbent first: the change to judge is 10ms -> 9.5ms.
+    plan = [(k, o if k != "power" else list(POWER_VALUES))
+            for k, o in schedule({k: v for k, v in counts.items() if v[0] > 0})]
+    decisions = []
+    for i, (kind, values) in enumerate(plan):
+        d = decide(ws, webtune, kind, values, real)
+        decisions.append(d)
+        what = (f"{d.verdict}, {effect_text(d)}, {d.rounds} rounds" if not d.error
+                else f"FAILED: {d.error}")
+        progress(f"  [{i + 1}/{len(plan)}] {kind} {d.knob} {values[0]} -> {values[1]}: {what}; "
+                 f"{d.wall_s:.0f} s (others' CPU up to {100 * d.interference_max:.0f}%, "
+                 f"{d.remeasured} windows re-measured); load {os.getloadavg()[0]:.2f}")
+    return decisions
+
+
+def effect_text(d):
+    if d.pct is None:
+        return "no effect figure"
+    return f"{d.pct:+.1f}% [{d.low_pct:+.1f}%, {d.high_pct:+.1f}%]"
+
+
+def wilson(k, n, z=1.959964):
+    """The 95% Wilson score interval of k successes in n."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean(xs):
+    xs = list(xs)
+    return statistics.fmean(xs) if xs else float("nan")
+
+
+def report_null(decisions):
+    nulls = [d for d in decisions if d.kind.endswith("-null")]
+    print(f"\n== 1. null decisions: {len(nulls)} (a knob whose values do nothing)")
+    if not nulls:
+        return check(False, "null decisions: none was run")
+    head = (f"{'kind':<11} {'n':>4} {'adopted':>8} {'no effect':>10} {'undecided':>10} "
+            f"{'failed':>7} {'0 in CI':>8} {'rounds':>7} {'wall s':>7} {'meas. s':>8} "
+            f"{'re-meas.':>8}")
+    print(head)
+    print("-" * len(head))
+    groups = [(k, [d for d in nulls if d.kind == k]) for k in ("lab-null", "nginx-null")]
+    groups = [(k, ds) for k, ds in groups if ds] + [("all", nulls)]
+    for kind, ds in groups:
+        ok = [d for d in ds if not d.error]
+        covered = [d for d in ok if d.low_pct is not None and d.low_pct <= 0 <= d.high_pct]
+        with_ci = [d for d in ok if d.low_pct is not None]
+        print(f"{kind:<11} {len(ds):>4} {sum(d.adopted for d in ok):>8} "
+              f"{sum(d.verdict == 'no effect' for d in ok):>10} "
+              f"{sum(d.verdict == 'undecided' for d in ok):>10} {len(ds) - len(ok):>7} "
+              f"{f'{len(covered)}/{len(with_ci)}':>8} {mean(d.rounds for d in ok):>7.2f} "
+              f"{mean(d.wall_s for d in ds):>7.1f} {mean(d.measured_s for d in ds):>8.1f} "
+              f"{mean(d.remeasured for d in ds):>8.1f}")
+    for kind, ds in groups[:-1]:
+        for first in sorted({d.values[0] for d in ds}):
+            sub = [d for d in ds if d.values[0] == first and not d.error]
+            print(f"  {kind}, incumbent {first}: {sum(d.adopted for d in sub)} adopted, "
+                  f"{sum(d.verdict == 'no effect' for d in sub)} no effect, "
+                  f"{sum(d.verdict == 'undecided' for d in sub)} undecided; median effect "
+                  f"{statistics.median([d.pct for d in sub if d.pct is not None] or [float('nan')]):+.2f}%")
+    for d in nulls:
+        if d.adopted or d.error:
+            print(f"  {'ADOPTED' if d.adopted else 'FAILED'} ({d.kind} {d.values}): "
+                  f"{d.error or d.evidence}")
+    ok = [d for d in nulls if not d.error]
+    k = sum(d.adopted for d in ok)
+    rate = k / len(ok) if ok else 1.0
+    low, high = wilson(k, len(ok))
+    print(f"false adoptions: {k}/{len(ok)} = {100 * rate:.1f}% (95% Wilson interval "
+          f"{100 * low:.1f}%-{100 * high:.1f}%; upper bound {100 * high:.1f}%)")
+    passed = check(bool(ok) and rate <= FALSE_ADOPTION_BAR,
+                   f"null: false-adoption rate {100 * rate:.1f}% <= {100 * FALSE_ADOPTION_BAR:.0f}% "
+                   f"({k} of {len(ok)} decisions; 95% upper bound {100 * high:.1f}%)")
+    if len(ok) < len(nulls):
+        passed &= check(False, f"null: {len(nulls) - len(ok)} decision(s) failed to run")
+    return passed
+
+
+def report_power(decisions):
+    tries = [d for d in decisions if d.kind == "power"]
+    ideal = (10 / 9.5 - 1) * 100
+    print(f"\n== 2. power: {len(tries)} tries of io_wait 10ms -> 9.5ms on an I/O-bound lab pool "
+          f"(workers=4, cpu=0ms; ideally {ideal:+.1f}%)")
+    if not tries:
+        return check(False, "power: no try was run")
+    ok = [d for d in tries if not d.error]
+    adopted = [d for d in ok if d.adopted and d.after_value == POWER_VALUES[1]]
+    pcts = sorted(d.pct for d in ok if d.pct is not None)
+    head = (f"{'n':>4} {'adopted':>8} {'no effect':>10} {'undecided':>10} {'failed':>7} "
+            f"{'effect median':>14} {'effect min-max':>16} {'rounds':>7} {'wall s':>7}")
+    print(head)
+    print("-" * len(head))
+    print(f"{len(tries):>4} {len(adopted):>8} {sum(d.verdict == 'no effect' for d in ok):>10} "
+          f"{sum(d.verdict == 'undecided' for d in ok):>10} {len(tries) - len(ok):>7} "
+          f"{f'{statistics.median(pcts):+.2f}%' if pcts else '-':>14} "
+          f"{f'{pcts[0]:+.1f}%..{pcts[-1]:+.1f}%' if pcts else '-':>16} "
+          f"{mean(d.rounds for d in ok):>7.2f} {mean(d.wall_s for d in tries):>7.1f}")
+    for d in ok:
+        if not d.adopted:
+            print(f"  not adopted: {d.evidence}")
+    for d in tries:
+        if d.error:
+            print(f"  FAILED: {d.error}")
+    rate = len(adopted) / len(tries)
+    low, high = wilson(len(adopted), len(tries))
+    return check(rate >= POWER_BAR,
+                 f"power: adopted {len(adopted)}/{len(tries)} = {100 * rate:.0f}% >= "
+                 f"{100 * POWER_BAR:.0f}% (95% Wilson interval {100 * low:.0f}%-{100 * high:.0f}%; "
+                 f"median measured effect {statistics.median(pcts) if pcts else float('nan'):+.2f}%)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Part 3: grids
+
+
+@dataclass
+class Window:
+    """One grid measurement: one of the tuner's windows of one configuration."""
+    config: dict
+    round: int
+    rps: float = 0.0
+    workers_seen: int = 0
+    worker_uss_kib: int = 0
+    parent_kib: int = 0               # the parent's shared + unique memory
+    workers_fit: Optional[int] = None  # as webtune computed it for the budget it was given
+    window_s: float = 0.0
+    seconds: float = 0.0
+    wall_s: float = 0.0
+    interference: float = 0.0
+    remeasured: int = 0
+    error: Optional[str] = None
+
+    def fit(self, budget_kib):
+        """Workers that fit `budget_kib`, by the tuner's arithmetic (procmem/capacity.rs:
+        (budget - parent shared - parent USS) / the largest worker USS); None without a
+        budget or without memory figures."""
+        if budget_kib is None or not self.worker_uss_kib:
+            return None
+        return max(0, budget_kib - self.parent_kib) // max(1, self.worker_uss_kib)
+
+    def fits(self, budget_kib):
+        """The tuner's admission (objective.rs `fits`): the measured workers fit the budget."""
+        fit = self.fit(budget_kib)
+        return fit is None or fit >= self.workers_seen
+
+    def score(self, budget_kib):
+        return self.rps if (self.error is None and self.fits(budget_kib)) else 0.0
+
+
+def size_kib(text):
+    """"60MiB" -> 61440; KiB, MiB and GiB (and K, M, G) as webtune reads them."""
+    t = text.strip()
+    for suffix, mult in (("GiB", 1 << 20), ("MiB", 1 << 10), ("KiB", 1), ("G", 1 << 20),
+                         ("M", 1 << 10), ("K", 1)):
+        if t.endswith(suffix):
+            return int(float(t[:-len(suffix)]) * mult)
+    raise SetupError(f"--lab-memory: cannot read {text!r} (e.g. 60MiB)")
+
+
+def measure_window(ws, webtune, text, memory, rnd, config):
+    """One configuration, one window: `webtune tune` with no knob and --repeats 1."""
+    args = ["--repeats", "1"] + (["--memory", memory] if memory else [])
+    run = run_tune(ws, webtune, text, args, GRID_WINDOW_TIMEOUT)
+    w = Window(dict(config), rnd, wall_s=run.wall_s)
+    points = (run.outcome or {}).get("points") or []
+    p = points[0] if points else None
+    status = (p or {}).get("status") or {}  # {"status": "ok"} or {"status": "failed", "cause": ..}
+    if run.error or p is None or status.get("status") != "ok" or not p.get("samples"):
+        w.error = run.error or status.get("cause") or "no point measured"
+        w.seconds = sum(x.get("seconds", 0.0) for x in points)
+        return w
+    s = p["samples"][0]
+    w.rps = s["rps"]
+    w.window_s = s.get("window_s") or 0.0
+    w.seconds = p["seconds"]
+    w.interference = p.get("interference", 0.0)
+    w.remeasured = p.get("remeasured", 0)
+    m = s.get("memory")
+    if m:
+        w.workers_seen, w.worker_uss_kib = m["workers"], m["worker_uss_max_kib"]
+        w.parent_kib = m["parent_shared_kib"] + m["parent_uss_kib"]
+        w.workers_fit = m.get("workers_fit")
+    return w
+
+
+@dataclass
+class TunerRun:
+    """One tuner run over a grid's knobs, under one memory budget (or none)."""
+    memory: Optional[str]
+    args: list
+    outcome: Optional[dict] = None
+    error: Optional[str] = None
+    wall_s: float = 0.0
+
+    @property
+    def budget_kib(self):
+        return size_kib(self.memory) if self.memory else None
+
+    def recommended(self, knobs):
+        """The recommendation restricted to the grid's knobs."""
+        rec = dict((k, v) for k, v in (self.outcome or {}).get("recommended") or [])
+        return {k: rec[k] for k in knobs} if all(k in rec for k in knobs) else None
+
+    def measuring_s(self):
+        return sum(p.get("seconds", 0.0) for p in (self.outcome or {}).get("points") or [])
+
+
+@dataclass
+class GridResult:
+    name: str
+    knobs: dict                       # knob -> values, the grid's axes
+    windows: list = field(default_factory=list)
+    tuners: list = field(default_factory=list)
+    grid_wall_s: float = 0.0
+
+    def configs(self):
+        out = [{}]
+        for k in self.knobs:
+            out = [dict(c, **{k: v}) for c in out for v in self.knobs[k]]
+        return out
+
+    def of(self, config):
+        return [w for w in self.windows if all(str(w.config[k]) == str(v) for k, v in config.items())]
+
+    def score(self, config, budget_kib):
+        ws = self.of(config)
+        return statistics.median(w.score(budget_kib) for w in ws) if ws else None
+
+    def best(self, budget_kib):
+        c = max(self.configs(), key=lambda c: self.score(c, budget_kib) or 0.0)
+        return c, self.score(c, budget_kib) or 0.0
+
+
+def run_grid(ws, webtune, res, text_of, rounds, tuner_text):
+    """The grid in interleaved rounds (order reversed on alternate rounds), the tuner runs
+    (res.tuners, one per budget) after the middle round. Each window is measured with the
+    first tuner's budget, if any (the fits under the others are recomputed from the same
+    memory figures)."""
+    configs = res.configs()
+    middle = (rounds + 1) // 2
+    memory = res.tuners[0].memory if res.tuners else None
+    grid_s = 0.0
+    for r in range(rounds):
+        order = configs if r % 2 == 0 else list(reversed(configs))
+        start = time.monotonic()
+        for i, c in enumerate(order):
+            w = measure_window(ws, webtune, text_of(c), memory, r, c)
+            res.windows.append(w)
+            what = (f"FAILED: {w.error}" if w.error else
+                    f"{w.rps:.0f} req/s, window {w.window_s:.1f} s, worker USS {w.worker_uss_kib} "
+                    f"KiB x {w.workers_seen}, fit {w.workers_fit}")
+            progress(f"  {res.name} round {r + 1}/{rounds} [{i + 1}/{len(configs)}] "
+                     f"{fmt_config(c)}: {what}; {w.wall_s:.0f} s, others' CPU up to "
+                     f"{100 * w.interference:.0f}% ({w.remeasured} re-measured)")
+        grid_s += time.monotonic() - start
+        if r + 1 == middle:
+            for t in res.tuners:
+                progress(f"  {res.name}: the tuner ({' '.join(t.args)}) ...")
+                run = run_tune(ws, webtune, tuner_text, t.args, TUNER_TIMEOUT)
+                t.outcome, t.error, t.wall_s = run.outcome, run.error, run.wall_s
+                progress(f"  {res.name}: the tuner recommends "
+                         f"{fmt_config(t.recommended(res.knobs) or {})} after {run.wall_s:.0f} s"
+                         + (f" ({run.error})" if run.error else ""))
+    res.grid_wall_s = grid_s
+
+
+def fmt_config(c):
+    return " ".join(f"{k}={v}" for k, v in c.items())
+
+
+def same(a, b):
+    return a is not None and all(str(a[k]) == str(b[k]) for k in b)
+
+
+def print_grid_table(res, budget_kib, picks):
+    """The grid's scores under one budget; * marks the best, T the tuner's pick."""
+    keys = list(res.knobs)
+    best_c, _ = res.best(budget_kib)
+
+    def cell(c):
+        s = res.score(c, budget_kib)
+        wins = res.of(c)
+        fit = sum(w.fits(budget_kib) and not w.error for w in wins)
+        raw = statistics.median(w.rps for w in wins) if wins else 0.0
+        mark = ("*" if c == best_c else "") + ("T" if any(same(p, c) for p in picks) else "")
+        text = f"{s:.0f}" if fit == len(wins) else f"{s:.0f} ({raw:.0f}, fit {fit}/{len(wins)})"
+        return text + mark
+
+    if len(keys) == 2:
+        rows, cols = keys
+        corner = f"{rows} \\ {cols}"
+        head = f"{corner:<22}" + "".join(f"{str(v):>26}" for v in res.knobs[cols])
+        print(head)
+        print("-" * len(head))
+        for rv in res.knobs[rows]:
+            print(f"{str(rv):<22}" + "".join(f"{cell({rows: rv, cols: cv}):>26}" for cv in res.knobs[cols]))
+    else:
+        (k,) = keys
+        print(f"{k:<10} {'req/s (median)':>22} {'min-max':>14}")
+        for c in res.configs():
+            rps = [w.rps for w in res.of(c)]
+            print(f"{str(c[k]):<10} {cell(c):>22} {f'{min(rps):.0f}-{max(rps):.0f}' if rps else '-':>14}")
+
+
+def report_grid(res, label, rounds):
+    """The grid tables, the tuner's steps and the two ratios with their PASS/FAIL, per budget
+    (the first budget carries the bars; the others are shown beside it)."""
+    budgets = [t.memory for t in res.tuners if t.memory]
+    print(f"\n== 3{label}. {res.name}: grid of {len(res.configs())} configurations x {rounds} "
+          f"round(s) against the tuner" + (f"; memory budgets {', '.join(budgets)}" if budgets else ""))
+    grid_s = sum(w.seconds for w in res.windows)
+    print(f"grid: {len(res.windows)} windows, {grid_s:.0f} s measuring ({res.grid_wall_s:.0f} s wall); "
+          f"score = median over the rounds of req/s, 0 for a round whose workers did not fit; "
+          f"* the grid's best, T the tuner's pick")
+    keys = list(res.knobs)
+    if len(keys) == 2:
+        cols = keys[1]
+        uss = {}
+        for w in res.windows:
+            if not w.error and w.worker_uss_kib:
+                uss.setdefault(w.config[cols], []).append(w.worker_uss_kib)
+        print(f"worker USS, MiB (median, min-max of the grid's windows) by {cols}: " + ", ".join(
+            f"{v}: {statistics.median(u) / 1024:.1f} ({min(u) / 1024:.1f}-{max(u) / 1024:.1f})"
+            for v, u in uss.items()))
+        mismatched = [w for w in res.windows if w.workers_fit is not None
+                      and res.tuners and w.fit(res.tuners[0].budget_kib) != w.workers_fit]
+        if mismatched:
+            print(f"note: {len(mismatched)} window(s) where the recomputed fit differs from webtune's")
+    for w in res.windows:
+        if w.error:
+            print(f"  grid window FAILED: {fmt_config(w.config)} round {w.round + 1}: {w.error}")
+    passed = True
+    for n, t in enumerate(res.tuners):
+        budget = t.budget_kib
+        rec = t.recommended(res.knobs)
+        print(f"\n-- {res.name}, tuner `{' '.join(t.args)}`" + (" (the bars)" if n == 0 else " (shown, no bar)"))
+        print_grid_table(res, budget, [rec])
+        best_c, best = res.best(budget)
+        if budget is not None and "workers" in keys:
+            largest = max(res.knobs["workers"])
+            note = ("the best within the budget is not the largest pool"
+                    if int(best_c["workers"]) < largest else "the best within the budget IS the largest pool")
+            print(f"setup: best {fmt_config(best_c)} at {best:.0f} req/s; {note}")
+        if t.error:
+            print(f"tuner: {t.error}")
+        o = t.outcome or {}
+        points = o.get("points") or []
+        for s in o.get("steps") or []:
+            eff = s.get("effect")
+            eff = f" {eff['pct']:+.1f}% [{eff['low_pct']:+.1f}%, {eff['high_pct']:+.1f}%]" if eff else ""
+            print(f"  tuner step {s['knob']}: {s['before_value']} -> {s['after_value']}, "
+                  f"{s.get('verdict') or ('adopted' if s['adopted'] else 'kept')}{eff}, "
+                  f"{s.get('rounds', 0)} rounds")
+        for knob, value, why in o.get("evidence") or []:
+            print(f"  evidence {knob}={value}: {why}")
+        tuner_s = t.measuring_s()
+        true = res.score(rec, budget) if rec else None
+        print(f"tuner: {len(points)} points, {tuner_s:.0f} s measuring ({t.wall_s:.0f} s wall)")
+        ratio = tuner_s / grid_s if grid_s else float("inf")
+        wall_ratio = t.wall_s / res.grid_wall_s if res.grid_wall_s else float("inf")
+        score_text = (f"{res.name}{' at ' + t.memory if t.memory else ''}: the tuner's pick "
+                      f"{fmt_config(rec) if rec else '(none)'} scores {true or 0:.0f} req/s = "
+                      f"{100 * (true or 0) / best if best else 0:.1f}% of the grid's best "
+                      f"({fmt_config(best_c)}, {best:.0f})")
+        time_text = (f"{res.name}{' at ' + t.memory if t.memory else ''}: the tuner measured for "
+                     f"{100 * ratio:.1f}% of the grid's time ({tuner_s:.0f} s vs {grid_s:.0f} s; "
+                     f"wall {100 * wall_ratio:.1f}%)")
+        if n == 0:
+            passed &= check(true is not None and best > 0 and true >= SCORE_BAR * best,
+                            f"{score_text} >= {100 * SCORE_BAR:.0f}%")
+            passed &= check(bool(points) and ratio <= TIME_BAR, f"{time_text} <= {100 * TIME_BAR:.0f}%")
+        else:
+            print(f"shown: {score_text}")
+            print(f"shown: {time_text}")
+    return passed
+
+
+def grid_lab(ws, webtune, a):
+    workers, max_requests = LAB_GRID_QUICK if a.quick else (LAB_GRID_WORKERS, LAB_GRID_MAX_REQUESTS)
+    res = GridResult("lab workers x max_requests", {"workers": workers, "max_requests": max_requests})
+    budgets = [b.strip() for b in a.lab_memory.split(",") if b.strip()]
+    for b in budgets:
+        size_kib(b)  # a bad size is a setup error before anything runs
+    res.tuners = [TunerRun(b, ["--memory", b]) for b in budgets]
+
+    def text_of(c):
+        return target_file("lab", dict(LAB_GRID_CONFIG, **c), {}, LOAD_1S)
+
+    tuner_text = target_file("lab", LAB_GRID_CONFIG, res.knobs, LOAD_1S)
+    run_grid(ws, webtune, res, text_of, a.grid_rounds, tuner_text)
+    return res
+
+
+def grid_real(ws, webtune, a, real):
+    res = GridResult(f"{real.name} workers", {"workers": REAL_GRID_WORKERS})
+    res.tuners = [TunerRun(None, ["--strategy", "workers"])]
+    # The workers strategy loads every count with max(connections, 2 x the largest) clients.
+    conns = max(LOAD_1S["connections"], 2 * max(REAL_GRID_WORKERS))
+
+    def text(config, knobs):
+        load = dict(LOAD_1S, connections=conns, path=real.path)
+        return target_file(real.adapter, dict(real.config, **config), knobs, load, app=real.app,
+                           ready=real.ready)
+
+    run_grid(ws, webtune, res, lambda c: text(c, {}), a.grid_rounds, text({}, res.knobs))
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# Reporting helpers and main
+
+
+def check(passed, text):
+    """Prints a PASS/FAIL line; returns passed."""
+    print(f"{'PASS' if passed else 'FAIL'}: {text}")
+    return passed
+
+
+def machine_note(label):
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{label}: load average {load}"
+
+
+class Count(argparse.Action):
+    """--null [N] / --power [N]: selects the part, with N or the default count."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, -1 if values is None else values)
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 epilog="See the module docstring (head bench/verdicts.py).")
+    ap.add_argument("--webtune", default=os.path.join(ROOT, "target", "release", "webtune"),
+                    help="webtune binary (default: target/release/webtune of this repository)")
+    ap.add_argument("--null", type=int, nargs="?", action=Count, metavar="N",
+                    help="run the null decisions (N of them; default 100, --quick 6)")
+    ap.add_argument("--power", type=int, nargs="?", action=Count, metavar="N",
+                    help="run the power tries (N of them; default 20, --quick 3)")
+    ap.add_argument("--grid", action="store_true", help="run the grids")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke test: 6 null decisions, 3 power tries, small grids of 1 round")
+    ap.add_argument("--grid-rounds", type=int, help="rounds of each grid (default 3, --quick 1)")
+    ap.add_argument("--lab-memory", default=LAB_MEMORY,
+                    help="memory budgets of the lab grid, comma-separated: a tuner run for each; "
+                         f"the first carries the bars (default {LAB_MEMORY})")
+    ap.add_argument("--real", choices=("auto", "nginx", "gunicorn"), default="auto",
+                    help="the real server (default: nginx when installed, else gunicorn)")
+    ap.add_argument("--save", metavar="FILE", help="write every decision and window as JSON")
+    a = ap.parse_args(argv)
+    selected = a.null is not None or a.power is not None or a.grid
+    if not selected:
+        a.null, a.power, a.grid = -1, -1, True
+    defaults = (6, 3, 1) if a.quick else (100, 20, 3)
+    a.null = defaults[0] if a.null == -1 else (a.null or 0)
+    a.power = defaults[1] if a.power == -1 else (a.power or 0)
+    if a.grid_rounds is None:
+        a.grid_rounds = defaults[2]
+    if min(a.null, a.power) < 0 or a.grid_rounds < 1:
+        ap.error("counts must be positive")
+    return a
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    install_signal_handlers()
+    ws = None
+    try:
+        if not os.access(a.webtune, os.X_OK):
+            raise SetupError(f"no webtune binary at {a.webtune} (cargo build --release)")
+        ws = Workspace()
+        real = real_server(ws, a.real)
+        print(f"webtune {a.webtune}; CPUs {os.cpu_count()}; {machine_note('start')}; "
+              f"real server: {real.name if real else 'none (nginx and gunicorn missing)'}")
+        if real is None or real.name != "nginx":
+            print("note: nginx is not installed: the null decisions all run on the lab")
+        passed = True
+        decisions, grids = [], []
+        started = time.monotonic()
+        if a.null or a.power:
+            progress(f"decisions: {a.null} null, {a.power} power, interleaved ...")
+            decisions = run_decisions(ws, a.webtune, a.null, a.power, real)
+            if a.null:
+                passed &= report_null(decisions)
+            if a.power:
+                passed &= report_power(decisions)
+        if a.grid:
+            progress("grid (a): the lab ...")
+            res = grid_lab(ws, a.webtune, a)
+            grids.append(res)
+            passed &= report_grid(res, "a", a.grid_rounds)
+            if real is None:
+                print("\n== 3b. skipped: neither nginx nor gunicorn is installed")
+                passed = check(False, "grid (b): no real server") and passed
+            else:
+                progress(f"grid (b): {real.name} ...")
+                res = grid_real(ws, a.webtune, a, real)
+                grids.append(res)
+                passed &= report_grid(res, "b", a.grid_rounds)
+        print(f"\n{machine_note('end')}; {time.monotonic() - started:.0f} s in all")
+        if a.save:
+            with open(a.save, "w") as f:
+                json.dump({"decisions": [asdict(d) for d in decisions],
+                           "grids": [{"name": g.name, "knobs": g.knobs,
+                                      "windows": [asdict(w) for w in g.windows],
+                                      "tuners": [asdict(t) for t in g.tuners],
+                                      "grid_wall_s": g.grid_wall_s} for g in grids]}, f, indent=1)
+        return 0 if passed else 1
+    except SetupError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except Interrupted as e:
+        print(f"\ninterrupted ({e}); everything started has been stopped", file=sys.stderr)
+        return 130
+    finally:
+        if ws is not None:
+            ws.remove()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
