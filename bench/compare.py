@@ -51,7 +51,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -62,6 +61,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from benchlib import Interrupted, SetupError, check, install_signal_handlers, progress, stop_group
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NGINX = "/usr/sbin/nginx"
 CLIENT_CPU = "0"
@@ -70,59 +71,8 @@ BODY_BYTES = 1024
 MEMORY_BAR_KIB = 5 * 1024
 
 
-class Interrupted(Exception):
-    """Raised from the SIGINT/SIGTERM/SIGHUP handler so that every finally block runs."""
-
-
-class SetupError(Exception):
-    """Something the benchmark needs is missing or did not start."""
-
-
 # ---------------------------------------------------------------------------------------------
 # Processes
-
-
-def install_signal_handlers():
-    """Turns the first SIGINT/SIGTERM/SIGHUP into Interrupted; later ones are ignored so the
-    cleanup that follows cannot itself be interrupted."""
-    state = {"seen": False}
-
-    def handler(signum, _frame):
-        if state["seen"]:
-            return
-        state["seen"] = True
-        raise Interrupted(signal.Signals(signum).name)
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, handler)
-
-
-def stop_group(proc, grace=5.0):
-    """Stops a child started in its own session and everything in its process group:
-    SIGTERM, then SIGKILL after `grace` seconds. The leader is reaped only after the group has
-    been SIGKILLed, so its pgid cannot have been reused by an unrelated process meanwhile."""
-    if proc.returncode is not None:
-        return
-    pgid = proc.pid  # start_new_session: the child leads its own group
-    signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and not exited_unreaped(proc.pid):
-        time.sleep(0.02)
-    signal_group(pgid, signal.SIGKILL)  # stragglers, or the leader itself after the grace
-    _, status = os.waitpid(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-
-
-def signal_group(pgid, sig):
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def exited_unreaped(pid):
-    """True once `pid` has exited; leaves it a zombie (WNOWAIT) so its pid stays taken."""
-    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
 @dataclass
@@ -485,10 +435,6 @@ def mode_name(keepalive):
     return "keep-alive" if keepalive else "no keep-alive"
 
 
-def progress(message):
-    print(message, file=sys.stderr, flush=True)
-
-
 # ---------------------------------------------------------------------------------------------
 # Reporting
 
@@ -527,12 +473,6 @@ def print_table(results, skipped, keepalive, baseline, rounds, seconds, conns):
     for res in results.values():
         for problem in res.problems:
             print(f"note: {res.name} {problem}")
-
-
-def check(passed, text):
-    """Prints a PASS/FAIL line; returns passed."""
-    print(f"{'PASS' if passed else 'FAIL'}: {text}")
-    return passed
 
 
 def check_bars(results, keepalive):

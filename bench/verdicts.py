@@ -79,6 +79,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
+from benchlib import Interrupted, SetupError, check, install_signal_handlers, progress, signal_group, stop_group
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BODY_BYTES = 1024
 
@@ -99,60 +101,8 @@ REAL_GRID_WORKERS = [1, 2, 3, 4]
 LAB_MEMORY = "60MiB,132MiB"
 
 
-class Interrupted(Exception):
-    """Raised from the SIGINT/SIGTERM/SIGHUP handler so that every finally block runs."""
-
-
-class SetupError(Exception):
-    """Something the benchmark needs is missing or did not start."""
-
-
 # ---------------------------------------------------------------------------------------------
 # Processes
-
-
-def install_signal_handlers():
-    """Turns the first SIGINT/SIGTERM/SIGHUP into Interrupted; later ones are ignored so the
-    cleanup that follows cannot itself be interrupted."""
-    state = {"seen": False}
-
-    def handler(signum, _frame):
-        if state["seen"]:
-            return
-        state["seen"] = True
-        raise Interrupted(signal.Signals(signum).name)
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, handler)
-
-
-def stop_group(proc, grace=15.0):
-    """Stops a child started in its own session and everything in its process group:
-    SIGTERM, then SIGKILL after `grace` seconds (webtune stops its servers on SIGTERM, which
-    may take up to 10 s). The leader is reaped only after the group has been SIGKILLed, so
-    its pgid cannot have been reused by an unrelated process meanwhile."""
-    if proc.returncode is not None:
-        return
-    pgid = proc.pid  # start_new_session: the child leads its own group
-    signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and not exited_unreaped(proc.pid):
-        time.sleep(0.05)
-    signal_group(pgid, signal.SIGKILL)  # stragglers, or the leader itself after the grace
-    _, status = os.waitpid(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-
-
-def signal_group(pgid, sig):
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def exited_unreaped(pid):
-    """True once `pid` has exited; leaves it a zombie (WNOWAIT) so its pid stays taken."""
-    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
 def owner_line(pid):
@@ -255,7 +205,7 @@ def run_tune(ws, webtune, target_text, args, timeout):
             except subprocess.TimeoutExpired:
                 timed_out = True
         finally:
-            stop_group(proc)
+            stop_group(proc, grace=15.0)  # webtune may take 10 s to stop its servers
             ws.reap_leftovers()
         wall = time.monotonic() - start
         out.seek(0)
@@ -271,10 +221,6 @@ def run_tune(ws, webtune, target_text, args, timeout):
     if proc.returncode != 0:
         return TuneRun(outcome, f"exit {proc.returncode}: {stderr[-300:]}", wall)
     return TuneRun(outcome, None, wall)
-
-
-def progress(message):
-    print(message, file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -830,12 +776,6 @@ def grid_real(ws, webtune, a, real):
 
 # ---------------------------------------------------------------------------------------------
 # Reporting helpers and main
-
-
-def check(passed, text):
-    """Prints a PASS/FAIL line; returns passed."""
-    print(f"{'PASS' if passed else 'FAIL'}: {text}")
-    return passed
 
 
 def machine_note(label):

@@ -149,6 +149,18 @@ impl BenchSpec {
         self.rate.is_some() || self.arrival.is_some() || self.open
     }
 
+    /// Connections when `-c` is not given: in the open loop the most it may open, in a
+    /// closed-loop ramp the highest stage's clients, else the closed loop's default.
+    pub fn default_connections(&self) -> u64 {
+        if self.is_open_loop() {
+            return DEFAULT_OPEN_CONNECTIONS;
+        }
+        match self.stages.as_deref().and_then(|s| parse_stages(s).ok()) {
+            Some(stages) => stages.iter().map(|s| s.target).fold(0.0, f64::max).ceil() as u64,
+            None => DEFAULT_CONNECTIONS,
+        }
+    }
+
     /// How long a time-bound run lasts (None: it stops after a number of requests). Stages
     /// that do not parse count as the default; `plan` reports them.
     pub fn run_length(&self) -> Option<Duration> {
@@ -190,9 +202,7 @@ impl BenchSpec {
                 return Err(usage(format!("-c {c} is lower than the highest stage ({h} clients)")));
             }
             (Some(c), _) => c,
-            (None, _) if open => DEFAULT_OPEN_CONNECTIONS,
-            (None, Some(h)) => h.ceil() as u64,
-            (None, None) => DEFAULT_CONNECTIONS,
+            (None, _) => self.default_connections(),
         };
         let stop = match (self.requests, self.duration, &stages) {
             (_, _, Some(s)) => Stop::Duration(s.iter().map(|s| s.duration).sum()),

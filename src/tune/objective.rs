@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::point::Point;
-use crate::stats::{median, spread};
+use crate::stats::median;
 
 /// What the tuner optimises: which of two configurations is better.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -16,9 +16,6 @@ pub enum Objective {
     /// The least memory (PSS of the whole server) that serves at least this many requests/s.
     LeastMemory { rps: f64 },
 }
-
-/// Differences smaller than this share of the value are noise however still the repeats were.
-const NOISE_FLOOR: f64 = 0.01;
 
 impl Objective {
     /// The value to maximise for each repeat of a point, or None when the point misses a
@@ -76,16 +73,6 @@ impl Objective {
         self.values(p).map(|v| median(&v))
     }
 
-    /// Whether `a` beats `b` by more than the measured noise: the difference of medians must
-    /// exceed the larger of the two spreads (max - min of the repeats), and 1%.
-    pub fn beats(&self, a: &Point, b: &Point) -> bool {
-        let Some(va) = self.values(a) else { return false };
-        let Some(vb) = self.values(b) else { return true };
-        let (ma, mb) = (median(&va), median(&vb));
-        let noise = spread(&va).max(spread(&vb)).max(NOISE_FLOOR * mb.abs());
-        ma - mb > noise
-    }
-
     /// The objective in words, for reports ("maximum throughput with p99 <= 50 ms").
     pub fn describe(&self) -> String {
         match self {
@@ -108,15 +95,6 @@ mod tests {
     use crate::tune::point::{Sample, tests::point};
 
     #[test]
-    fn a_difference_within_the_noise_does_not_win() {
-        let t = Objective::Throughput;
-        let base = point(&[100.0, 104.0, 96.0]);
-        assert!(!t.beats(&point(&[105.0, 107.0, 103.0]), &base), "5 better, noise 8");
-        assert!(t.beats(&point(&[110.0, 111.0, 109.0]), &base), "10 better, noise 8");
-        assert!(!t.beats(&point(&[100.5, 100.5, 100.5]), &point(&[100.0, 100.0, 100.0])), "under 1%");
-    }
-
-    #[test]
     fn constraints_exclude_points() {
         let mut fast_but_slow_tail = point(&[200.0, 200.0, 200.0]);
         for s in &mut fast_but_slow_tail.samples {
@@ -124,8 +102,9 @@ mod tests {
         }
         let steady = point(&[150.0, 150.0, 150.0]);
         let slo = Objective::ThroughputWithin { p99_ms: 50.0 };
-        assert!(slo.beats(&steady, &fast_but_slow_tail));
-        assert!(!slo.beats(&fast_but_slow_tail, &steady));
+        assert!(slo.admits(&steady));
+        assert!(!slo.admits(&fast_but_slow_tail));
+        assert_eq!(slo.effect(&steady, &fast_but_slow_tail, 0.99), None, "a point that misses the SLO is not compared");
         assert_eq!(slo.score(&fast_but_slow_tail), None);
         let _ = Sample::default();
     }

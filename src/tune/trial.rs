@@ -58,11 +58,7 @@ impl Load {
 
     /// Connections (closed loop: clients) each repeat opens.
     pub fn connections(&self) -> u64 {
-        self.spec.connections.unwrap_or(if self.spec.is_open_loop() {
-            spec::DEFAULT_OPEN_CONNECTIONS
-        } else {
-            spec::DEFAULT_CONNECTIONS
-        })
+        self.spec.connections.unwrap_or_else(|| self.spec.default_connections())
     }
 
     /// A copy whose windows last `window`.
@@ -313,8 +309,8 @@ fn measure_once(
                         memory = Some(m);
                     }
                 }
-                if counters.is_none() || i == MEMORY_SAMPLES.div_ceil(2) {
-                    counters = server.counters().or(counters);
+                if i == MEMORY_SAMPLES.div_ceil(2) {
+                    counters = server.counters();
                 }
             }
             (memory, counters)
@@ -371,9 +367,8 @@ fn sleep_until(until: Instant, done: &AtomicBool) -> bool {
 fn read_memory(master: i32, budget: Option<u64>, done: &AtomicBool) -> Option<MemUse> {
     for _ in 0..5 {
         let pids = procmem::select(&Selector::Pid(master)).unwrap_or_default();
-        let procs: Vec<_> = procmem::sample(&pids).into_iter().filter(|p| p.mem.rss > 0).collect();
         let has_workers = pids.len() > 1;
-        match mem_use(&procs, budget) {
+        match mem_use(&procmem::sample(&pids), budget) {
             Some(m) if m.workers > 0 || !has_workers => return Some(m),
             _ if done.load(Ordering::Relaxed) => return None,
             _ => std::thread::sleep(Duration::from_millis(20)),

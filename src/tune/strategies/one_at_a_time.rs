@@ -65,7 +65,8 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             if found.baseline.is_none() {
                 found.baseline = Some(j.incumbent.clone());
             }
-            let evidence = step_evidence(knob, &before_value, &j, t.judging.threshold_pct, pass > 0);
+            let admitted = t.objective.admits(&j.incumbent);
+            let evidence = step_evidence(knob, &before_value, &j, admitted, t.judging.threshold_pct, pass > 0);
             let lead = j.lead();
             let adopted_set: Vec<(String, String)> = j
                 .chosen
@@ -120,13 +121,10 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             }
             found.evidence.retain(|(k, _, _)| k != knob);
             found.evidence.push((knob.clone(), value(&current, knob), evidence));
+            stale.retain(|k| k != knob);
             if moved {
                 // The knobs judged before this change were judged at another operating point.
-                let judged_before = found.steps.iter().map(|s| s.knob.clone()).filter(|k| k != knob);
-                stale.extend(judged_before);
-                stale.retain(|k| k != knob);
-            } else {
-                stale.retain(|k| k != knob);
+                stale.extend(found.steps.iter().map(|s| s.knob.clone()).filter(|k| k != knob));
             }
             if t.stopped.is_some() {
                 break 'passes;
@@ -150,7 +148,7 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     found
 }
 
-fn step_evidence(knob: &str, before: &str, j: &Judgement, threshold: f64, again: bool) -> String {
+fn step_evidence(knob: &str, before: &str, j: &Judgement, admitted: bool, threshold: f64, again: bool) -> String {
     let again = if again { " (judged again at the new operating point)" } else { "" };
     let here = &j.incumbent;
     let tried: Vec<String> = j
@@ -171,7 +169,7 @@ fn step_evidence(knob: &str, before: &str, j: &Judgement, threshold: f64, again:
         })
         .collect();
     let rounds = format!("{} interleaved rounds", j.rounds);
-    if !j.incumbent_admitted && j.chosen.is_none() {
+    if !admitted && j.chosen.is_none() {
         return format!(
             "{knob} stays {before} ({:.1} req/s), though it misses the objective (an SLO, or the memory budget): no value tried meets it either, after {rounds}{again} [{}]",
             here.rps(),

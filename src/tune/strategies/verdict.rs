@@ -35,8 +35,6 @@ pub struct Judgement {
     /// undecided otherwise.
     pub verdict: Verdict,
     pub rounds: usize,
-    /// Whether the incumbent itself meets the objective (its SLO, the memory budget).
-    pub incumbent_admitted: bool,
 }
 
 impl Judgement {
@@ -87,20 +85,15 @@ pub fn judge(
     let confidence = 1.0 - (1.0 - j.confidence) / k as f64;
     let n = challengers.len() + 1;
     let mut windows: Vec<Vec<Option<Point>>> = vec![Vec::new(); n];
-    let mut verdicts: Vec<Option<Verdict>> = vec![None; n];
-    // Out of the comparison: failed, or missing the objective's constraint.
-    let mut out = vec![false; n];
+    // Challengers whose verdict more rounds cannot change.
+    let mut settled = vec![false; n];
     let mut rounds = 0;
     'rounds: for r in 0..j.max_rounds.max(j.min_rounds) {
         let order: Vec<usize> = if r % 2 == 0 { (0..n).collect() } else { (0..n).rev().collect() };
         for w in windows.iter_mut() {
             w.push(None);
         }
-        for i in order {
-            let decided = i > 0 && (out[i] || verdicts[i].is_some_and(|v| v != Verdict::Undecided));
-            if decided {
-                continue;
-            }
+        for i in order.into_iter().filter(|&i| i == 0 || !settled[i]) {
             let (name, settings) = match i {
                 0 => (round_name(incumbent_name, r), incumbent),
                 _ => (round_name(&name_of(&challengers[i - 1].value), r), &challengers[i - 1].settings),
@@ -108,42 +101,17 @@ pub fn judge(
             let Some(p) = t.window(&name, settings, load) else { break 'rounds };
             let ok = p.ok();
             windows[i][r] = Some(p);
-            if !ok {
-                if i == 0 {
-                    rounds = r + 1;
-                    break 'rounds;
-                }
-                out[i] = true;
+            if !ok && i == 0 {
+                rounds = r + 1;
+                break 'rounds;
             }
         }
         rounds = r + 1;
-        if rounds < j.min_rounds {
-            continue;
-        }
+        let enough = rounds >= j.min_rounds;
         for i in 1..n {
-            if out[i] {
-                continue;
-            }
-            let (inc, ch) = paired(&windows[0], &windows[i]);
-            let (Some(a), Some(b)) = (Point::combine("", &inc), Point::combine("", &ch)) else { continue };
-            verdicts[i] = match (t.objective.admits(&a), t.objective.admits(&b)) {
-                // It misses the objective's constraint (an SLO) that the incumbent meets.
-                (true, false) => {
-                    out[i] = true;
-                    continue;
-                }
-                // It meets the constraint the incumbent misses.
-                (false, true) => Some(Verdict::Adopted),
-                // Neither meets it: more rounds cannot make either admissible.
-                (false, false) => {
-                    out[i] = true;
-                    continue;
-                }
-                (true, true) => t.objective.effect(&a, &b, confidence).map(|e| classify(&e, j.threshold_pct)),
-            };
+            settled[i] = assess(t, &windows[0], &windows[i], confidence, enough).settled;
         }
-        let open = (1..n).any(|i| !out[i] && verdicts[i].is_none_or(|v| v == Verdict::Undecided));
-        if !open {
+        if enough && settled[1..].iter().all(|&s| s) {
             break;
         }
     }
@@ -152,22 +120,8 @@ pub fn judge(
     let mut judged = Vec::new();
     for (i, c) in challengers.iter().enumerate() {
         let Some(point) = Point::combine(&name_of(&c.value), &all(&windows[i + 1])) else { continue };
-        let (inc, ch) = paired(&windows[0], &windows[i + 1]);
-        let effect = match (Point::combine("", &inc), Point::combine("", &ch)) {
-            (Some(a), Some(b)) if !out[i + 1] => t.objective.effect(&a, &b, confidence),
-            _ => None,
-        };
-        // The incumbent misses the objective's constraint and the challenger meets it.
-        let rescues = point.ok() && !t.objective.admits(&incumbent_point) && t.objective.admits(&point);
-        let verdict = match effect {
-            _ if rescues => Verdict::Adopted,
-            Some(e) if rounds >= j.min_rounds => classify(&e, j.threshold_pct),
-            // Failed, or missed the constraint the incumbent meets: it cannot gain.
-            None if t.objective.admits(&incumbent_point) && (!point.ok() || out[i + 1]) => Verdict::NoEffect,
-            // Too few rounds to judge (the time budget, Ctrl-C).
-            _ => Verdict::Undecided,
-        };
-        judged.push(Judged { value: c.value.clone(), point, effect, verdict });
+        let a = assess(t, &windows[0], &windows[i + 1], confidence, rounds >= j.min_rounds);
+        judged.push(Judged { value: c.value.clone(), point, effect: a.effect, verdict: a.verdict });
     }
     let chosen = judged
         .iter()
@@ -182,8 +136,57 @@ pub fn judge(
     } else {
         Verdict::Undecided
     };
-    let incumbent_admitted = t.objective.admits(&incumbent_point);
-    Some(Judgement { incumbent: incumbent_point, challengers: judged, chosen, verdict, rounds, incumbent_admitted })
+    Some(Judgement { incumbent: incumbent_point, challengers: judged, chosen, verdict, rounds })
+}
+
+/// What the rounds so far say of one challenger against the incumbent.
+struct Assessment {
+    effect: Option<Effect>,
+    verdict: Verdict,
+    /// More rounds cannot change the verdict.
+    settled: bool,
+}
+
+/// Judges a challenger's windows against the incumbent's, pair by pair; `enough` says
+/// whether the rounds so far may carry a verdict from an interval.
+fn assess(
+    t: &Tuner,
+    incumbent: &[Option<Point>],
+    challenger: &[Option<Point>],
+    confidence: f64,
+    enough: bool,
+) -> Assessment {
+    let settled = |verdict, effect| Assessment { effect, verdict, settled: true };
+    let open = |effect| Assessment { effect, verdict: Verdict::Undecided, settled: false };
+    let objective = &t.objective;
+    // A challenger that failed cannot gain (nor can anything be said when the incumbent
+    // itself misses the objective).
+    if challenger.iter().flatten().any(|p| !p.ok()) {
+        let whole = Point::combine("", &incumbent.iter().flatten().cloned().collect::<Vec<_>>());
+        let admitted = whole.is_some_and(|p| objective.admits(&p));
+        return settled(if admitted { Verdict::NoEffect } else { Verdict::Undecided }, None);
+    }
+    let (inc, ch) = paired(incumbent, challenger);
+    let (Some(a), Some(b)) = (Point::combine("", &inc), Point::combine("", &ch)) else { return open(None) };
+    let effect = objective.effect(&a, &b, confidence);
+    if !enough {
+        return open(effect);
+    }
+    match (objective.admits(&a), objective.admits(&b)) {
+        // It misses the objective's constraint (an SLO, the budget) that the incumbent meets.
+        (true, false) => settled(Verdict::NoEffect, None),
+        // It meets the constraint the incumbent misses.
+        (false, true) => settled(Verdict::Adopted, None),
+        // Neither meets it: more rounds cannot make either admissible.
+        (false, false) => settled(Verdict::Undecided, None),
+        (true, true) => match effect {
+            Some(e) => {
+                let v = classify(&e, t.judging.threshold_pct);
+                Assessment { effect, verdict: v, settled: v != Verdict::Undecided }
+            }
+            None => open(None),
+        },
+    }
 }
 
 /// The windows of two configurations from the rounds in which both were measured and ok.
