@@ -105,13 +105,24 @@ pub struct Effect {
 /// so that drift between rounds cancels), with a two-sided interval at `level` (e.g. 0.99).
 /// Computed on log ratios, so +10% and -9.1% are the same size of change; None with fewer
 /// than two pairs or a value that is not positive.
-pub fn paired_effect(before: &[f64], after: &[f64], level: f64) -> Option<Effect> {
+///
+/// `counts` (before's and after's, pair by pair) are how many events each value was
+/// counted from: a value counted from n events is known to half an event at best, so the
+/// spread of the log ratios is never taken below that rounding's (1/12 of an event squared
+/// on each side). Without it, three windows of exactly 177 requests/s each would give an
+/// interval of zero width.
+pub fn paired_effect(before: &[f64], after: &[f64], counts: Option<(&[f64], &[f64])>, level: f64) -> Option<Effect> {
     let n = before.len().min(after.len());
     if n < 2 || before[..n].iter().chain(&after[..n]).any(|v| !(v.is_finite() && *v > 0.0)) {
         return None;
     }
     let d: Vec<f64> = before[..n].iter().zip(&after[..n]).map(|(b, a)| (a / b).ln()).collect();
-    let (m, se) = (mean(&d), stdev(&d) / (n as f64).sqrt());
+    let rounding = counts.map_or(0.0, |(cb, ca)| {
+        let var = |c: f64| if c > 0.0 { 1.0 / (12.0 * c * c) } else { 0.0 };
+        cb.iter().zip(ca).take(n).map(|(b, a)| var(*b) + var(*a)).sum::<f64>() / n as f64
+    });
+    let sd = stdev(&d).max(rounding.sqrt());
+    let (m, se) = (mean(&d), sd / (n as f64).sqrt());
     let half = t_quantile(0.5 + level / 2.0, n - 1) * se;
     let pct = |x: f64| x.exp_m1() * 100.0;
     Some(Effect { pct: pct(m), low_pct: pct(m - half), high_pct: pct(m + half) })
@@ -145,12 +156,16 @@ mod tests {
         // The machine slows down round by round; the change is +5% within every round.
         let before = [100.0, 90.0, 80.0, 70.0];
         let after: Vec<f64> = before.iter().map(|b| b * 1.05).collect();
-        let e = paired_effect(&before, &after, 0.99).unwrap();
+        let e = paired_effect(&before, &after, None, 0.99).unwrap();
         assert!((e.pct - 5.0).abs() < 1e-9 && (e.low_pct - 5.0).abs() < 1e-6, "{e:?}");
         // Noise both ways: the interval spans zero.
-        let e = paired_effect(&[100.0, 100.0, 100.0], &[103.0, 97.0, 100.0], 0.99).unwrap();
+        let e = paired_effect(&[100.0, 100.0, 100.0], &[103.0, 97.0, 100.0], None, 0.99).unwrap();
         assert!(e.low_pct < 0.0 && e.high_pct > 0.0, "{e:?}");
-        assert_eq!(paired_effect(&[100.0], &[101.0], 0.99), None);
+        assert_eq!(paired_effect(&[100.0], &[101.0], None, 0.99), None);
+        // Whole requests per second from 1 s windows: identical rounds are not certainty.
+        let counts = [177.0, 177.0, 177.0];
+        let e = paired_effect(&counts, &[178.0; 3], Some((&counts, &[178.0; 3])), 0.99).unwrap();
+        assert!(e.low_pct < 0.0 && e.high_pct > 1.0, "{e:?}");
     }
 
     #[test]

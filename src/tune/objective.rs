@@ -50,9 +50,12 @@ impl Objective {
         if !(self.admits(before) && self.admits(after)) {
             return None;
         }
+        let counted = |p: &Point| p.samples.iter().map(|s| s.succeeded as f64).collect::<Vec<_>>();
         let (b, a): (Vec<f64>, Vec<f64>) = match self {
             Objective::Throughput | Objective::ThroughputWithin { .. } => {
-                (before.samples.iter().map(|s| s.rps).collect(), after.samples.iter().map(|s| s.rps).collect())
+                let (cb, ca) = (counted(before), counted(after));
+                let rps = |p: &Point| p.samples.iter().map(|s| s.rps).collect::<Vec<_>>();
+                return crate::stats::paired_effect(&rps(before), &rps(after), Some((&cb, &ca)), confidence);
             }
             // Less memory is better: the ratio before/after, so that + is a saving.
             Objective::LeastMemory { .. } => {
@@ -65,7 +68,7 @@ impl Objective {
                 (pss(after), pss(before))
             }
         };
-        crate::stats::paired_effect(&b, &a, confidence)
+        crate::stats::paired_effect(&b, &a, None, confidence)
     }
 
     /// The point's score (its repeats' median), None when it misses a constraint.

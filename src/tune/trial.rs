@@ -140,6 +140,7 @@ pub fn run(
     let mut notes = Vec::new();
     let mut noisy = false;
     let mut remeasured = 0;
+    let mut disturbed_memory = None;
     let mut lengthened = false;
     let mut steadied = false;
     let mut wanted = opts.repeats.max(1);
@@ -147,18 +148,25 @@ pub fn run(
         if opts.interrupt.load(Ordering::Relaxed) {
             return fail("interrupted".into());
         }
-        let sample = match measure_once(&*server, &plan, window, budget_kib, &opts.interrupt) {
+        let mut sample = match measure_once(&*server, &plan, window, budget_kib, &opts.interrupt) {
             Ok(w) if w.sample.succeeded == 0 => {
                 return fail(format!("no request succeeded ({} failed)", w.sample.failed));
             }
             Ok(s) => s,
             Err(e) => return fail(format!("{e:#}")),
         };
+        // A window measured again comes later in the server's life: a leaking pool has grown
+        // meanwhile. Its memory is the one read in the first attempt, at the same moment of the
+        // server's life as every other configuration's (others' CPU barely moves memory).
+        if let Some(m) = disturbed_memory.take() {
+            sample.sample.memory = m;
+        }
         // A window others disturbed measured the machine, not the configuration. (A burst
         // after idle cannot be taken again on the same server: it is kept, with a note.)
         if let Some(others) = sample.sample.interference.filter(|&o| o > opts.disturbed) {
             if remeasured < MAX_REMEASURED && steady_state {
                 remeasured += 1;
+                disturbed_memory = Some(sample.sample.memory);
                 continue;
             }
             notes.push(format!(
@@ -277,8 +285,18 @@ struct Window {
     trend: Option<String>,
 }
 
-/// Memory samples taken during each window, spread over it.
-const MEMORY_SAMPLES: u32 = 3;
+/// Memory samples taken during each window: about one a second, at least 3 and at most 10,
+/// each at a random moment of its share of the window. A pool whose workers recycle together
+/// swings between young and grown workers; samples at fixed moments would read the same
+/// phase of that swing in every window (and every round), and a recycling pool would look
+/// cheaper, or dearer, than it is.
+fn memory_sample_times(window: Duration) -> Vec<Duration> {
+    let n = (window.as_secs_f64().round() as u32).clamp(3, 10);
+    // Kept off the window's first and last tenth: the load is still starting, or stopping.
+    let (lead, span) = (window.mul_f64(0.1), window.mul_f64(0.8));
+    let mut rng = fastrand::Rng::new();
+    (0..n).map(|i| lead + span.mul_f64((i as f64 + rng.f64()) / n as f64)).collect()
+}
 
 /// One bench run; memory and counters are read several times under load, and the CPU that
 /// others took meanwhile is measured.
@@ -298,8 +316,9 @@ fn measure_once(
         let probe = s.spawn(move || {
             let mut memory: Option<MemUse> = None;
             let mut counters = None;
-            for i in 1..=MEMORY_SAMPLES {
-                let at = duration.mul_f64(i as f64 / (MEMORY_SAMPLES + 1) as f64);
+            let times = memory_sample_times(duration);
+            let middle = times.len().div_ceil(2);
+            for (i, at) in times.into_iter().enumerate() {
                 if !sleep_until(window_start + at, done) {
                     break;
                 }
@@ -309,7 +328,7 @@ fn measure_once(
                         memory = Some(m);
                     }
                 }
-                if i == MEMORY_SAMPLES.div_ceil(2) {
+                if i + 1 == middle {
                     counters = server.counters();
                 }
             }
@@ -410,4 +429,25 @@ pub fn mem_use(procs: &[procmem::ProcMem], budget_kib: Option<u64>) -> Option<Me
         pss_total_kib: procs.iter().map(|p| p.mem.pss).sum(),
         workers_fit: budget_kib.and_then(|b| procmem::capacity::capacity(procs, b)).map(|c| c.workers_fit),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_samples_cover_the_window_at_random_moments() {
+        for (window, n) in [(1.0, 3), (5.0, 5), (60.0, 10)] {
+            let w = Duration::from_secs_f64(window);
+            let a = memory_sample_times(w);
+            assert_eq!(a.len(), n);
+            // One in each share of the window's middle 80%, in order.
+            for (i, t) in a.iter().enumerate() {
+                let share = (t.as_secs_f64() - 0.1 * window) / (0.8 * window) * n as f64;
+                assert!(share >= i as f64 && share < (i + 1) as f64, "{window} s: sample {i} at {t:?}");
+            }
+            // Not the same moments in every window (a 2^-52 chance per sample to repeat).
+            assert_ne!(a, memory_sample_times(w));
+        }
+    }
 }

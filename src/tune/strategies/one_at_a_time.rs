@@ -4,13 +4,62 @@
 //! operating point by more than the threshold are judged again at the new point, pass after
 //! pass, until a pass changes nothing.
 
-use super::verdict::{Challenger, Judgement, effect_text, judge};
+use super::verdict::{Challenger, Judgement, effect_text, judge_growing};
 use super::{Found, Knobs, value};
 use crate::tune::objective::fits;
-use crate::tune::{Settings, Step, Tuner, Verdict};
+use crate::tune::{Point, Settings, Step, Tuner, Verdict};
 
 /// Passes over the knobs at the most (the first, then revisits).
 const MAX_PASSES: usize = 3;
+
+/// The knob that sizes the pool of workers (every adapter's name for it).
+const POOL: &str = "workers";
+
+/// The seeds' MaxClients arithmetic applied to the other knobs' challengers: when the memory
+/// budget caps the pool (more workers are listed than fit at the incumbent), a value that makes
+/// each worker smaller (recycling, say) is worth only as much as the workers it lets fit. So
+/// for each challenger measured within the budget, the most workers its figures say fit (of
+/// the listed counts, more than it has) are tried with it; and a challenger with more workers
+/// that the budget refused is tried again with fewer, as its own figures say fit. One knob at a
+/// time could not find such a pair: each half alone only costs.
+fn pool_within_budget(
+    knob: &str,
+    counts: &[String],
+    here: Option<&Point>,
+    challengers: &[Challenger],
+    points: &[Option<Point>],
+) -> Vec<Challenger> {
+    let listed: Vec<u64> = counts.iter().filter_map(|c| c.parse().ok()).collect();
+    let count = |s: &Settings| s.get(POOL).and_then(|c| c.parse::<u64>().ok());
+    let fit = |p: &Point| p.memory().and_then(|m| m.workers_fit);
+    let (Some(here), Some(&most)) = (here.filter(|p| p.ok()), listed.iter().max()) else { return Vec::new() };
+    let (Some(now), Some(fit_here)) = (count(&here.settings), fit(here)) else { return Vec::new() };
+    if fit_here >= most {
+        return Vec::new();
+    }
+    let mut more = Vec::new();
+    for (c, p) in challengers.iter().zip(points) {
+        let (Some(p), Some(has)) = (p.as_ref().filter(|p| p.ok()), count(&c.settings)) else { continue };
+        let Some(fit) = fit(p) else { continue };
+        // Within the budget: grow to what fits; refused with more than the incumbent's
+        // workers: shrink, never back to the incumbent's own count.
+        let (above, room) = if fits(p) {
+            (has, fit)
+        } else if has > now {
+            (now, fit.min(has - 1))
+        } else {
+            continue;
+        };
+        if let Some(&n) = listed.iter().filter(|&&n| n > above && n <= room).max() {
+            let v = c.settings.get(knob).unwrap_or("");
+            more.push(Challenger {
+                value: format!("{v} with {POOL}={n}"),
+                settings: c.settings.with(POOL, &n.to_string()),
+            });
+        }
+    }
+    more
+}
 
 pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut current = base.clone();
@@ -61,25 +110,42 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 format!("{knob}={before_value} (kept){again}")
             };
             let name_of = |v: &str| format!("{knob}={v}{again}");
-            let Some(j) = judge(t, &load, &incumbent, &current, &challengers, &name_of) else { break 'passes };
+            let pool = (knob != POOL).then(|| knobs.iter().find(|(k, _)| k == POOL)).flatten();
+            let mut follow = |here: Option<&Point>, chs: &[Challenger], pts: &[Option<Point>]| match pool {
+                Some((_, counts)) => pool_within_budget(knob, counts, here, chs, pts),
+                None => Vec::new(),
+            };
+            let Some(j) = judge_growing(t, &load, &incumbent, &current, challengers, &name_of, &mut follow) else {
+                break 'passes;
+            };
             if found.baseline.is_none() {
                 found.baseline = Some(j.incumbent.clone());
             }
             let admitted = t.objective.admits(&j.incumbent);
             let evidence = step_evidence(knob, &before_value, &j, admitted, t.judging.threshold_pct, pass > 0);
             let lead = j.lead();
+            // What the adopted challenger changes: this knob, and any other changed with it.
             let adopted_set: Vec<(String, String)> = j
                 .chosen
-                .and_then(|i| changes.iter().find(|(label, _)| *label == j.challengers[i].value))
-                .map(|(_, set)| set.clone())
+                .map(|i| {
+                    j.challengers[i]
+                        .point
+                        .settings
+                        .iter()
+                        .filter(|(k, v)| current.get(k) != Some(v.as_str()))
+                        .cloned()
+                        .collect()
+                })
                 .unwrap_or_default();
             let (after_value, after) = match j.chosen {
                 Some(i) => (value(&current.with_all(&adopted_set), knob), j.challengers[i].point.clone()),
                 None => (before_value.clone(), j.incumbent.clone()),
             };
-            // This knob's own values that only the memory budget refused, the best first.
+            // This knob's own values that only the memory budget refused, the best first (the
+            // pool's size is not carried: it follows the budget instead, pool_within_budget).
             blocked.retain(|(k, _)| k != knob && !adopted_set.iter().any(|(a, _)| a == k));
             if j.chosen.is_none()
+                && knob != POOL
                 && let Some(c) = j
                     .challengers
                     .iter()

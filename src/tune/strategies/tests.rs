@@ -251,3 +251,41 @@ fn one_at_a_time_crosses_the_memory_budget_with_two_knobs_at_once() {
     assert_eq!(found.steps[1].verdict, Some(Verdict::Adopted));
     assert!(found.steps[1].evidence.contains("with workers=4"), "{}", found.steps[1].evidence);
 }
+
+#[test]
+fn the_pool_follows_the_memory_budget_when_recycling_shrinks_the_workers() {
+    // Grid (a) of bench/verdicts.py in miniature: never recycled, a worker grows to 26 MiB and
+    // only one fits; recycled every 100 requests it stays near 8 MiB for a fifth less
+    // throughput, and six fit. Neither knob alone gains: only the pair does.
+    let per_worker = |mr: &str| match mr {
+        "0" => (409.0, 26_000),
+        "20" => (199.0, 17_200),
+        "100" => (323.0, 8_000),
+        _ => (379.0, 36_000),
+    };
+    let mut m = Model {
+        f: |s: &Settings, r| {
+            let (rps, uss) = per_worker(s.get("max_requests").unwrap());
+            (rps * workers_of(s) + [0.0, 1.5, -1.5][r % 3], 10.0, uss)
+        },
+        measured: Vec::new(),
+        taken: Default::default(),
+        budget: Some(60 * 1024),
+        pace: Duration::ZERO,
+    };
+    let counts = ["1", "2", "3", "4", "6", "8"];
+    let k: Knobs = vec![
+        ("workers".into(), counts.iter().map(|c| c.to_string()).collect()),
+        ("max_requests".into(), ["0", "20", "100", "500"].iter().map(|c| c.to_string()).collect()),
+    ];
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &k, &Settings::default());
+    drop(t);
+    assert_eq!(found.recommended.label(), "workers=6 max_requests=100", "{:#?}", found.evidence);
+    // Every larger pool is refused by the budget in its first window, not after three.
+    assert_eq!(found.steps[0].rounds, 1, "{}", found.steps[0].evidence);
+    assert!(found.steps[1].evidence.contains("100 with workers=6"), "{}", found.steps[1].evidence);
+    // The grid measures 24 configurations 3 times each.
+    assert!(m.measured.len() < 72, "{} windows: {:?}", m.measured.len(), m.measured);
+}

@@ -4,10 +4,12 @@
 //! interval; more rounds only while the verdict is open, up to a cap.
 
 use crate::stats::Effect;
+use crate::tune::objective::fits;
 use crate::tune::trial::Load;
 use crate::tune::{Point, Settings, Tuner, Verdict};
 
 /// A value to try, and the configuration with it.
+#[derive(Clone)]
 pub struct Challenger {
     pub value: String,
     pub settings: Settings,
@@ -79,24 +81,53 @@ pub fn judge(
     challengers: &[Challenger],
     name_of: &dyn Fn(&str) -> String,
 ) -> Option<Judgement> {
+    judge_growing(t, load, incumbent_name, incumbent, challengers.to_vec(), name_of, &mut |_, _, _| Vec::new())
+}
+
+/// What `judge_growing` asks for more challengers with: the incumbent's windows so far as one
+/// point, the challengers, and each one's windows so far (None before its first).
+pub type Grow<'g> = dyn FnMut(Option<&Point>, &[Challenger], &[Option<Point>]) -> Vec<Challenger> + 'g;
+
+/// As `judge`; after each round `grow` may add challengers that the windows so far suggest
+/// (a configuration that only a measurement can name). Each new one gets rounds of its own,
+/// interleaved with the others' and paired with the incumbent's of the same rounds.
+pub fn judge_growing(
+    t: &mut Tuner,
+    load: &Load,
+    incumbent_name: &str,
+    incumbent: &Settings,
+    mut challengers: Vec<Challenger>,
+    name_of: &dyn Fn(&str) -> String,
+    grow: &mut Grow,
+) -> Option<Judgement> {
     let j = t.judging;
-    let k = challengers.len().max(1);
     // The challengers share the step's error rate (Bonferroni).
-    let confidence = 1.0 - (1.0 - j.confidence) / k as f64;
-    let n = challengers.len() + 1;
-    let mut windows: Vec<Vec<Option<Point>>> = vec![Vec::new(); n];
+    let confidence_of = |k: usize| 1.0 - (1.0 - j.confidence) / k.max(1) as f64;
+    let all = |w: &[Option<Point>]| w.iter().flatten().cloned().collect::<Vec<_>>();
+    let own = |w: &[Option<Point>]| w.iter().flatten().count();
+    let mut windows: Vec<Vec<Option<Point>>> = vec![Vec::new(); challengers.len() + 1];
     // Challengers whose verdict more rounds cannot change.
-    let mut settled = vec![false; n];
+    let mut settled = vec![false; challengers.len() + 1];
     let mut rounds = 0;
-    'rounds: for r in 0..j.max_rounds.max(j.min_rounds) {
-        let order: Vec<usize> = if r % 2 == 0 { (0..n).collect() } else { (0..n).rev().collect() };
+    'rounds: loop {
+        let n = challengers.len() + 1;
+        let open: Vec<usize> =
+            (1..n).filter(|&i| !settled[i] && own(&windows[i]) < j.max_rounds.max(j.min_rounds)).collect();
+        if open.is_empty() && (n > 1 || rounds >= j.min_rounds) {
+            break;
+        }
+        let r = rounds;
+        let mut order: Vec<usize> = std::iter::once(0).chain(open).collect();
+        if r % 2 == 1 {
+            order.reverse();
+        }
         for w in windows.iter_mut() {
             w.push(None);
         }
-        for i in order.into_iter().filter(|&i| i == 0 || !settled[i]) {
+        for i in order {
             let (name, settings) = match i {
                 0 => (round_name(incumbent_name, r), incumbent),
-                _ => (round_name(&name_of(&challengers[i - 1].value), r), &challengers[i - 1].settings),
+                _ => (round_name(&name_of(&challengers[i - 1].value), own(&windows[i])), &challengers[i - 1].settings),
             };
             let Some(p) = t.window(&name, settings, load) else { break 'rounds };
             let ok = p.ok();
@@ -107,20 +138,27 @@ pub fn judge(
             }
         }
         rounds = r + 1;
-        let enough = rounds >= j.min_rounds;
+        let confidence = confidence_of(challengers.len());
         for i in 1..n {
+            let enough = own(&windows[i]) >= j.min_rounds;
             settled[i] = assess(t, &windows[0], &windows[i], confidence, enough).settled;
         }
-        if enough && settled[1..].iter().all(|&s| s) {
-            break;
+        let so_far: Vec<Option<Point>> = windows[1..].iter().map(|w| Point::combine("", &all(w))).collect();
+        let here = Point::combine("", &all(&windows[0]));
+        for c in grow(here.as_ref(), &challengers, &so_far) {
+            if c.settings != *incumbent && !challengers.iter().any(|x| x.settings == c.settings) {
+                challengers.push(c);
+                windows.push(vec![None; rounds]);
+                settled.push(false);
+            }
         }
     }
-    let all = |w: &[Option<Point>]| w.iter().flatten().cloned().collect::<Vec<_>>();
     let incumbent_point = Point::combine(incumbent_name, &all(&windows[0]))?;
+    let confidence = confidence_of(challengers.len());
     let mut judged = Vec::new();
     for (i, c) in challengers.iter().enumerate() {
         let Some(point) = Point::combine(&name_of(&c.value), &all(&windows[i + 1])) else { continue };
-        let a = assess(t, &windows[0], &windows[i + 1], confidence, rounds >= j.min_rounds);
+        let a = assess(t, &windows[0], &windows[i + 1], confidence, own(&windows[i + 1]) >= j.min_rounds);
         judged.push(Judged { value: c.value.clone(), point, effect: a.effect, verdict: a.verdict });
     }
     let chosen = judged
@@ -164,6 +202,13 @@ fn assess(
     if challenger.iter().flatten().any(|p| !p.ok()) {
         let whole = Point::combine("", &incumbent.iter().flatten().cloned().collect::<Vec<_>>());
         let admitted = whole.is_some_and(|p| objective.admits(&p));
+        return settled(if admitted { Verdict::NoEffect } else { Verdict::Undecided }, None);
+    }
+    // Seen over the memory budget once, a pool can be there again: more rounds cannot admit it.
+    let whole = Point::combine("", &challenger.iter().flatten().cloned().collect::<Vec<_>>());
+    if whole.is_some_and(|p| !fits(&p)) {
+        let here = Point::combine("", &incumbent.iter().flatten().cloned().collect::<Vec<_>>());
+        let admitted = here.is_some_and(|p| objective.admits(&p));
         return settled(if admitted { Verdict::NoEffect } else { Verdict::Undecided }, None);
     }
     let (inc, ch) = paired(incumbent, challenger);
