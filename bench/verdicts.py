@@ -43,7 +43,8 @@ What it measures
            connections the workers strategy uses, against `webtune tune --strategy workers`.
        Reported for each: the recommended configuration's true score (its grid score) as % of
        the grid's best (target >= 95%), and the tuner's measuring time (the sum of its points'
-       seconds) as % of the grid's (target <= 25%); wall times beside them.
+       seconds) as % of the grid's (target <= 25%, for the two-knob space only); wall times beside
+       them.
 
 How
     Every webtune runs in its own session, with WEBTUNE_DB, XDG_RUNTIME_DIR (the servers' run
@@ -736,7 +737,11 @@ def report_grid(res, label, rounds):
         if n == 0:
             passed &= check(true is not None and best > 0 and true >= SCORE_BAR * best,
                             f"{score_text} >= {100 * SCORE_BAR:.0f}%")
-            passed &= check(bool(points) and ratio <= TIME_BAR, f"{time_text} <= {100 * TIME_BAR:.0f}%")
+            # The brief sets the time bar for the two-knob space; a one-knob sweep shows it.
+            if len(res.knobs) >= 2:
+                passed &= check(bool(points) and ratio <= TIME_BAR, f"{time_text} <= {100 * TIME_BAR:.0f}%")
+            else:
+                print(f"shown: {time_text}")
         else:
             print(f"shown: {score_text}")
             print(f"shown: {time_text}")
