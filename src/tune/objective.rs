@@ -87,9 +87,16 @@ impl Objective {
 }
 
 /// Whether the point's workers fit the memory budget, by the seeds' arithmetic with the
-/// figures measured under load (true without a budget, or without memory figures).
+/// figures measured under load (true without a budget, or without memory figures). The pool
+/// that must fit is the largest the server may run: its configured size (the seeds'
+/// MaxClients rule), or more if more were seen; never only the workers alive at the moment of
+/// the costliest sample, which in a recycling pool may be one of eight.
 pub fn fits(p: &Point) -> bool {
-    p.memory().is_none_or(|m| m.workers_fit.is_none_or(|fit| fit >= m.workers as u64))
+    let Some(fit) = p.memory().and_then(|m| m.workers_fit) else { return true };
+    let seen = p.samples.iter().filter_map(|s| s.memory.as_ref()).map(|m| m.workers).max().unwrap_or(0);
+    let configured = p.settings.get("workers").and_then(|w| w.parse::<usize>().ok()).unwrap_or(0);
+    let pool = seen.max(configured).max(p.workers_at_start.unwrap_or(0));
+    fit >= pool as u64
 }
 
 #[cfg(test)]
