@@ -7,7 +7,7 @@
 use super::verdict::{Challenger, Judgement, effect_text, judge_growing};
 use super::{Found, Knobs, value};
 use crate::tune::objective::fits;
-use crate::tune::{Point, Settings, Step, Tuner, Verdict};
+use crate::tune::{Objective, Point, Settings, Step, Tuner, Verdict};
 
 /// Passes over the knobs at the most (the first, then revisits).
 const MAX_PASSES: usize = 3;
@@ -122,7 +122,8 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 found.baseline = Some(j.incumbent.clone());
             }
             let admitted = t.objective.admits(&j.incumbent);
-            let evidence = step_evidence(knob, &before_value, &j, admitted, t.judging.threshold_pct, pass > 0);
+            let evidence =
+                step_evidence(&t.objective, knob, &before_value, &j, admitted, t.judging.threshold_pct, pass > 0);
             let lead = j.lead();
             // What the adopted challenger changes: this knob, and any other changed with it.
             let adopted_set: Vec<(String, String)> = j
@@ -214,7 +215,15 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     found
 }
 
-fn step_evidence(knob: &str, before: &str, j: &Judgement, admitted: bool, threshold: f64, again: bool) -> String {
+fn step_evidence(
+    objective: &Objective,
+    knob: &str,
+    before: &str,
+    j: &Judgement,
+    admitted: bool,
+    threshold: f64,
+    again: bool,
+) -> String {
     let again = if again { " (judged again at the new operating point)" } else { "" };
     let here = &j.incumbent;
     let tried: Vec<String> = j
@@ -224,6 +233,9 @@ fn step_evidence(knob: &str, before: &str, j: &Judgement, admitted: bool, thresh
             (_, Some(cause)) => format!("{}={} failed: {cause}", knob, c.value),
             (Some(e), None) => {
                 format!("{}={} {:.1} req/s {} {}", knob, c.value, c.point.rps(), effect_text(e), c.verdict.word())
+            }
+            (None, None) if objective.admits(&c.point) => {
+                format!("{}={} {:.1} req/s: meets the objective", knob, c.value, c.point.rps())
             }
             (None, None) => format!(
                 "{}={} {:.1} req/s: misses the objective{}",

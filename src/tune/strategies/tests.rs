@@ -289,3 +289,26 @@ fn the_pool_follows_the_memory_budget_when_recycling_shrinks_the_workers() {
     // The grid measures 24 configurations 3 times each.
     assert!(m.measured.len() < 72, "{} windows: {:?}", m.measured.len(), m.measured);
 }
+
+#[test]
+fn over_the_budget_the_best_value_within_it_is_adopted_and_said_to_meet_it() {
+    // One big worker does not fit; recycled at 20 it fits at half the speed, at 100 at 80%.
+    let mut m = Model {
+        f: |s: &Settings, _| match s.get("max_requests").unwrap() {
+            "0" => (400.0, 10.0, 40_000),
+            "20" => (200.0, 10.0, 10_000),
+            _ => (320.0, 10.0, 12_000),
+        },
+        measured: Vec::new(),
+        taken: Default::default(),
+        budget: Some(11_000 + 30_000),
+        pace: Duration::ZERO,
+    };
+    let k: Knobs = vec![("max_requests".into(), vec!["0".into(), "100".into(), "20".into()])];
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &k, &Settings::default().with("workers", "1"));
+    assert_eq!(found.recommended.get("max_requests"), Some("100"), "{:?}", found.evidence);
+    let why = &found.steps[0].evidence;
+    assert!(why.contains("max_requests=20 200.0 req/s: meets the objective"), "{why}");
+}

@@ -161,11 +161,20 @@ pub fn judge_growing(
         let a = assess(t, &windows[0], &windows[i + 1], confidence, own(&windows[i + 1]) >= j.min_rounds);
         judged.push(Judged { value: c.value.clone(), point, effect: a.effect, verdict: a.verdict });
     }
+    // The largest gain; a challenger adopted because it meets an objective the incumbent
+    // misses has no gain to measure against it: the best score among those.
+    let gain = |c: &Judged| match c.effect {
+        Some(e) => (1, e.pct),
+        None => (0, t.objective.score(&c.point).unwrap_or(f64::MIN)),
+    };
     let chosen = judged
         .iter()
         .enumerate()
         .filter(|(_, c)| c.verdict == Verdict::Adopted)
-        .max_by(|(_, a), (_, b)| a.effect.map_or(f64::MAX, |e| e.pct).total_cmp(&b.effect.map_or(f64::MAX, |e| e.pct)))
+        .max_by(|(_, a), (_, b)| {
+            let (a, b) = (gain(a), gain(b));
+            a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+        })
         .map(|(i, _)| i);
     let verdict = if chosen.is_some() {
         Verdict::Adopted
