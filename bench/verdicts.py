@@ -508,9 +508,11 @@ class Window:
         return max(0, budget_kib - self.parent_kib) // max(1, self.worker_uss_kib)
 
     def fits(self, budget_kib):
-        """The tuner's admission (objective.rs `fits`): the measured workers fit the budget."""
+        """The tuner's admission (objective.rs `fits`): the pool fits the budget, its size
+        being the configured one (the seeds' MaxClients rule) or more if more were seen."""
         fit = self.fit(budget_kib)
-        return fit is None or fit >= self.workers_seen
+        pool = max(self.workers_seen, int(self.config.get("workers", 0) or 0))
+        return fit is None or fit >= pool
 
     def score(self, budget_kib):
         return self.rps if (self.error is None and self.fits(budget_kib)) else 0.0
