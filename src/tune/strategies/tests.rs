@@ -312,3 +312,29 @@ fn over_the_budget_the_best_value_within_it_is_adopted_and_said_to_meet_it() {
     let why = &found.steps[0].evidence;
     assert!(why.contains("max_requests=20 200.0 req/s: meets the objective"), "{why}");
 }
+
+#[test]
+fn the_knee_is_checked_against_the_best_count_in_interleaved_rounds() {
+    // Flat from 2 workers on, but 4 workers serve `gain` more: the tolerance calls 2 the knee;
+    // the interleaved check adopts 4 only when its gain clears the threshold.
+    for (gain, expect, verdict) in [(1.025, "4", Verdict::Adopted), (1.005, "2", Verdict::NoEffect)] {
+        let mut m = Model {
+            f: move |s: &Settings, r| {
+                let w = workers_of(s);
+                let rps = (200.0 * w).min(400.0) * if w == 4.0 { gain } else { 1.0 };
+                (rps + [0.0, 0.4, -0.4][r % 3], 5.0, 3000)
+            },
+            measured: Vec::new(),
+            taken: Default::default(),
+            budget: None,
+            pace: Duration::ZERO,
+        };
+        let mut save = |_: &Point| {};
+        let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+        let found = workers(&mut t, &knobs("workers", &["1", "2", "4"]), &Settings::default(), 0.03);
+        assert_eq!(found.recommended.get("workers"), Some(expect), "{:?}", found.evidence);
+        let check = found.steps.last().unwrap();
+        assert_eq!((check.before_value.as_str(), check.verdict), ("2", Some(verdict)), "{}", check.evidence);
+        assert!(check.effect.is_some_and(|e| e.low_pct < (gain - 1.0) * 100.0 && e.high_pct > (gain - 1.0) * 100.0));
+    }
+}

@@ -3,8 +3,9 @@
 //! coarse powers of two find the flat part, a bisection finds where it starts. The memory
 //! budget caps the answer, from the workers' USS measured under load.
 
+use super::verdict::{Challenger, effect_text, judge};
 use super::{Found, Knobs, value};
-use crate::tune::{Point, Settings, Step, Tuner};
+use crate::tune::{Point, Settings, Step, Tuner, Verdict};
 
 /// `tolerance`: counts within this share of the best throughput are "as good" (the knee).
 pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) -> Found {
@@ -140,6 +141,47 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
             candidates: measured.iter().map(|(_, p)| p.clone()).collect(),
             evidence: line.clone(),
         });
+    }
+    // The knee is the smallest count within the tolerance of the best; whether the best
+    // really serves no more is a comparison like any other: both in interleaved rounds.
+    let mut chosen = chosen;
+    if limit == "throughput" && best.0 != knee && fit.as_ref().is_none_or(|(f, _)| *f >= best.0) {
+        let name_of = |v: &str| format!("workers={v} (against the knee)");
+        let more = [Challenger { value: best.0.to_string(), settings: base.with("workers", &best.0.to_string()) }];
+        let knee_settings = base.with("workers", &knee.to_string());
+        if let Some(j) = judge(t, &load, &format!("workers={knee} (the knee)"), &knee_settings, &more, &name_of) {
+            let lead = j.lead();
+            let effect = lead.and_then(|c| c.effect);
+            let said = effect.as_ref().map_or("no interval".to_string(), effect_text);
+            let check = format!(
+                "{} workers against the knee's {knee}: {said} (99% interval) over {} interleaved rounds: {}",
+                best.0,
+                j.rounds,
+                match j.verdict {
+                    Verdict::Adopted => "more workers adopted",
+                    Verdict::NoEffect => "no effect, the knee stands",
+                    Verdict::Undecided => "undecided, the knee is kept",
+                }
+            );
+            if j.chosen.is_some() {
+                chosen = best.0;
+                found.recommended = base.with("workers", &chosen.to_string());
+            }
+            line += &format!("; {check}");
+            found.steps.push(Step {
+                knob: "workers".into(),
+                before_value: knee.to_string(),
+                after_value: chosen.to_string(),
+                adopted: j.chosen.is_some(),
+                verdict: Some(j.verdict),
+                effect,
+                rounds: j.rounds,
+                before: j.incumbent.clone(),
+                after: j.chosen.map_or(j.incumbent.clone(), |i| j.challengers[i].point.clone()),
+                candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
+                evidence: check,
+            });
+        }
     }
     found.evidence.push(("workers".into(), chosen.to_string(), line));
     found
