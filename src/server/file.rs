@@ -202,7 +202,13 @@ impl TargetFile {
         for (k, v) in all_values {
             super::adapters::check_knob(adapter, &k, &v).map_err(|e| InputError(format!("{}: {e}", line_of(&k))))?;
         }
-        let load = raw.load;
+        // The load's files, like the app, are relative to the target file.
+        let mut load = raw.load;
+        for f in [&mut load.urls, &mut load.scenario].into_iter().flatten() {
+            if f.is_relative() {
+                *f = dir.join(&*f);
+            }
+        }
         if let Some(p) = &load.path
             && (!p.starts_with('/') || p.starts_with("//"))
         {

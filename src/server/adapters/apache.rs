@@ -2,10 +2,14 @@
 //! modules and handlers, Apache::ASP pages. The app directory follows a convention:
 //! `startup.pl` (PerlRequire'd in the parent, before the fork), `perl/` (Registry scripts at
 //! /perl/), `htdocs/` (the document root; *.asp by Apache::ASP), `handlers.conf` (included:
-//! Locations with PerlResponseHandler). Any other knob is a directive: "PerlSetVar Debug",
-//! AllowOverride (on the document root), BufferedLogs, MMapFile...
+//! Locations with PerlResponseHandler). An app directory written by `webtune fileset` is the
+//! document root itself, and `file_cache = "none" | "mmap" | "open"` maps every file of its set
+//! with mod_file_cache (MMapFile or CacheFile). Any other knob is a directive:
+//! "PerlSetVar Debug", AllowOverride (on the document root), BufferedLogs, EnableMMAP,
+//! EnableSendfile, ListenBacklog...
 
 use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
+use crate::fileset;
 use crate::server::process::Spawn;
 
 /// The Apache httpd adapter (prefork MPM, mod_perl).
@@ -49,6 +53,13 @@ impl Adapter for Apache {
         &['<', '>']
     }
 
+    fn check_value(&self, name: &str, value: &str) -> Result<(), String> {
+        if name == "file_cache" && !FILE_CACHE.contains(&value) {
+            return Err(format!("file_cache = {value:?}: expected \"none\", \"mmap\" or \"open\""));
+        }
+        Ok(())
+    }
+
     fn native(&self, knob: &str) -> Option<&'static str> {
         Some(match knob {
             "workers" => "MaxRequestWorkers",
@@ -72,8 +83,11 @@ impl Adapter for Apache {
         let d = ctx.d();
         let app = ctx.app().map(|a| a.display().to_string());
         let has = |rel: &str| ctx.app().is_some_and(|a| a.join(rel).exists());
+        let file_set = ctx.app().and_then(fileset::files);
         let docroot = if has("htdocs") {
             format!("{}/htdocs", app.as_deref().unwrap_or_default())
+        } else if file_set.is_some() {
+            app.clone().unwrap_or_default()
         } else {
             std::fs::create_dir_all(format!("{d}/htdocs"))?;
             write(ctx.dir, "htdocs/index.html", "webtune apache target\n")?;
@@ -104,9 +118,10 @@ impl Adapter for Apache {
              <Location /server-status>\n  SetHandler server-status\n  Require all granted\n</Location>\n",
             get(values, "AllowOverride").unwrap_or("None")
         );
-        for (k, v) in natives(values).filter(|(k, _)| *k != "AllowOverride") {
+        for (k, v) in natives(values).filter(|(k, _)| !OWN_KNOBS.contains(k)) {
             conf += &format!("{k} {v}\n");
         }
+        conf += &file_cache_lines(get(values, "file_cache"), file_set.as_deref())?;
         if let Some(app) = &app {
             if has("startup.pl") {
                 conf += &format!("PerlSwitches -I{app}/lib\nPerlRequire {app}/startup.pl\n");
@@ -151,8 +166,13 @@ impl Adapter for Apache {
         if let Some(a) = get(values, "AllowOverride") {
             out += &format!("AllowOverride {a}   # in the <Directory> of the document root\n");
         }
-        for (k, v) in natives(values).filter(|(k, _)| *k != "AllowOverride") {
+        for (k, v) in natives(values).filter(|(k, _)| !OWN_KNOBS.contains(k)) {
             out += &format!("{k} {v}\n");
+        }
+        match get(values, "file_cache") {
+            Some("mmap") => out += "MMapFile <every file of the set>   # mod_file_cache: one line per file\n",
+            Some("open") => out += "CacheFile <every file of the set>  # mod_file_cache: one line per file\n",
+            _ => {}
         }
         out.trim_end().to_string()
     }
@@ -186,6 +206,37 @@ impl Adapter for Apache {
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
         get(values, "start_workers").or(get(values, "workers"))?.parse().ok()
     }
+}
+
+/// The values of the `file_cache` knob.
+const FILE_CACHE: [&str; 3] = ["none", "mmap", "open"];
+
+/// Knobs this adapter writes itself rather than as `Name value` directives.
+const OWN_KNOBS: [&str; 2] = ["AllowOverride", "file_cache"];
+
+/// mod_file_cache for every file of the set: `mmap` maps each (MMapFile), `open` keeps each
+/// open (CacheFile), `none` (the default) leaves them to the default handler.
+fn file_cache_lines(mode: Option<&str>, files: Option<&[std::path::PathBuf]>) -> anyhow::Result<String> {
+    let directive = match mode {
+        None | Some("none") => return Ok(String::new()),
+        Some("mmap") => "MMapFile",
+        Some("open") => "CacheFile",
+        Some(other) => anyhow::bail!(Apache.check_value("file_cache", other).unwrap_err()),
+    };
+    let Some(files) = files else {
+        anyhow::bail!("file_cache: the app directory is not a file set (write one with webtune fileset DIR)");
+    };
+    let mut out = format!(
+        "<IfModule !file_cache_module>\nLoadModule file_cache_module {MODULES}/mod_file_cache.so\n</IfModule>\n"
+    );
+    for f in files {
+        let path = f.display().to_string();
+        if path.contains('"') || path.chars().any(char::is_control) {
+            anyhow::bail!("file_cache: cannot name {path:?} in httpd.conf");
+        }
+        out += &format!("{directive} \"{path}\"\n");
+    }
+    Ok(out)
 }
 
 /// The prefork directives; unset spares follow the pool (all workers started, none retired).
