@@ -234,3 +234,27 @@ fn apache_file_cache_maps_every_file_of_the_set() {
     );
     assert!(e.contains("not a file set"), "{e}");
 }
+
+#[test]
+fn apache_worker_mpm_serves_the_set_from_threads() {
+    let Some((set, file)) = serving("apache", "apache2") else { return };
+    let values: Vec<(String, String)> = [("mpm", "worker"), ("ThreadsPerChild", "4"), ("workers", "8")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let r = server::launch(&file, &values).unwrap_or_else(|e| panic!("{e:#}"));
+    let conf = r.config_text();
+    for line in ["LoadModule mpm_worker_module", "ThreadsPerChild 4\n", "ServerLimit 2\n", "MaxRequestWorkers 8\n"] {
+        assert!(conf.contains(line), "{line:?} not in\n{conf}");
+    }
+    assert!(!conf.contains("mpm_prefork") && !conf.contains("MinSpareServers"), "{conf}");
+    // 8 workers are 2 processes of 4 threads: mod_status counts the threads.
+    assert_eq!(r.worker_pids().len(), 2, "{:?}", r.worker_pids());
+    let counters = r.counters().expect("mod_status");
+    assert_eq!(counters["alive"], 8.0, "{counters}");
+    let (_, counts) = load_the_set(&r, set.path(), 1000, 4);
+    assert!(counts.iter().all(|&n| n > 0), "every class requested: {counts:?}");
+    let text = "[target]\nadapter = \"apache\"\n[knobs]\nmpm = [\"prefork\", \"threads\"]\n";
+    let e = TargetFile::parse(text, &set.path().join("t.toml")).expect_err("refused").0;
+    assert!(e.contains("t.toml:4") && e.contains("expected \"prefork\", \"worker\" or \"event\""), "{e}");
+}

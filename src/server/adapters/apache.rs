@@ -1,4 +1,5 @@
-//! Apache httpd, prefork MPM, with mod_perl 2: ModPerl::Registry scripts, preloaded Perl
+//! Apache httpd, prefork MPM (or worker or event: `mpm = "worker"`, `workers` then counting
+//! threads in processes of ThreadsPerChild), with mod_perl 2: ModPerl::Registry scripts, preloaded Perl
 //! modules and handlers, Apache::ASP pages. The app directory follows a convention:
 //! `startup.pl` (PerlRequire'd in the parent, before the fork), `perl/` (Registry scripts at
 //! /perl/), `htdocs/` (the document root; *.asp by Apache::ASP), `handlers.conf` (included:
@@ -57,6 +58,12 @@ impl Adapter for Apache {
         if name == "file_cache" && !FILE_CACHE.contains(&value) {
             return Err(format!("file_cache = {value:?}: expected \"none\", \"mmap\" or \"open\""));
         }
+        if name == "mpm" && !MPMS.contains(&value) {
+            return Err(format!("mpm = {value:?}: expected \"prefork\", \"worker\" or \"event\""));
+        }
+        if name == "ThreadsPerChild" && !value.parse::<u32>().is_ok_and(|n| n >= 1) {
+            return Err(format!("ThreadsPerChild = {value:?}: expected a whole number of threads, at least 1"));
+        }
         Ok(())
     }
 
@@ -94,12 +101,13 @@ impl Adapter for Apache {
             format!("{d}/htdocs")
         };
         let m = MODULES;
+        let mpm = get(values, "mpm").unwrap_or("prefork");
         let user = if nix::unistd::geteuid().is_root() { "User www-data\nGroup www-data\n" } else { "" };
         let mut conf = format!(
             "ServerRoot {d}\nServerName localhost\nDefaultRuntimeDir {d}\nPidFile {d}/apache2.pid\n\
              Listen {}:{}\n{user}ErrorLog {d}/error.log\nLogLevel warn\n\
              LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b\" common\nCustomLog {d}/access.log common\n\
-             LoadModule mpm_prefork_module {m}/mod_mpm_prefork.so\n\
+             LoadModule mpm_{mpm}_module {m}/mod_mpm_{mpm}.so\n\
              <IfModule !authz_core_module>\nLoadModule authz_core_module {m}/mod_authz_core.so\n</IfModule>\n\
              <IfModule !alias_module>\nLoadModule alias_module {m}/mod_alias.so\n</IfModule>\n\
              <IfModule !dir_module>\nLoadModule dir_module {m}/mod_dir.so\n</IfModule>\n\
@@ -162,7 +170,11 @@ impl Adapter for Apache {
     }
 
     fn recommend(&self, values: &[(String, String)]) -> String {
-        let mut out = mpm_lines(values).unwrap_or_default();
+        let mut out = match get(values, "mpm") {
+            Some(mpm) => format!("LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so   # the only MPM loaded\n"),
+            None => String::new(),
+        };
+        out += &mpm_lines(values).unwrap_or_default();
         if let Some(a) = get(values, "AllowOverride") {
             out += &format!("AllowOverride {a}   # in the <Directory> of the document root\n");
         }
@@ -204,7 +216,14 @@ impl Adapter for Apache {
     }
 
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
-        get(values, "start_workers").or(get(values, "workers"))?.parse().ok()
+        match threaded(values) {
+            // Child processes, each of ThreadsPerChild threads.
+            Some(threads) => match get(values, "start_workers") {
+                Some(s) => s.parse().ok(),
+                None => Some(get(values, "workers")?.parse::<usize>().ok()?.div_ceil(threads)),
+            },
+            None => get(values, "start_workers").or(get(values, "workers"))?.parse().ok(),
+        }
     }
 }
 
@@ -212,7 +231,23 @@ impl Adapter for Apache {
 const FILE_CACHE: [&str; 3] = ["none", "mmap", "open"];
 
 /// Knobs this adapter writes itself rather than as `Name value` directives.
-const OWN_KNOBS: [&str; 2] = ["AllowOverride", "file_cache"];
+const OWN_KNOBS: [&str; 4] = ["AllowOverride", "file_cache", "mpm", "ThreadsPerChild"];
+
+/// The MPMs the `mpm` knob selects.
+const MPMS: [&str; 3] = ["prefork", "worker", "event"];
+
+/// Apache's ThreadsPerChild when the knob does not set it.
+const DEFAULT_THREADS_PER_CHILD: usize = 25;
+
+/// With a threaded MPM (worker, event): its threads per child process.
+fn threaded(values: &[(String, String)]) -> Option<usize> {
+    match get(values, "mpm") {
+        Some("worker" | "event") => {
+            Some(get(values, "ThreadsPerChild").and_then(|t| t.parse().ok()).unwrap_or(DEFAULT_THREADS_PER_CHILD))
+        }
+        _ => None,
+    }
+}
 
 /// mod_file_cache for every file of the set: `mmap` maps each (MMapFile), `open` keeps each
 /// open (CacheFile), `none` (the default) leaves them to the default handler.
@@ -243,13 +278,28 @@ fn file_cache_lines(mode: Option<&str>, files: Option<&[std::path::PathBuf]>) ->
 fn mpm_lines(values: &[(String, String)]) -> anyhow::Result<String> {
     let mut out = String::new();
     let workers = get(values, "workers");
-    if let Some(w) = workers {
-        out += &format!("ServerLimit {w}\nMaxRequestWorkers {w}\n");
+    if let Some(threads) = threaded(values) {
+        // worker/event: `workers` counts threads; whole processes of ThreadsPerChild serve them,
+        // all started, spare threads from one process's worth up to all.
+        let w: usize = match workers {
+            Some(w) => w.parse().map_err(|_| anyhow::anyhow!("workers = {w:?}: expected a whole number"))?,
+            None => threads,
+        };
+        let processes = w.div_ceil(threads).max(1);
+        out +=
+            &format!("ThreadsPerChild {threads}\nServerLimit {processes}\nMaxRequestWorkers {}\n", processes * threads);
+        out += &format!("StartServers {}\n", get(values, "start_workers").unwrap_or(&processes.to_string()));
+        out += &format!("MinSpareThreads {}\n", get(values, "min_spare").unwrap_or(&threads.to_string()));
+        out += &format!("MaxSpareThreads {}\n", get(values, "max_spare").unwrap_or(&(processes * threads).to_string()));
+    } else {
+        if let Some(w) = workers {
+            out += &format!("ServerLimit {w}\nMaxRequestWorkers {w}\n");
+        }
+        let w = workers.unwrap_or("5");
+        out += &format!("StartServers {}\n", get(values, "start_workers").unwrap_or(w));
+        out += &format!("MinSpareServers {}\n", get(values, "min_spare").unwrap_or("1"));
+        out += &format!("MaxSpareServers {}\n", get(values, "max_spare").unwrap_or(w));
     }
-    let w = workers.unwrap_or("5");
-    out += &format!("StartServers {}\n", get(values, "start_workers").unwrap_or(w));
-    out += &format!("MinSpareServers {}\n", get(values, "min_spare").unwrap_or("1"));
-    out += &format!("MaxSpareServers {}\n", get(values, "max_spare").unwrap_or(w));
     if let Some(n) = get(values, "max_requests") {
         out += &format!("MaxConnectionsPerChild {n}\n");
     }
