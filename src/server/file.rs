@@ -281,6 +281,15 @@ mod tests {
     }
 
     #[test]
+    fn load_files_are_relative_to_the_target_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("urls.txt"), "/a weight=1\n/b weight=2\n").unwrap();
+        let text = "[target]\nadapter = \"lab\"\n[load]\nurls = \"urls.txt\"\n";
+        let f = TargetFile::parse(text, &dir.path().join("t.toml")).map_err(|e| e.0).unwrap();
+        assert_eq!(f.load.urls, Some(dir.path().join("urls.txt")));
+    }
+
+    #[test]
     fn a_full_file() {
         let f = parse(
             "[target]\nadapter = \"lab\"\nlisten = \"127.0.0.1:0\"\n[target.config]\ncpu = \"5ms\"\nworkers = 4\n\
