@@ -14,6 +14,8 @@
 //!   never prints.
 //! - [`aggregate`]: sinks that turn records into figures (histograms, counters) and the
 //!   plain-data result every exporter reads.
+//! - [`fileset`]: seed 004's static workload: a SPECweb96 file set on disk and its weighted
+//!   URL list.
 //! - [`server`]: the real servers, launched from a target file through one adapter each, in
 //!   private run directories and process groups; stopped on drop.
 //! - [`procmem`]: what processes really cost, from /proc (RSS, PSS, USS, shared), and the
@@ -30,6 +32,7 @@ pub mod aggregate;
 pub mod bench;
 pub mod cli;
 pub mod engine;
+pub mod fileset;
 pub mod input;
 pub mod lab;
 pub mod procmem;

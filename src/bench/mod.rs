@@ -218,10 +218,11 @@ fn options(plan: &BenchPlan) -> Options {
         }
         Pacing::Closed { .. } => ("closed", None, None),
     };
-    let order = match (ep.endpoint.templates.len(), ep.endpoint.order) {
+    let order = match (ep.endpoint.templates.len(), &ep.endpoint.order) {
         (1, _) => "single",
         (_, Order::Sequential) => "sequential",
         (_, Order::Random) => "random",
+        (_, Order::Weighted(_)) => "weighted",
         (_, Order::Scenario) => "scenario",
     };
     Options {

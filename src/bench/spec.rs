@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::workload::{self, Common, Workload};
 use crate::aggregate::breakdown::Layout;
-use crate::engine::{Arrival, Endpoint, Pacing, Plan, Schedule, Stage, Stop, Throttle};
+use crate::engine::{Arrival, Endpoint, Order, Pacing, Plan, Schedule, Stage, Stop, Throttle};
 use crate::input::{self, InputError};
 use crate::sys;
 
@@ -258,7 +258,14 @@ impl BenchSpec {
             (Some(_), Some(_), _) => return Err(usage("give --urls or --scenario, not both".into())),
             (Some(file), None, base) => {
                 let random = self.order == Some(UrlOrder::Random);
-                Workload::url_file(file, base, random, &common, self.insecure)?
+                let work = Workload::url_file(file, base, random, &common, self.insecure)?;
+                if matches!(work.order, Order::Weighted(_)) && self.order == Some(UrlOrder::Sequential) {
+                    return Err(usage(format!(
+                        "{}: a weighted URL list is drawn at random; --order sequential would ignore the weights",
+                        file.display()
+                    )));
+                }
+                work
             }
             (None, Some(file), base) => {
                 if open {
@@ -308,7 +315,7 @@ impl BenchSpec {
             addr: work.origin.addr,
             tls: work.origin.tls.clone(),
             templates: work.templates.clone().into(),
-            order: work.order,
+            order: work.order.clone(),
         };
         let engine = Plan {
             endpoint,

@@ -12,7 +12,7 @@ use url::Url;
 
 use crate::aggregate::breakdown::{Layout, MAX_REQUEST_PARTS};
 use crate::engine::request::RequestSpec;
-use crate::engine::{Order, Template, TlsSettings};
+use crate::engine::{Order, Template, TlsSettings, Weights};
 use crate::input::{self, InputError};
 
 /// Where the requests go: scheme, host and port shared by every template.
@@ -47,6 +47,9 @@ pub struct Workload {
     pub part_of: Arc<[u16]>,
     pub warning: Option<String>,
 }
+
+/// The most lines a URL file may have.
+pub const MAX_URLS: usize = u16::MAX as usize + 1;
 
 fn usage(msg: String) -> InputError {
     InputError(msg)
@@ -119,6 +122,14 @@ pub fn parse_url(text: &str, base: Option<&Url>) -> Result<Url, InputError> {
         None => Url::parse(text),
     };
     parsed.map_err(|e| usage(format!("bad URL {text:?}: {e}")))
+}
+
+/// A URL line's weight: a finite positive number.
+fn parse_weight(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(w) if w.is_finite() && w > 0.0 => Ok(w),
+        _ => Err(format!("bad weight {text:?}: expected a positive number (weight=0.35)")),
+    }
 }
 
 /// Accepts a non-empty method of letters, digits and `-_.!~*'` (any case, any name).
@@ -208,8 +219,9 @@ impl Workload {
         layout.part_of = self.part_of.clone();
     }
 
-    /// An http_load URL file: "URL" or "METHOD URL" per line; blank lines and # comments are
-    /// skipped. Relative URLs resolve against `base`.
+    /// An http_load URL file: "URL" or "METHOD URL" per line, optionally ending in
+    /// "weight=W" (every line or none: a weighted list is drawn at random in proportion); blank
+    /// lines and # comments are skipped. Relative URLs resolve against `base`.
     pub fn url_file(
         path: &Path,
         base: Option<&str>,
@@ -220,25 +232,47 @@ impl Workload {
         let text = read_text(path, "URL file")?;
         let base = base.map(|b| parse_url(b, None)).transpose()?;
         let mut lines = Vec::new();
+        let mut weights: Vec<f64> = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
             let place = format!("{}:{}", path.display(), n + 1);
-            let mut words = line.split_whitespace();
-            let (method, target) = match (words.next(), words.next(), words.next()) {
-                (Some(u), None, _) => ("GET".to_string(), u),
-                (Some(m), Some(u), None) => (m.to_ascii_uppercase(), u),
-                _ => return Err(usage(format!("{place}: expected \"URL\" or \"METHOD URL\", got {line:?}"))),
+            let mut words: Vec<&str> = line.split_whitespace().collect();
+            let weight = match words.last().and_then(|w| w.strip_prefix("weight=")) {
+                Some(w) => {
+                    words.pop();
+                    Some(parse_weight(w).map_err(|e| usage(format!("{place}: {e}")))?)
+                }
+                None => None,
+            };
+            let (method, target) = match words[..] {
+                [u] => ("GET".to_string(), u),
+                [m, u] => (m.to_ascii_uppercase(), u),
+                _ => {
+                    return Err(usage(format!(
+                        "{place}: expected \"URL\" or \"METHOD URL\", then optionally weight=W, got {line:?}"
+                    )));
+                }
             };
             check_method(&method).map_err(|e| usage(format!("{place}: {}", e.0)))?;
             let url = parse_url(target, base.as_ref()).map_err(|e| usage(format!("{place}: {}", e.0)))?;
+            if (weights.len() != lines.len() && weight.is_some()) || (!weights.is_empty() && weight.is_none()) {
+                return Err(usage(format!(
+                    "{place}: some lines have a weight= and some not: give every line a weight, or none"
+                )));
+            }
+            weights.extend(weight);
             lines.push((place, method, url));
         }
         let Some((_, first_method, first)) = lines.first() else {
             return Err(usage(format!("URL file {}: no URL in it", path.display())));
         };
+        // Records name their template in 16 bits.
+        if lines.len() > MAX_URLS {
+            return Err(usage(format!("URL file {}: {} URLs, at most {MAX_URLS}", path.display(), lines.len())));
+        }
         let origin = Origin::of(first, insecure)?;
         let (url, method) = (first.to_string(), first_method.clone());
         let mut templates = Vec::new();
@@ -249,7 +283,11 @@ impl Workload {
             templates.push(template(&origin, method, url, common, Step { body, ..Step::default() }));
             labels.push(format!("{method} {url}"));
         }
-        let order = if random { Order::Random } else { Order::Sequential };
+        let order = match (weights.is_empty(), random) {
+            (false, _) => Order::Weighted(Weights::new(&weights)),
+            (true, true) => Order::Random,
+            (true, false) => Order::Sequential,
+        };
         Ok(Workload::new(origin, templates, labels, order, url, method))
     }
 

@@ -43,6 +43,10 @@ pub enum Command {
     Export(ExportArgs),
     /// Write a stored run as one self-contained HTML file with charts.
     Report(ReportArgs),
+    /// Write seed 004's static workload: a SPECweb96 file set (four size classes of nine files
+    /// per directory, directories scaled from --ops) and urls.txt, a weighted URL list with
+    /// SPECweb96's class mix (35/50/14/1 %) and its popularity within a class.
+    Fileset(FilesetArgs),
     /// Run the embedded pre-forking test server (Apache prefork + mod_perl, reproduced).
     Lab(LabArgs),
     /// What a server's processes really cost: RSS, PSS, USS, shared; totals; capacity.
@@ -104,6 +108,17 @@ pub struct ReportArgs {
     /// Where to write the HTML file.
     #[arg(long, required = true)]
     pub html: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct FilesetArgs {
+    /// Where to write it: a new or empty directory, or a file set written before (replaced).
+    pub dir: PathBuf,
+
+    /// The target operations per second: SPECweb96 scales the directories with it,
+    /// (int)(10 * sqrt(ops / 5)), each of 36 files and 4.9 MiB (1 to 50000).
+    #[arg(long, default_value_t = 10)]
+    pub ops: u32,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod fileset;
 pub mod history;
 pub mod lab;
 pub mod launch;
@@ -52,6 +53,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Mem(a) => mem::run(&a),
         Command::Launch(a) => launch::run(&a),
+        Command::Fileset(a) => fileset::run(&a),
         Command::Tune(a) => tune::run(&a, db),
         Command::Syscalls(a) => syscalls::run(&a),
         Command::Lab(a) => {

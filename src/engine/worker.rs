@@ -294,7 +294,7 @@ impl<S: Sink> Worker<S> {
             tls: plan.endpoint.tls.clone(),
             cursor: place.index * templates.len() / plan.threads.max(1),
             templates,
-            order: plan.endpoint.order,
+            order: plan.endpoint.order.clone(),
             rng: fastrand::Rng::with_seed(seed.wrapping_add(1)),
             keepalive: plan.keepalive,
             cookies: plan.cookies,
@@ -566,7 +566,7 @@ impl<S: Sink> Worker<S> {
     /// Begins a request on connection `i`, scheduled for `at` (now, or a little earlier in the
     /// open loop; `waited`: it was due while every connection was busy).
     fn begin(&mut self, i: usize, at: Instant, now: Instant, waited: bool) {
-        let template = match self.order {
+        let template = match &self.order {
             _ if self.templates.len() == 1 => 0,
             Order::Sequential => {
                 let t = self.cursor;
@@ -574,6 +574,7 @@ impl<S: Sink> Worker<S> {
                 t
             }
             Order::Random => self.rng.usize(..self.templates.len()),
+            Order::Weighted(w) => w.pick(self.rng.f64()),
             Order::Scenario => self.conns[i].step,
         };
         let stage = self.stages.as_ref().map_or(0, |s| s.stage_at(at.saturating_duration_since(self.origin)));

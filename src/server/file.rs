@@ -202,7 +202,13 @@ impl TargetFile {
         for (k, v) in all_values {
             super::adapters::check_knob(adapter, &k, &v).map_err(|e| InputError(format!("{}: {e}", line_of(&k))))?;
         }
-        let load = raw.load;
+        // The load's files, like the app, are relative to the target file.
+        let mut load = raw.load;
+        for f in [&mut load.urls, &mut load.scenario].into_iter().flatten() {
+            if f.is_relative() {
+                *f = dir.join(&*f);
+            }
+        }
         if let Some(p) = &load.path
             && (!p.starts_with('/') || p.starts_with("//"))
         {
@@ -272,6 +278,15 @@ mod tests {
 
     fn parse(text: &str) -> Result<TargetFile, String> {
         TargetFile::parse(text, Path::new("t.toml")).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn load_files_are_relative_to_the_target_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("urls.txt"), "/a weight=1\n/b weight=2\n").unwrap();
+        let text = "[target]\nadapter = \"lab\"\n[load]\nurls = \"urls.txt\"\n";
+        let f = TargetFile::parse(text, &dir.path().join("t.toml")).map_err(|e| e.0).unwrap();
+        assert_eq!(f.load.urls, Some(dir.path().join("urls.txt")));
     }
 
     #[test]
