@@ -10,5 +10,6 @@ mod bench_workload;
 mod lab;
 mod launch;
 mod mem_syscalls;
+mod remote;
 mod store;
 mod targets;

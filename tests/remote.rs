@@ -1,0 +1,140 @@
+//! `bench --remote`: load from other "machines", each a real sshd on a loopback port running
+//! the test's own webtune, against nginx, whose access log is the truth.
+
+use std::time::{Duration, Instant};
+
+use crate::support::nginx::Nginx;
+use crate::support::sshd::{HostKind, SshLab, agents};
+use crate::support::{assert_valid, num};
+
+fn lab_of(kinds: &[HostKind]) -> Option<(SshLab, Vec<String>)> {
+    let mut lab = SshLab::new()?;
+    let hosts = kinds.iter().map(|k| lab.host(*k)).collect();
+    Some((lab, hosts))
+}
+
+#[test]
+fn a_bench_through_two_hosts_and_this_machine_is_merged_exactly() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    let Some((lab, hosts)) = lab_of(&[HostKind::Real, HostKind::Real]) else { return };
+    let url = ng.url("/");
+    let run = lab.run(
+        &["bench", &url, "-n", "3001", "-c", "6", "--json", "-q", "--remote", &hosts[0], "--remote", &hosts[1]],
+        Duration::from_secs(90),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_valid(&v);
+    // Every request nginx saw is in the merged report, and no other.
+    let logged = ng.access_log(3001).len() as u64;
+    assert_eq!(num(&v, "/result/requests"), 3001);
+    assert_eq!(logged, 3001, "nginx's access log");
+    assert_eq!(num(&v, "/result/succeeded"), 3001);
+    assert_eq!(num(&v, "/options/connections"), 6);
+    let lines = v["breakdown"]["hosts"].as_array().unwrap();
+    let labels: Vec<&str> = lines.iter().map(|l| l["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["local", hosts[0].as_str(), hosts[1].as_str()]);
+    let shares: Vec<u64> = lines.iter().map(|l| l["requests"].as_u64().unwrap()).collect();
+    assert_eq!(shares, [1001, 1000, 1000], "-n split exactly");
+    // The text report shows each host's line.
+    let text = lab.run(
+        &["bench", &url, "-n", "40", "-c", "2", "-q", "--remote-only", "--remote", &hosts[0], "--remote", &hosts[1]],
+        Duration::from_secs(60),
+    );
+    assert_eq!(text.code, 0, "stderr: {}", text.stderr);
+    assert!(text.stdout.contains("By host"), "{}", text.stdout);
+    assert!(text.stdout.lines().any(|l| l.starts_with(&hosts[1]) && l.contains(" 20 ")), "{}", text.stdout);
+    assert!(!text.stdout.contains("local"), "--remote-only sends nothing from here: {}", text.stdout);
+}
+
+/// Waits until `n` agents whose command line mentions `marker` run.
+fn wait_agents(marker: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while agents(marker).len() < n {
+        assert!(Instant::now() < deadline, "the remote benches did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn assert_no_agent_left(marker: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !agents(marker).is_empty() {
+        assert!(Instant::now() < deadline, "webtune left running on a host: {:?}", agents(marker));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn ctrl_c_stops_every_host_and_keeps_the_figures_so_far() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    let Some((lab, hosts)) = lab_of(&[HostKind::Real, HostKind::Real]) else { return };
+    let url = ng.url("/");
+    let child = lab
+        .webtune(&[
+            "bench", &url, "-d", "60s", "-c", "3", "--rate", "200", "--json", "-q", "--remote", &hosts[0], "--remote",
+            &hosts[1],
+        ])
+        .spawn()
+        .unwrap();
+    wait_agents(&url, 2);
+    // Under way on every machine: nginx has served a good part of a second's requests.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ng.access_log(0).len() < 300 {
+        assert!(Instant::now() < deadline, "the load did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let run = crate::support::finish(child, Duration::from_secs(30), &["bench --remote (interrupted)"]);
+    assert_eq!(run.code, 0, "stderr: {}\nstdout: {}", run.stderr, run.stdout);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["interrupted"], true);
+    let lines = v["breakdown"]["hosts"].as_array().unwrap();
+    assert_eq!(lines.len(), 3);
+    assert!(lines.iter().all(|l| l["requests"].as_u64().unwrap() > 0), "every host's figures so far: {lines:#?}");
+    assert_no_agent_left(&url);
+    assert_eq!(ng.access_log(num(&v, "/result/requests") as usize).len() as u64, num(&v, "/result/requests"));
+}
+
+#[test]
+fn a_killed_client_leaves_no_webtune_on_the_hosts() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    let Some((lab, hosts)) = lab_of(&[HostKind::Real]) else { return };
+    let url = ng.url("/");
+    let mut child = lab
+        .webtune(&["bench", &url, "-d", "60s", "-c", "1", "--rate", "50", "-q", "--remote-only", "--remote", &hosts[0]])
+        .spawn()
+        .unwrap();
+    wait_agents(&url, 1);
+    // SIGKILL: nothing runs in webtune to stop the hosts; their SSH sessions end with it.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_no_agent_left(&url);
+}
+
+#[test]
+fn a_host_with_another_version_or_that_refuses_the_key_is_a_one_line_error() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    let Some((lab, hosts)) = lab_of(&[HostKind::Real, HostKind::WrongVersion, HostKind::RefusesKey]) else { return };
+    let url = ng.url("/");
+    let version = env!("CARGO_PKG_VERSION");
+    let run =
+        lab.run(&["bench", &url, "-n", "10", "--remote", &hosts[0], "--remote", &hosts[1]], Duration::from_secs(60));
+    assert_eq!(run.code, 2, "stderr: {}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "webtune: {} has webtune 9.9.9, this machine webtune {version}: install the same version on both\n",
+            hosts[1]
+        )
+    );
+    let run = lab.run(&["bench", &url, "-n", "10", "--remote", &hosts[2]], Duration::from_secs(60));
+    assert_eq!(run.code, 2, "stderr: {}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with(&format!("webtune: {}: ssh failed: ", hosts[2]))
+            && run.stderr.contains("Permission denied"),
+        "{}",
+        run.stderr
+    );
+    assert!(ng.access_log(0).is_empty(), "nothing was sent before the hosts were checked");
+}
