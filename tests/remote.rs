@@ -138,3 +138,46 @@ fn a_host_with_another_version_or_that_refuses_the_key_is_a_one_line_error() {
     );
     assert!(ng.access_log(0).is_empty(), "nothing was sent before the hosts were checked");
 }
+
+#[test]
+fn a_tune_with_remote_hosts_completes_and_its_points_say_where_the_load_came_from() {
+    let Some((lab, hosts)) = lab_of(&[HostKind::Real, HostKind::Real]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lab.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\ncpu = \"1ms\"\n[knobs]\nworkers = [1, 2]\n\
+             [load]\nconnections = 4\nduration = \"700ms\"\nremote = [\"{}\", \"{}\"]\nremote_only = true\n",
+            env!("CARGO_BIN_EXE_webtune"),
+            hosts[0],
+            hosts[1]
+        ),
+    )
+    .unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let run = lab.run(
+        &[
+            "tune",
+            file.to_str().unwrap(),
+            "--json",
+            "-q",
+            "--repeats",
+            "1",
+            "--max-rounds",
+            "2",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+        Duration::from_secs(300),
+    );
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert!(points.len() >= 2, "{v:#}");
+    for p in points {
+        assert_eq!(p["status"]["status"], "ok", "{p:#}");
+        assert_eq!(p["load_from"], serde_json::json!([hosts[0], hosts[1]]), "{p:#}");
+        assert!(p["samples"][0]["succeeded"].as_u64().unwrap() > 0, "{p:#}");
+    }
+}

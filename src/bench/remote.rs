@@ -75,8 +75,9 @@ impl Host {
     fn command(&self, ssh: &[String], remote_command: &str) -> Command {
         let mut c = Command::new(&ssh[0]);
         c.args(&ssh[1..]);
-        // No prompt can block the run; a host that stops answering is noticed within 15 s.
-        c.args(["-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]);
+        // No prompt can block the run; a host that does not answer is noticed within 10 to 15 s.
+        c.args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]);
+        c.args(["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]);
         if let Some(p) = self.port {
             c.args(["-p", &p.to_string()]);
         }

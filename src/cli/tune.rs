@@ -57,6 +57,10 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     // A knob fixed by --set is not swept.
     let knobs: Knobs = file.knobs.iter().filter(|(k, _)| !sets.iter().any(|(s, _)| s == k)).cloned().collect();
     let load = Load::of(file.load.clone());
+    // Every host answers, runs this version and keeps time, before the first trial.
+    if let Some(remote) = crate::bench::remote::Remote::of(&file.load)? {
+        remote.check()?;
+    }
     let memory = match &a.memory {
         Some(m) => Some(Budget::parse("--memory", m)?),
         None => file.memory,

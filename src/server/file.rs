@@ -153,12 +153,13 @@ impl TargetFile {
                     t.listen
                 ))
             })?;
+        let load = raw.load;
         if !is_loopback(&host) {
-            return Err(InputError(format!(
-                "{}: listen {:?}: webtune starts servers on loopback addresses only (127.0.0.0/8, ::1)",
-                line_of("listen"),
-                t.listen
-            )));
+            check_reachable(&host, &load)
+                .map_err(|why| InputError(format!("{}: listen {:?}: {why}", line_of("listen"), t.listen)))?;
+        }
+        if let Err(e) = crate::bench::remote::Remote::of(&load) {
+            return Err(e.at(&line_of("remote")));
         }
         let ready_timeout = t.ready_timeout.unwrap_or_default();
         if !t.ready.starts_with('/') {
@@ -202,7 +203,6 @@ impl TargetFile {
         for (k, v) in all_values {
             super::adapters::check_knob(adapter, &k, &v).map_err(|e| InputError(format!("{}: {e}", line_of(&k))))?;
         }
-        let load = raw.load;
         if let Some(p) = &load.path
             && (!p.starts_with('/') || p.starts_with("//"))
         {
@@ -245,6 +245,23 @@ impl TargetFile {
     pub fn settings(&self, overrides: &[(String, String)]) -> Settings {
         Settings(self.config.clone()).with_all(overrides)
     }
+}
+
+/// Why a server may not listen on `host`, a non-loopback address: only when `[load] remote`
+/// hosts must reach it, and only on an address of this machine.
+fn check_reachable(host: &str, load: &BenchSpec) -> Result<(), String> {
+    let loopback_only = "webtune starts servers on loopback addresses only (127.0.0.0/8, ::1), \
+                         or, with [load] remote hosts that must reach it, on an address of this machine";
+    if load.remote.is_empty() {
+        return Err(loopback_only.into());
+    }
+    let ip: std::net::IpAddr = host.parse().map_err(|_| format!("{loopback_only}: give it as an IP address"))?;
+    let ours = crate::sys::local_addresses();
+    if ip.is_unspecified() || !ours.contains(&ip) {
+        let ours: Vec<String> = ours.iter().map(ToString::to_string).collect();
+        return Err(format!("{loopback_only}; {ip} is not one (this machine has {})", ours.join(", ")));
+    }
+    Ok(())
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -303,10 +320,31 @@ mod tests {
         let e = parse("[target]\nadapter = \"lab\"\n[load]\nconnections = \"many\"\n").unwrap_err();
         assert!(e.starts_with("t.toml:4: connections:"), "{e}");
         let e = parse("[target]\nadapter = \"lab\"\nlisten = \"10.0.0.1:80\"\n").unwrap_err();
-        assert!(e.contains("loopback"), "{e}");
+        assert!(e.starts_with("t.toml:3: listen \"10.0.0.1:80\": webtune starts servers on loopback"), "{e}");
+        assert!(e.contains("with [load] remote hosts"), "{e}");
         let e = parse("[target]\nadapter = \"lab\"\n[budget]\nmemory = \"lots\"\n").unwrap_err();
         assert!(e.starts_with("t.toml:4:") && e.contains("budget"), "{e}");
         let e = parse("[target]\nadapter = \"command\"\n").unwrap_err();
         assert!(e.contains("command ="), "{e}");
+    }
+
+    #[test]
+    fn a_server_listens_beyond_loopback_only_for_remote_hosts_and_on_an_address_of_this_machine() {
+        let file = |listen: &str| {
+            format!("[target]\nadapter = \"lab\"\nlisten = \"{listen}\"\n[load]\nremote = [\"ssh://loadgen1\"]\n")
+        };
+        // 192.0.2.0/24 is for documentation: no machine has it.
+        let e = parse(&file("192.0.2.7:80")).unwrap_err();
+        assert!(e.starts_with("t.toml:3: listen \"192.0.2.7:80\": "), "{e}");
+        assert!(e.contains("192.0.2.7 is not one (this machine has 127.0.0.1"), "{e}");
+        let e = parse(&file("0.0.0.0:80")).unwrap_err();
+        assert!(e.contains("0.0.0.0 is not one"), "{e}");
+        assert!(parse(&file("127.0.0.1:0")).is_ok(), "loopback stays allowed");
+        if let Some(ours) = crate::sys::local_addresses().into_iter().find(|ip| ip.is_ipv4() && !ip.is_loopback()) {
+            let f = parse(&file(&format!("{ours}:0"))).expect("an address of this machine");
+            assert_eq!(f.host, ours.to_string());
+        }
+        let e = parse("[target]\nadapter = \"lab\"\n[load]\nremote = [\"loadgen1\"]\n").unwrap_err();
+        assert!(e.starts_with("t.toml:4: --remote \"loadgen1\""), "{e}");
     }
 }
