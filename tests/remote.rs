@@ -112,9 +112,33 @@ fn a_killed_client_leaves_no_webtune_on_the_hosts() {
 }
 
 #[test]
-fn a_host_with_another_version_or_that_refuses_the_key_is_a_one_line_error() {
+fn a_lost_host_stops_the_others_and_fails_the_run_naming_it() {
     let Some(ng) = Nginx::start("", "") else { return };
-    let Some((lab, hosts)) = lab_of(&[HostKind::Real, HostKind::WrongVersion, HostKind::RefusesKey]) else { return };
+    let Some((mut lab, hosts)) = lab_of(&[HostKind::Real, HostKind::Real]) else { return };
+    let url = ng.url("/");
+    let child = lab
+        .webtune(&[
+            "bench", &url, "-d", "60s", "-c", "3", "--rate", "60", "-q", "--remote", &hosts[0], "--remote", &hosts[1],
+        ])
+        .spawn()
+        .unwrap();
+    wait_agents(&url, 2);
+    lab.hosts[1].kill_all();
+    let run = crate::support::finish(child, Duration::from_secs(40), &["bench --remote (a host lost)"]);
+    assert_eq!(run.code, 1, "stderr: {}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.starts_with(&format!("webtune: {}: ", hosts[1])), "{}", run.stderr);
+    assert_no_agent_left(&url);
+}
+
+#[test]
+fn a_host_with_another_version_a_refused_key_or_a_clock_off_is_a_one_line_error() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    let Some((lab, hosts)) =
+        lab_of(&[HostKind::Real, HostKind::WrongVersion, HostKind::RefusesKey, HostKind::SkewedClock])
+    else {
+        return;
+    };
     let url = ng.url("/");
     let version = env!("CARGO_PKG_VERSION");
     let run =
@@ -133,6 +157,14 @@ fn a_host_with_another_version_or_that_refuses_the_key_is_a_one_line_error() {
     assert!(
         run.stderr.starts_with(&format!("webtune: {}: ssh failed: ", hosts[2]))
             && run.stderr.contains("Permission denied"),
+        "{}",
+        run.stderr
+    );
+    let run = lab.run(&["bench", &url, "-n", "10", "--remote", &hosts[3]], Duration::from_secs(60));
+    assert_eq!(run.code, 2, "stderr: {}", run.stderr);
+    assert!(
+        run.stderr.starts_with(&format!("webtune: {}: its clock is 5.", hosts[3]))
+            && run.stderr.ends_with("s away from this machine's (at most 1 s): synchronise the clocks (NTP)\n"),
         "{}",
         run.stderr
     );

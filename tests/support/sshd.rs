@@ -29,6 +29,8 @@ pub enum HostKind {
     WrongVersion,
     /// A host that refuses the client's key.
     RefusesKey,
+    /// The test's own webtune, and a `date` 5 s ahead.
+    SkewedClock,
 }
 
 impl SshLab {
@@ -60,6 +62,12 @@ impl SshLab {
         std::fs::write(fake.join("webtune"), "#!/bin/sh\necho 'webtune 9.9.9'\n").unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(fake.join("webtune"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let skewed = d.join("skewed-bin");
+        std::fs::create_dir(&skewed).unwrap();
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_webtune"), skewed.join("webtune")).unwrap();
+        std::fs::write(skewed.join("date"), "#!/bin/sh\necho \"$(( $(/bin/date +%s) + 5 )).$(/bin/date +%N)\"\n")
+            .unwrap();
+        std::fs::set_permissions(skewed.join("date"), std::fs::Permissions::from_mode(0o755)).unwrap();
         let user = nix::unistd::User::from_uid(nix::unistd::geteuid()).unwrap().unwrap().name;
         std::fs::write(
             d.join("ssh_config"),
@@ -83,6 +91,7 @@ impl SshLab {
             HostKind::Real => ("bin", "authorized_keys"),
             HostKind::WrongVersion => ("fake-bin", "authorized_keys"),
             HostKind::RefusesKey => ("bin", "no_keys"),
+            HostKind::SkewedClock => ("skewed-bin", "authorized_keys"),
         };
         let host_pub = std::fs::read_to_string(d.join("host_key.pub")).unwrap();
         for _attempt in 0..5 {
@@ -151,6 +160,40 @@ impl SshLab {
         let child = self.webtune(args).spawn().expect("start webtune");
         super::finish(child, limit, args)
     }
+}
+
+impl Sshd {
+    /// The host is lost: sshd and the sshd processes serving its sessions are killed at once
+    /// (each session is its own process group, so they are found by parentage), which closes
+    /// the sessions' connections and pipes as a crash of the host would.
+    pub fn kill_all(&mut self) {
+        let mut doomed = vec![self.child.id() as i32];
+        let mut i = 0;
+        while i < doomed.len() {
+            doomed.extend(children(doomed[i]).into_iter().filter(|&pid| comm(pid).starts_with("sshd")));
+            i += 1;
+        }
+        for pid in doomed {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default()
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            // The parent is the second field after the command, which may hold spaces.
+            stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok()) == Some(pid)
+        })
+        .collect()
 }
 
 impl Drop for Sshd {
