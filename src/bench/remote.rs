@@ -15,6 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::BenchSpec;
+use super::spec::DEFAULT_TIMEOUT;
 use crate::aggregate::BenchReport;
 use crate::aggregate::result::SCHEMA_ID;
 use crate::input::InputError;
@@ -214,7 +215,8 @@ impl Remote {
         for a in &mut agents {
             a.say(GO);
         }
-        let report_by = spec.run_length().map(|d| Instant::now() + d + spec.timeout.unwrap_or_default() + REPORT_GRACE);
+        let report_by =
+            spec.run_length().map(|d| Instant::now() + d + spec.timeout.unwrap_or(DEFAULT_TIMEOUT) + REPORT_GRACE);
 
         let local = std::thread::scope(|s| -> anyhow::Result<Option<BenchReport>> {
             let local = local_plan.as_ref().map(|p| {
@@ -323,8 +325,21 @@ pub fn split(spec: &BenchSpec, parts: usize) -> Result<Vec<BenchSpec>, InputErro
         .collect())
 }
 
-/// The remote shell line that runs `spec` as an agent.
+/// The remote shell line that runs `spec` as an agent. Files are named by absolute paths: a
+/// host reads them at the same place (a relative path would start from the remote home).
 fn agent_command(spec: &BenchSpec) -> Result<String, InputError> {
+    let absolute = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| std::path::absolute(p).unwrap_or(p.clone()));
+    let body = spec.body.as_ref().map(|b| match b.strip_prefix('@') {
+        Some(file) => format!("@{}", std::path::absolute(file).map_or(file.into(), |p| p.display().to_string())),
+        None => b.clone(),
+    });
+    let spec = BenchSpec {
+        urls: absolute(&spec.urls),
+        scenario: absolute(&spec.scenario),
+        post_file: absolute(&spec.post_file),
+        body,
+        ..spec.clone()
+    };
     let mut words = vec!["webtune".to_string(), "bench".into()];
     words.extend(spec.to_args());
     words.extend(["--json".into(), "--quiet".into(), "--agent".into()]);
@@ -514,6 +529,26 @@ mod tests {
             let e = Host::parse(bad).unwrap_err().0;
             assert!(e.contains("expected ssh://[user@]host[:port]"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_host_runs_the_agent_with_files_at_absolute_paths_and_every_word_quoted() {
+        let spec = BenchSpec {
+            url: Some("http://10.0.0.5:8080/".into()),
+            urls: Some("list.txt".into()),
+            body: Some("@body file".into()),
+            headers: vec!["X-A: it's; rm -rf /".into()],
+            ..Default::default()
+        };
+        let line = agent_command(&spec).unwrap();
+        let words = shlex::split(&line).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(words[..3], ["webtune", "bench", "http://10.0.0.5:8080/"]);
+        assert!(words.ends_with(&["--json".into(), "--quiet".into(), "--agent".into()]), "{words:?}");
+        let after = |flag: &str| words[words.iter().position(|w| w == flag).unwrap() + 1].clone();
+        assert_eq!(after("-H"), "X-A: it's; rm -rf /");
+        assert_eq!(after("--urls"), cwd.join("list.txt").display().to_string());
+        assert_eq!(after("--body"), format!("@{}", cwd.join("body file").display()));
     }
 
     #[test]
