@@ -213,3 +213,44 @@ fn a_tune_with_remote_hosts_completes_and_its_points_say_where_the_load_came_fro
         assert!(p["samples"][0]["succeeded"].as_u64().unwrap() > 0, "{p:#}");
     }
 }
+
+#[test]
+fn ctrl_c_in_a_tune_with_remote_hosts_keeps_the_points_and_leaves_no_webtune() {
+    let Some((lab, hosts)) = lab_of(&[HostKind::Real]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lab.toml");
+    // The header marks this test's agents among those of other tests.
+    let marker = format!("tune-interrupted-{}", std::process::id());
+    std::fs::write(
+        &file,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2, 3]\n\
+             [load]\nconnections = 2\nduration = \"2s\"\nheader = [\"X-Test: {marker}\"]\nremote = [\"{}\"]\n",
+            env!("CARGO_BIN_EXE_webtune"),
+            hosts[0]
+        ),
+    )
+    .unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let child = lab
+        .webtune(&["tune", file.to_str().unwrap(), "-q", "--repeats", "1", "--journal", journal.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    // The baseline is in the journal and the next trial's load is under way.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let points = std::fs::read_to_string(&journal).unwrap_or_default().lines().count();
+        if points >= 2 && !agents(&marker).is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no point measured through the host");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let run = crate::support::finish(child, Duration::from_secs(60), &["tune (interrupted)"]);
+    assert_eq!(run.code, 130, "stderr: {}", run.stderr);
+    assert_no_agent_left(&marker);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let baseline: serde_json::Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(baseline["load_from"], serde_json::json!(["local", hosts[0]]), "{baseline:#}");
+}
