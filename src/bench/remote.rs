@@ -192,88 +192,101 @@ impl Remote {
         }
         drop(events);
 
-        // Everyone ready, then "go" to all at once.
-        let deadline = Instant::now() + ANSWER_WITHIN;
-        let mut ready = 0;
-        let mut reports: Vec<Option<BenchReport>> = vec![None; agents.len()];
-        while ready < agents.len() {
-            if interrupt.load(Ordering::SeqCst) {
-                anyhow::bail!("interrupted before the hosts were ready");
-            }
-            match inbox.recv_timeout(Duration::from_millis(100)) {
-                Ok(Event::Ready) => ready += 1,
-                Ok(Event::Done(i, r)) => return Err(lost(&agents[i], r.err().unwrap_or_default())),
-                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => {
-                    let late = agents.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ");
-                    anyhow::bail!("not every host was ready within {} s ({late})", ANSWER_WITHIN.as_secs());
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => anyhow::bail!("the hosts' readers ended"),
-            }
-        }
+        wait_ready(&agents, &inbox, interrupt)?;
+        // All at once, this machine's share with them.
         let stop = Arc::new(AtomicBool::new(false));
         for a in &mut agents {
             a.say(GO);
         }
         let report_by =
             spec.run_length().map(|d| Instant::now() + d + spec.timeout.unwrap_or(DEFAULT_TIMEOUT) + REPORT_GRACE);
-
-        let local = std::thread::scope(|s| -> anyhow::Result<Option<BenchReport>> {
+        let (local, reports) = std::thread::scope(|s| {
             let local = local_plan.as_ref().map(|p| {
                 let stop = stop.clone();
                 s.spawn(move || super::run(p, &stop))
             });
-            let mut failure = None;
-            let mut stopped = false;
-            let mut waiting = agents.len();
-            while waiting > 0 {
-                if !stopped && (interrupt.load(Ordering::SeqCst) || failure.is_some()) {
-                    stopped = true;
-                    stop.store(true, Ordering::SeqCst);
-                    agents.iter_mut().for_each(|a| a.say(STOP));
-                }
-                match inbox.recv_timeout(Duration::from_millis(100)) {
-                    Ok(Event::Done(i, Ok(r))) => {
-                        reports[i] = Some(*r);
-                        waiting -= 1;
-                    }
-                    Ok(Event::Done(i, Err(e))) => {
-                        waiting -= 1;
-                        failure.get_or_insert_with(|| lost(&agents[i], e));
-                    }
-                    Ok(Event::Ready) => {}
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if report_by.is_some_and(|t| Instant::now() > t) {
-                            let late: Vec<&str> = (0..agents.len())
-                                .filter(|&i| reports[i].is_none())
-                                .map(|i| agents[i].name.as_str())
-                                .collect();
-                            failure.get_or_insert_with(|| {
-                                anyhow::anyhow!("{}: no report in time: the host was lost", late.join(", "))
-                            });
-                            break;
-                        }
-                    }
-                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                }
-            }
-            if failure.is_some() {
-                stop.store(true, Ordering::SeqCst);
-            }
+            let reports = collect(&mut agents, &inbox, interrupt, &stop, report_by);
+            // Whatever happened to the hosts, this machine's share ends too.
+            stop.store(true, Ordering::SeqCst);
             let local = match local {
                 Some(h) => Some(h.join().map_err(|_| anyhow::anyhow!("the local bench panicked"))??),
                 None => None,
             };
-            match failure {
-                Some(e) => Err(e),
-                None => Ok(local),
-            }
+            anyhow::Ok((local, reports?))
         })?;
         drop(agents);
 
         let mut all: Vec<BenchReport> = local.into_iter().collect();
-        all.extend(reports.into_iter().flatten());
+        all.extend(reports);
         merge(all, &names)
+    }
+}
+
+/// Waits until every agent has said it is ready (its plan checked); fails on Ctrl-C, on an
+/// agent that ended instead, or after `ANSWER_WITHIN`.
+fn wait_ready(agents: &[Agent], inbox: &mpsc::Receiver<Event>, interrupt: &AtomicBool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + ANSWER_WITHIN;
+    let mut ready = 0;
+    while ready < agents.len() {
+        if interrupt.load(Ordering::SeqCst) {
+            anyhow::bail!("interrupted before the hosts were ready");
+        }
+        match inbox.recv_timeout(Duration::from_millis(100)) {
+            Ok(Event::Ready) => ready += 1,
+            Ok(Event::Done(i, r)) => return Err(lost(&agents[i], r.err().unwrap_or_default())),
+            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => {
+                let names = agents.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ");
+                anyhow::bail!("not every host was ready within {} s ({names})", ANSWER_WITHIN.as_secs());
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => anyhow::bail!("the hosts' readers ended"),
+        }
+    }
+    Ok(())
+}
+
+/// Every agent's report, in the agents' order. Ctrl-C (`interrupt`) or a lost host sets
+/// `stop` and tells every agent to stop (they report what they measured so far); a lost host,
+/// or one that has not reported by `report_by`, fails the whole run, naming it.
+fn collect(
+    agents: &mut [Agent],
+    inbox: &mpsc::Receiver<Event>,
+    interrupt: &AtomicBool,
+    stop: &AtomicBool,
+    report_by: Option<Instant>,
+) -> anyhow::Result<Vec<BenchReport>> {
+    let mut reports: Vec<Option<BenchReport>> = vec![None; agents.len()];
+    let mut failure = None;
+    let mut stopped = false;
+    let mut waiting = agents.len();
+    while waiting > 0 {
+        if !stopped && (interrupt.load(Ordering::SeqCst) || failure.is_some()) {
+            stopped = true;
+            stop.store(true, Ordering::SeqCst);
+            agents.iter_mut().for_each(|a| a.say(STOP));
+        }
+        match inbox.recv_timeout(Duration::from_millis(100)) {
+            Ok(Event::Done(i, result)) => {
+                waiting -= 1;
+                match result {
+                    Ok(r) => reports[i] = Some(*r),
+                    Err(e) if failure.is_none() => failure = Some(lost(&agents[i], e)),
+                    Err(_) => {}
+                }
+            }
+            Ok(Event::Ready) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) if report_by.is_some_and(|t| Instant::now() > t) => {
+                let late: Vec<&str> =
+                    agents.iter().zip(&reports).filter(|(_, r)| r.is_none()).map(|(a, _)| a.name.as_str()).collect();
+                return Err(failure.unwrap_or_else(|| anyhow::anyhow!("{}: no report in time: lost", late.join(", "))));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => anyhow::bail!("the hosts' readers ended"),
+        }
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(reports.into_iter().flatten().collect()),
     }
 }
 
