@@ -375,7 +375,12 @@ fn ssh_command() -> Result<Vec<String>, InputError> {
 fn failure(code: Option<i32>, stderr: &[u8]) -> String {
     let last = last_line(stderr);
     match code {
-        Some(255) => format!("ssh failed: {last} (the host must accept this machine's key without a prompt)"),
+        Some(255) if last.contains("Permission denied") || last.contains("verification failed") => {
+            format!(
+                "ssh failed: {last} (no prompt is possible: the host must accept a key of yours, and be in known_hosts)"
+            )
+        }
+        Some(255) => format!("ssh failed: {last}"),
         Some(127) => format!("no webtune on the host's PATH ({last})"),
         Some(c) => format!("exit status {c}: {last}"),
         None => format!("killed by a signal: {last}"),
