@@ -11,5 +11,6 @@ mod fileset;
 mod lab;
 mod launch;
 mod mem_syscalls;
+mod remote;
 mod store;
 mod targets;

@@ -83,7 +83,7 @@ impl BreakdownSink {
         let requests = self.requests.iter().zip(&layout.requests).map(|(s, l)| s.to_part(l.clone(), secs)).collect();
         let clients: Vec<Part> =
             self.clients.iter().zip(["fast", "throttled"]).map(|(s, l)| s.to_part(l.to_string(), secs)).collect();
-        Breakdown { stages, requests, clients }
+        Breakdown { stages, requests, clients, hosts: Vec::new() }
     }
 }
 

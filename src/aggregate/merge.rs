@@ -50,6 +50,7 @@ pub fn merge(reports: &[BenchReport], names: &[String]) -> anyhow::Result<BenchR
         stages: merge_parts(reports.iter().map(|r| &r.breakdown.stages), max)?,
         requests: merge_parts(reports.iter().map(|r| &r.breakdown.requests), max)?,
         clients: merge_parts(reports.iter().map(|r| &r.breakdown.clients), max)?,
+        hosts: merge_parts(reports.iter().map(|r| &r.breakdown.hosts), max)?,
     };
     Ok(BenchReport {
         schema: first.schema.clone(),

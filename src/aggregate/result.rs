@@ -44,6 +44,9 @@ pub struct Breakdown {
     pub requests: Vec<Part>,
     /// Fast clients, then throttled ones.
     pub clients: Vec<Part>,
+    /// One per machine that sent load (`--remote`): "local", then each ssh:// host.
+    #[serde(default)]
+    pub hosts: Vec<Part>,
 }
 
 /// One slice of a run's requests.

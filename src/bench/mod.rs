@@ -4,6 +4,7 @@
 //! `mem --url` all call it in code; none of them builds an argv.
 
 pub mod hdrlog;
+pub mod remote;
 pub mod spec;
 pub mod workload;
 

@@ -105,6 +105,11 @@ pub struct BenchSpec {
     pub slow_share: Option<f64>,
     /// Seeds random URL order and Poisson arrivals (default: from the clock).
     pub seed: Option<u64>,
+    /// Hosts that send a share of the load too, `ssh://[user@]host[:port]` (see `remote`).
+    pub remote: Vec<String>,
+    /// With `remote`: this machine sends none of the load.
+    #[serde(alias = "remote-only")]
+    pub remote_only: bool,
 }
 
 /// The checked run: everything the engine and the exporters need.
@@ -172,6 +177,51 @@ impl BenchSpec {
             (None, Some(d)) => Some(d),
             (None, None) => Some(DEFAULT_DURATION),
         }
+    }
+
+    /// The `webtune bench` arguments that ask for this spec (the URL first): what a remote host
+    /// runs. Values are written exactly (durations in nanoseconds); `remote` is not included.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a: Vec<String> = self.url.iter().cloned().collect();
+        let mut flag = |name: &str, value: Option<String>| {
+            if let Some(v) = value {
+                a.push(name.to_string());
+                a.push(v);
+            }
+        };
+        let nanos = |d: Option<Duration>| d.map(|d| format!("{}ns", d.as_nanos()));
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        flag("-c", self.connections.map(|c| c.to_string()));
+        flag("-n", self.requests.map(|n| n.to_string()));
+        flag("-d", nanos(self.duration));
+        flag("-t", self.threads.map(|t| t.to_string()));
+        flag("-m", self.method.clone());
+        for h in &self.headers {
+            flag("-H", Some(h.clone()));
+        }
+        flag("-p", path(&self.post_file));
+        flag("-T", self.content_type.clone());
+        flag("--body", self.body.clone());
+        flag("--timeout", nanos(self.timeout));
+        flag("--connect-timeout", nanos(self.connect_timeout));
+        flag("--rate", self.rate.map(|r| r.to_string()));
+        flag("--arrival", self.arrival.map(|v| value_name(&v)));
+        flag("--stages", self.stages.clone());
+        flag("--urls", path(&self.urls));
+        flag("--order", self.order.map(|v| value_name(&v)));
+        flag("--scenario", path(&self.scenario));
+        flag("--throttle", self.throttle.map(|b| format!("{b}B/s")));
+        flag("--slow-share", self.slow_share.map(|s| s.to_string()));
+        flag("--seed", self.seed.map(|s| s.to_string()));
+        let switches = [
+            (self.no_keepalive, "--no-keepalive"),
+            (self.no_coalesce, "--no-coalesce"),
+            (self.insecure, "--insecure"),
+            (self.open, "--open"),
+            (self.cookies, "--cookies"),
+        ];
+        a.extend(switches.iter().filter(|(on, _)| *on).map(|(_, name)| name.to_string()));
+        a
     }
 
     /// Checks the spec and renders its requests. Each error names the flag it is about.
@@ -344,6 +394,11 @@ impl BenchSpec {
             },
         })
     }
+}
+
+/// The flag value that names `v` (`--arrival poisson`).
+fn value_name(v: &impl clap::ValueEnum) -> String {
+    v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
 }
 
 /// "10s:100,30s:1000,10s:0".

@@ -494,4 +494,20 @@ pub struct BenchArgs {
     /// Seed for random URL order and Poisson arrivals (default: from the clock; reported).
     #[arg(long = "seed")]
     pub seed: Option<u64>,
+
+    /// Send a share of the load from this host too, ssh://[user@]host[:port] (repeatable):
+    /// the same bench runs there through ssh (BatchMode; $WEBTUNE_SSH replaces `ssh`) with the
+    /// host's own webtune, of this version, found on its PATH. -c, -n and --rate are split
+    /// between the machines; the reports merge exactly, with one line per machine.
+    #[arg(long = "remote", value_name = "ssh://[user@]host[:port]")]
+    pub remote: Vec<String>,
+
+    /// With --remote: send no load from this machine.
+    #[arg(long = "remote-only", requires = "remote")]
+    pub remote_only: bool,
+
+    /// Run as a remote host's share: ready line, start on "go", stop on "stop" or when
+    /// standard input closes (the SSH session ended).
+    #[arg(long = "agent", hide = true)]
+    pub agent: bool,
 }

@@ -3,8 +3,12 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use std::io::{BufRead, Write};
+use std::sync::atomic::Ordering;
+
 use super::args::BenchArgs;
-use crate::bench::{self, BenchSpec};
+use crate::bench::remote::{self, Remote};
+use crate::bench::{self, BenchPlan, BenchSpec};
 use crate::input::{self, InputError};
 use crate::report::progress::ProgressLine;
 
@@ -40,19 +44,38 @@ pub fn spec(a: &BenchArgs) -> Result<BenchSpec, InputError> {
         throttle: a.throttle.as_deref().map(|t| input::bandwidth("--throttle", t)).transpose()?,
         slow_share: a.slow_share.as_deref().map(|s| input::share("--slow-share", s)).transpose()?,
         seed: a.seed,
+        remote: a.remote.clone(),
+        remote_only: a.remote_only,
     })
 }
 
 /// Runs the bench, prints the report and stores it; exit 1 when storing fails or nothing succeeded.
 pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let mut plan = spec(a)?.plan()?;
+    let spec = spec(a)?;
+    let mut plan = spec.plan()?;
+    if a.agent {
+        return agent(&plan);
+    }
     plan.hdr_log = a.hdr_log.clone();
-    let mut line = ProgressLine::new(a.quiet || a.json);
-    let report = bench::run_watched(&plan, &crate::sys::interrupt_flag(), &mut |t| {
-        line.draw(t.elapsed, t.succeeded, t.failed, t.rate, t.goal)
-    });
-    line.clear();
-    let report = report?;
+    let report = match Remote::of(&spec)? {
+        Some(remote) => {
+            if a.hdr_log.is_some() {
+                return Err(
+                    InputError("--hdr-log cannot be used with --remote (each host has its own clock)".into()).into()
+                );
+            }
+            remote.check()?;
+            remote.run(&spec, &crate::sys::interrupt_flag())?
+        }
+        None => {
+            let mut line = ProgressLine::new(a.quiet || a.json);
+            let report = bench::run_watched(&plan, &crate::sys::interrupt_flag(), &mut |t| {
+                line.draw(t.elapsed, t.succeeded, t.failed, t.rate, t.goal)
+            });
+            line.clear();
+            report?
+        }
+    };
     super::emit(&report, a.json, crate::report::text::write)?;
     // The result is printed first: a store that fails loses nothing the user sees.
     let saved = crate::store::Store::open(&crate::store::default_path(db)).and_then(|mut s| s.save_bench(&report));
@@ -65,4 +88,87 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A remote host's share (`--agent`, started by `--remote` over ssh): says it is ready, starts
+/// on "go", prints its --json report. "stop", or the end of standard input (the SSH session
+/// ended, whatever the reason), stops the run at once: nothing is left running on the host.
+fn agent(plan: &BenchPlan) -> anyhow::Result<ExitCode> {
+    let stop = crate::sys::interrupt_flag();
+    let mut out = std::io::stdout();
+    writeln!(out, "{}", remote::READY)?;
+    out.flush()?;
+    let mut first = String::new();
+    if std::io::stdin().read_line(&mut first).is_err() || first.trim() != remote::GO {
+        return Ok(ExitCode::from(130));
+    }
+    let watch = stop.clone();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            if !matches!(line, Ok(l) if l.trim() != remote::STOP) {
+                break;
+            }
+        }
+        watch.store(true, Ordering::SeqCst);
+    });
+    let report = bench::run(plan, &stop)?;
+    super::emit(&report, true, crate::report::text::write)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::super::args::{Cli, Command};
+
+    fn spec_of(argv: &[&str]) -> crate::bench::BenchSpec {
+        let cli = Cli::try_parse_from(["webtune", "bench"].iter().chain(argv)).expect("parses");
+        let Command::Bench(a) = cli.command else { panic!("not bench") };
+        super::spec(&a).expect("a spec")
+    }
+
+    /// A remote host runs the arguments `to_args` writes: they must ask for the same spec.
+    #[test]
+    fn a_spec_written_as_arguments_reads_back_the_same() {
+        let full = [
+            "http://127.0.0.1:1/x",
+            "-c",
+            "7",
+            "-n",
+            "99",
+            "-t",
+            "3",
+            "-m",
+            "PUT",
+            "-H",
+            "A: b",
+            "-H",
+            "C: d e",
+            "-T",
+            "text/plain",
+            "--body",
+            "it's \"quoted\"",
+            "--timeout",
+            "2.5s",
+            "--connect-timeout",
+            "250ms",
+            "--insecure",
+            "--no-keepalive",
+            "--no-coalesce",
+            "--cookies",
+            "--throttle",
+            "33.6kbps",
+            "--slow-share",
+            "20%",
+            "--seed",
+            "42",
+        ];
+        let spec = spec_of(&full);
+        let args = spec.to_args();
+        assert_eq!(spec_of(&args.iter().map(String::as_str).collect::<Vec<_>>()), spec);
+        let open = spec_of(&["http://h/", "-d", "1m30s", "--rate", "333.3", "--arrival", "poisson", "--urls", "/u"]);
+        let args = open.to_args();
+        assert_eq!(spec_of(&args.iter().map(String::as_str).collect::<Vec<_>>()), open);
+    }
 }

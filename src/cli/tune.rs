@@ -57,6 +57,12 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     // A knob fixed by --set is not swept.
     let knobs: Knobs = file.knobs.iter().filter(|(k, _)| !sets.iter().any(|(s, _)| s == k)).cloned().collect();
     let load = Load::of(file.load.clone());
+    // Every host answers, runs this version and keeps time, before the first trial.
+    let remote = crate::bench::remote::Remote::of(&file.load)?;
+    if let Some(r) = &remote {
+        r.check()?;
+    }
+    let load_from = remote.map_or_else(|| "this machine".to_string(), |r| r.sources().join(", "));
     let memory = match &a.memory {
         Some(m) => Some(Budget::parse("--memory", m)?),
         None => file.memory,
@@ -92,7 +98,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let estimate = measure.estimate(&load);
     if !a.quiet {
         eprintln!(
-            "tune: {} on {} ({}), objective {}; about {planned} trials x ~{} each = ~{}{}; journal {}",
+            "tune: {} on {} ({}), objective {}, load from {load_from}; about {planned} trials x ~{} each = ~{}{}; journal {}",
             a.strategy.name(),
             a.file.display(),
             file.adapter().name(),

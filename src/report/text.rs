@@ -134,9 +134,12 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
             None => writeln!(out, "  {name:<11} {:>9}", "-")?,
         }
     }
-    for (title, parts) in
-        [("By stage", &r.breakdown.stages), ("By request", &r.breakdown.requests), ("By client", &r.breakdown.clients)]
-    {
+    for (title, parts) in [
+        ("By stage", &r.breakdown.stages),
+        ("By request", &r.breakdown.requests),
+        ("By client", &r.breakdown.clients),
+        ("By host", &r.breakdown.hosts),
+    ] {
         if !parts.is_empty() {
             writeln!(out)?;
             parts_table(title, parts, out)?;

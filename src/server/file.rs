@@ -153,18 +153,25 @@ impl TargetFile {
                     t.listen
                 ))
             })?;
+        let mut load = raw.load;
         if !is_loopback(&host) {
-            return Err(InputError(format!(
-                "{}: listen {:?}: webtune starts servers on loopback addresses only (127.0.0.0/8, ::1)",
-                line_of("listen"),
-                t.listen
-            )));
+            check_reachable(&host, &load)
+                .map_err(|why| InputError(format!("{}: listen {:?}: {why}", line_of("listen"), t.listen)))?;
+        }
+        if let Err(e) = crate::bench::remote::Remote::of(&load) {
+            return Err(e.at(&line_of("remote")));
         }
         let ready_timeout = t.ready_timeout.unwrap_or_default();
         if !t.ready.starts_with('/') {
             return Err(InputError(format!("{}: ready {:?}: a path starting with /", line_of("ready"), t.ready)));
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        // The load's files, like the app, are relative to the target file.
+        for f in [&mut load.urls, &mut load.scenario].into_iter().flatten() {
+            if f.is_relative() {
+                *f = dir.join(&*f);
+            }
+        }
         // Absolute: servers run from their run directory.
         let app = match t.app.map(|a| if a.is_absolute() { a } else { dir.join(a) }) {
             Some(a) => Some(
@@ -201,13 +208,6 @@ impl TargetFile {
             .chain(knobs.iter().flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone()))));
         for (k, v) in all_values {
             super::adapters::check_knob(adapter, &k, &v).map_err(|e| InputError(format!("{}: {e}", line_of(&k))))?;
-        }
-        // The load's files, like the app, are relative to the target file.
-        let mut load = raw.load;
-        for f in [&mut load.urls, &mut load.scenario].into_iter().flatten() {
-            if f.is_relative() {
-                *f = dir.join(&*f);
-            }
         }
         if let Some(p) = &load.path
             && (!p.starts_with('/') || p.starts_with("//"))
@@ -251,6 +251,23 @@ impl TargetFile {
     pub fn settings(&self, overrides: &[(String, String)]) -> Settings {
         Settings(self.config.clone()).with_all(overrides)
     }
+}
+
+/// Why a server may not listen on `host`, a non-loopback address: only when `[load] remote`
+/// hosts must reach it, and only on an address of this machine.
+fn check_reachable(host: &str, load: &BenchSpec) -> Result<(), String> {
+    let loopback_only = "webtune starts servers on loopback addresses only (127.0.0.0/8, ::1), \
+                         or, with [load] remote hosts that must reach it, on an address of this machine";
+    if load.remote.is_empty() {
+        return Err(loopback_only.into());
+    }
+    let ip: std::net::IpAddr = host.parse().map_err(|_| format!("{loopback_only}: give it as an IP address"))?;
+    let ours = crate::sys::local_addresses();
+    if ip.is_unspecified() || !ours.contains(&ip) {
+        let ours: Vec<String> = ours.iter().map(ToString::to_string).collect();
+        return Err(format!("{loopback_only}; {ip} is not one (this machine has {})", ours.join(", ")));
+    }
+    Ok(())
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -318,10 +335,31 @@ mod tests {
         let e = parse("[target]\nadapter = \"lab\"\n[load]\nconnections = \"many\"\n").unwrap_err();
         assert!(e.starts_with("t.toml:4: connections:"), "{e}");
         let e = parse("[target]\nadapter = \"lab\"\nlisten = \"10.0.0.1:80\"\n").unwrap_err();
-        assert!(e.contains("loopback"), "{e}");
+        assert!(e.starts_with("t.toml:3: listen \"10.0.0.1:80\": webtune starts servers on loopback"), "{e}");
+        assert!(e.contains("with [load] remote hosts"), "{e}");
         let e = parse("[target]\nadapter = \"lab\"\n[budget]\nmemory = \"lots\"\n").unwrap_err();
         assert!(e.starts_with("t.toml:4:") && e.contains("budget"), "{e}");
         let e = parse("[target]\nadapter = \"command\"\n").unwrap_err();
         assert!(e.contains("command ="), "{e}");
+    }
+
+    #[test]
+    fn a_server_listens_beyond_loopback_only_for_remote_hosts_and_on_an_address_of_this_machine() {
+        let file = |listen: &str| {
+            format!("[target]\nadapter = \"lab\"\nlisten = \"{listen}\"\n[load]\nremote = [\"ssh://loadgen1\"]\n")
+        };
+        // 192.0.2.0/24 is for documentation: no machine has it.
+        let e = parse(&file("192.0.2.7:80")).unwrap_err();
+        assert!(e.starts_with("t.toml:3: listen \"192.0.2.7:80\": "), "{e}");
+        assert!(e.contains("192.0.2.7 is not one (this machine has 127.0.0.1"), "{e}");
+        let e = parse(&file("0.0.0.0:80")).unwrap_err();
+        assert!(e.contains("0.0.0.0 is not one"), "{e}");
+        assert!(parse(&file("127.0.0.1:0")).is_ok(), "loopback stays allowed");
+        if let Some(ours) = crate::sys::local_addresses().into_iter().find(|ip| ip.is_ipv4() && !ip.is_loopback()) {
+            let f = parse(&file(&format!("{ours}:0"))).expect("an address of this machine");
+            assert_eq!(f.host, ours.to_string());
+        }
+        let e = parse("[target]\nadapter = \"lab\"\n[load]\nremote = [\"loadgen1\"]\n").unwrap_err();
+        assert!(e.starts_with("t.toml:4: --remote \"loadgen1\""), "{e}");
     }
 }

@@ -102,7 +102,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
         running.children.push((s.name.clone(), child));
     }
     running.wait_ready(&file.ready, file.ready_timeout, stop)?;
-    running.check_loopback()?;
+    running.check_listening(file)?;
     if let Some(n) = adapter.expected_workers(&values) {
         running.wait_workers(n, Duration::from_secs(10), stop);
     }
@@ -208,15 +208,17 @@ impl Running {
     }
 
     /// Stops the server and fails when any of its processes listens beyond loopback (a knob
-    /// or an app that opened another port): its configuration is not the whole truth.
-    fn check_loopback(&mut self) -> anyhow::Result<()> {
+    /// or an app that opened another port): its configuration is not the whole truth. With
+    /// `[load] remote`, the file's own listen address is allowed too (checked as this machine's).
+    fn check_listening(&mut self, file: &TargetFile) -> anyhow::Result<()> {
+        let reachable = (!file.load.remote.is_empty()).then(|| file.host.parse::<std::net::IpAddr>().ok()).flatten();
         let mut pids = Vec::new();
         for (_, child) in &self.children {
             pids.extend(crate::procmem::select(&crate::procmem::Selector::Pid(child.id() as i32)).unwrap_or_default());
         }
         let outside: Vec<String> = crate::procmem::net::listening_addresses(&pids)
             .into_iter()
-            .filter(|a| !a.ip().is_loopback())
+            .filter(|a| !a.ip().is_loopback() && Some(a.ip()) != reachable)
             .map(|a| a.to_string())
             .collect();
         if outside.is_empty() {

@@ -71,3 +71,16 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 pub fn interrupted() -> bool {
     interrupt_flag().load(Ordering::SeqCst)
 }
+
+/// The IP addresses of this machine's network interfaces (empty when they cannot be read).
+pub fn local_addresses() -> Vec<std::net::IpAddr> {
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else { return Vec::new() };
+    addrs
+        .filter_map(|a| a.address)
+        .filter_map(|a| match (a.as_sockaddr_in(), a.as_sockaddr_in6()) {
+            (Some(v4), _) => Some(std::net::IpAddr::V4(v4.ip())),
+            (_, Some(v6)) => Some(std::net::IpAddr::V6(v6.ip())),
+            _ => None,
+        })
+        .collect()
+}

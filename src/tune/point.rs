@@ -103,6 +103,10 @@ pub struct Point {
     /// Why the windows were lengthened, or why they could not be made long enough.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Where the load came from: "local" (this machine) and each `ssh://` host of
+    /// `[load] remote`, in that order; empty when the point failed before any load.
+    #[serde(default)]
+    pub load_from: Vec<String>,
 }
 
 impl Point {
@@ -122,6 +126,7 @@ impl Point {
             interference: 0.0,
             remeasured: 0,
             notes: Vec::new(),
+            load_from: Vec::new(),
         }
     }
 
@@ -208,6 +213,7 @@ pub mod tests {
             interference: 0.0,
             remeasured: 0,
             notes: Vec::new(),
+            load_from: Vec::new(),
         }
     }
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::point::{MemUse, Point, Sample, Status};
+use crate::bench::remote::{self, Remote};
 use crate::bench::{self, BenchPlan, BenchSpec, spec};
 use crate::procmem::cpu::CpuWatch;
 use crate::procmem::{self, Role, Selector};
@@ -76,10 +77,38 @@ impl Load {
     pub fn duration(&self) -> Duration {
         self.spec.run_length().unwrap_or(spec::DEFAULT_DURATION)
     }
+}
 
-    /// The bench plan against the server at `base`.
-    pub fn plan(&self, base: &str) -> anyhow::Result<BenchPlan> {
-        Ok(self.spec.against(base).plan()?)
+/// How a window's load is sent: all from this machine, or split with the `[load] remote` hosts.
+enum Sender {
+    Here(BenchPlan),
+    Split(Remote, BenchSpec),
+}
+
+impl Sender {
+    /// The load against the server at `base`, checked to go to it alone.
+    fn new(load: &Load, base: &str) -> anyhow::Result<Sender> {
+        let spec = load.spec.against(base);
+        let plan = aimed_at(base, spec.plan()?)?;
+        Ok(match Remote::of(&spec)? {
+            Some(remote) => Sender::Split(remote, spec),
+            None => Sender::Here(plan),
+        })
+    }
+
+    fn run(&self, interrupt: &Arc<AtomicBool>) -> anyhow::Result<crate::aggregate::BenchReport> {
+        match self {
+            Sender::Here(plan) => bench::run(plan, interrupt),
+            Sender::Split(remote, spec) => remote.run(spec, interrupt),
+        }
+    }
+
+    /// Where the load comes from, as a point records it.
+    fn sources(&self) -> Vec<String> {
+        match self {
+            Sender::Here(_) => vec![remote::LOCAL.into()],
+            Sender::Split(remote, _) => remote.sources(),
+        }
     }
 }
 
@@ -115,7 +144,7 @@ pub fn run(
         Err(e) => return fail(format!("{e:#}")),
     };
     let base = server.base_url();
-    let plan = match load.plan(&base).and_then(|p| aimed_at(&base, p)) {
+    let plan = match Sender::new(load, &base) {
         Ok(p) => p,
         Err(e) => return fail(format!("{e:#}")),
     };
@@ -182,7 +211,7 @@ pub fn run(
             let workers = sample.sample.memory.as_ref().map_or(0, |m| m.workers).max(workers_at_start.unwrap_or(0));
             if let Some(longer) = recycle_window(settings, &sample.sample, workers, window, &mut notes) {
                 window = longer;
-                plan = match load.windowed(window).plan(&base) {
+                plan = match Sender::new(&load.windowed(window), &base) {
                     Ok(p) => p,
                     Err(e) => return fail(format!("{e:#}")),
                 };
@@ -195,7 +224,7 @@ pub fn run(
                 steadied = true;
                 window *= 2;
                 notes.push(format!("{t}; windows doubled to {:.1} s", window.as_secs_f64()));
-                plan = match load.windowed(window).plan(&base) {
+                plan = match Sender::new(&load.windowed(window), &base) {
                     Ok(p) => p,
                     Err(e) => return fail(format!("{e:#}")),
                 };
@@ -220,6 +249,7 @@ pub fn run(
     drop(server);
     notes.dedup();
     Point {
+        load_from: plan.sources(),
         step: step.into(),
         settings: settings.clone(),
         status: Status::Ok,
@@ -302,7 +332,7 @@ fn memory_sample_times(window: Duration) -> Vec<Duration> {
 /// others took meanwhile is measured.
 fn measure_once(
     server: &dyn Launched,
-    plan: &BenchPlan,
+    plan: &Sender,
     duration: Duration,
     budget: Option<u64>,
     interrupt: &Arc<AtomicBool>,
@@ -334,7 +364,7 @@ fn measure_once(
             }
             (memory, counters)
         });
-        let report = bench::run(plan, interrupt);
+        let report = plan.run(interrupt);
         done.store(true, Ordering::Relaxed);
         (report, probe.join().unwrap_or((None, None)))
     });

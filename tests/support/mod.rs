@@ -7,6 +7,7 @@ pub mod apache;
 pub mod lab;
 pub mod nginx;
 pub mod rogue;
+pub mod sshd;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -30,7 +31,7 @@ pub fn test_db() -> PathBuf {
 
 /// Runs `webtune ARGS`, killing it if it outlives `limit` (a hang is a test failure).
 pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
+    let child = Command::new(env!("CARGO_BIN_EXE_webtune"))
         .args(args)
         .env("WEBTUNE_DB", test_db())
         .stdin(Stdio::null())
@@ -38,6 +39,11 @@ pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start webtune");
+    finish(child, limit, args)
+}
+
+/// Waits for a started webtune, killing it if it outlives `limit` (a hang is a test failure).
+pub fn finish(mut child: std::process::Child, limit: Duration, args: &[&str]) -> Run {
     let started = Instant::now();
     let stdout = child.stdout.take().unwrap();
     let stderr = child.stderr.take().unwrap();

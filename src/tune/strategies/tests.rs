@@ -55,6 +55,7 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
             interference: 0.0,
             remeasured: 0,
             notes: Vec::new(),
+            load_from: vec!["local".into()],
         }
     }
     fn estimate(&self, _load: &Load) -> Duration {
