@@ -15,9 +15,19 @@ pub fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>, InputError> 
     sets.iter().map(|s| crate::input::setting(s)).collect()
 }
 
+/// --cpus over the file's placement: checked against the CPUs this process may use.
+pub fn place(file: &mut TargetFile, cpus: Option<&str>) -> Result<(), InputError> {
+    if let Some(text) = cpus {
+        let allowed = crate::sys::cpus::CpuSet::allowed();
+        file.placement = crate::sys::cpus::PlacementSpec::parse("--cpus", text)?.resolve("--cpus", &allowed)?;
+    }
+    Ok(())
+}
+
 /// Launches and warms the target, prints where it is, waits for Ctrl-C or --for, then stops it.
 pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
-    let file = TargetFile::load(&a.file)?;
+    let mut file = TargetFile::load(&a.file)?;
+    place(&mut file, a.cpus.as_deref())?;
     let sets = parse_sets(&a.set)?;
     let limit = a.run_for.as_deref().map(|d| crate::input::duration("--for", d)).transpose()?;
     // Install the signal handler before anything starts, so Ctrl-C always stops the server.
@@ -26,10 +36,13 @@ pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
     // Warm it as the tuner would: every worker serves requests before anyone measures it.
     let workers = running.worker_pids().len().max(1) as u64;
     let url = format!("{}{}", running.base_url(), file.ready);
-    crate::bench::drive(&url, workers, workers * 20, true, &interrupt).with_context(|| format!("warming {url}"))?;
+    let client = Some(&file.placement.client);
+    crate::bench::drive(&url, workers, workers * 20, true, client, &interrupt)
+        .with_context(|| format!("warming {url}"))?;
     println!("{} ({}) ready at {}", file.path.display(), running_name(&file), running.base_url());
     println!("master pid {}, worker pids {:?}", running.master_pid(), running.worker_pids());
     println!("run directory {}", running.dir().display());
+    println!("placement: {}", file.placement.describe());
     if let Some(c) = running.counters() {
         println!("counters {c}");
     }

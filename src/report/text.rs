@@ -153,6 +153,13 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         Some(us) => writeln!(out, ", {us:.2} us per request")?,
         None => writeln!(out)?,
     }
+    if let Some(p) = &r.placement {
+        write!(out, "Placement:           {}", p.describe())?;
+        match cpu.percent_of_machine {
+            Some(share) => writeln!(out, "; the client took {share:.1}% of the {} core(s) both may use", p.cores())?,
+            None => writeln!(out)?,
+        }
+    }
     for w in &r.warnings {
         writeln!(out, "WARNING: {w}")?;
     }

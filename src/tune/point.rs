@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::server::Settings;
 use crate::stats::median;
+use crate::sys::cpus::Placement;
 
 /// The server's memory while it served the load, KiB.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -56,6 +57,18 @@ pub struct Sample {
     /// The window's length, seconds (it grows when workers recycle slowly).
     #[serde(default)]
     pub window_s: Option<f64>,
+    /// webtune's own CPU time during the window (the client: engine and sampler), as a share
+    /// (0-1) of the cores the client and the server may use together.
+    #[serde(default)]
+    pub client_share: Option<f64>,
+}
+
+/// The larger of two shares, either possibly unknown.
+pub fn max_share(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Whether a point was measured, or why not.
@@ -103,6 +116,14 @@ pub struct Point {
     /// Why the windows were lengthened, or why they could not be made long enough.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Where the server and the client ran (None: a failed point, or one stored before
+    /// placements were recorded).
+    #[serde(default)]
+    pub placement: Option<Placement>,
+    /// The largest share of the machine's CPU (0-1; the cores of `placement`) the client took
+    /// in the windows kept.
+    #[serde(default)]
+    pub client_share: Option<f64>,
 }
 
 impl Point {
@@ -122,6 +143,8 @@ impl Point {
             interference: 0.0,
             remeasured: 0,
             notes: Vec::new(),
+            placement: None,
+            client_share: None,
         }
     }
 
@@ -139,6 +162,8 @@ impl Point {
             p.warmed += w.warmed;
             p.interference = p.interference.max(w.interference);
             p.remeasured += w.remeasured;
+            p.client_share = max_share(p.client_share, w.client_share);
+            p.placement = p.placement.take().or_else(|| w.placement.clone());
             p.notes.extend(w.notes.iter().filter(|n| !p.notes.contains(n)).cloned().collect::<Vec<_>>());
             if p.status == Status::Ok && w.status != Status::Ok {
                 p.status = w.status.clone();
@@ -208,6 +233,8 @@ pub mod tests {
             interference: 0.0,
             remeasured: 0,
             notes: Vec::new(),
+            placement: None,
+            client_share: None,
         }
     }
 }

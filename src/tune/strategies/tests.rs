@@ -55,6 +55,8 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
             interference: 0.0,
             remeasured: 0,
             notes: Vec::new(),
+            placement: None,
+            client_share: None,
         }
     }
     fn estimate(&self, _load: &Load) -> Duration {
