@@ -156,7 +156,10 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(p) = &r.placement {
         write!(out, "Placement:           {}", p.describe())?;
         match cpu.percent_of_machine {
-            Some(share) => writeln!(out, "; the client took {share:.1}% of the {} core(s) both may use", p.cores())?,
+            Some(share) => {
+                let whose = if p.server.is_some() { "the client and the server" } else { "it" };
+                writeln!(out, "; the client took {share:.1}% of the {} core(s) {whose} may use", p.cores())?
+            }
             None => writeln!(out)?,
         }
     }
