@@ -115,7 +115,7 @@ pub fn run(
 ) -> Point {
     let started = Instant::now();
     let fail = |cause: String| Point::failed(step, settings, cause, started.elapsed().as_secs_f64());
-    let client = opts.placement.as_ref().map(|p| p.client.clone());
+    let client = opts.placement.as_ref().map(|p| p.client.clone()).or_else(|| load.spec.cpus.clone());
     let load = &Load { spec: BenchSpec { cpus: client.clone(), ..load.spec.clone() }, ..load.clone() };
     let cores = opts.placement.as_ref().map_or_else(crate::sys::available_cores, Placement::cores);
     let server = match launcher.launch(settings) {
