@@ -15,7 +15,8 @@ use crate::input::InputError;
 /// The longest cpulist text accepted: room for every CPU of a very large machine, written out.
 const MAX_CPULIST: usize = 8192;
 
-/// Machines with at least this many usable cores give the client cores of its own by default.
+/// Machines with at least this many usable (physical) cores give the client cores of its own
+/// by default.
 pub const DISJOINT_FROM: usize = 4;
 
 /// A non-empty set of CPU numbers, in increasing order.
@@ -209,6 +210,25 @@ impl<'de> Deserialize<'de> for CpuSet {
     }
 }
 
+/// The CPUs of `allowed` grouped by physical core (/sys/devices/system/cpu/cpuN/topology/
+/// thread_siblings_list), cores in the order of their lowest CPU; a CPU whose siblings cannot
+/// be read is a core of its own.
+fn physical_cores(allowed: &CpuSet) -> Vec<CpuSet> {
+    let mut cores: Vec<CpuSet> = Vec::new();
+    for &cpu in &allowed.0 {
+        if cores.iter().any(|c| c.0.contains(&cpu)) {
+            continue;
+        }
+        let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list");
+        let siblings = std::fs::read_to_string(path).ok().and_then(|t| CpuSet::parse("", &t).ok());
+        let core = siblings
+            .and_then(|s| CpuSet::of(s.0.into_iter().filter(|c| allowed.0.binary_search(c).is_ok())))
+            .unwrap_or(CpuSet(vec![cpu]));
+        cores.push(core);
+    }
+    cores
+}
+
 /// Cpus_allowed_list from /proc/PID/status (or /proc/PID/task/TID/status) text.
 pub fn parse_status(status: &str) -> Option<CpuSet> {
     let line = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
@@ -229,19 +249,29 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// Where the server and the client run when nobody said: on a machine of `DISJOINT_FROM`
-    /// or more usable cores, about a quarter of them (at least one, the lowest numbered) for
-    /// the client and the rest for the server; on a smaller one, everything shared (two sets
-    /// of one core would halve the server).
+    /// Where the server and the client run when nobody said, on this machine's cores (the
+    /// hyperthreads of one core stay together: a client on one thread of a core would take
+    /// the server's execution units through the other). See `default_on`.
     pub fn default_for(allowed: &CpuSet) -> Placement {
-        let n = allowed.len();
+        Placement::default_on(&physical_cores(allowed))
+    }
+
+    /// The default on `cores` (each the CPUs of one physical core, in order): with
+    /// `DISJOINT_FROM` or more cores, about a quarter of them (at least one, the lowest
+    /// numbered) for the client and the rest for the server; with fewer, everything shared
+    /// (two sets of one core would halve the server).
+    pub fn default_on(cores: &[CpuSet]) -> Placement {
+        let all = CpuSet::of(cores.iter().flat_map(|c| c.0.iter().copied())).unwrap_or(CpuSet(vec![0]));
+        let n = cores.len();
         if n < DISJOINT_FROM {
-            return Placement::shared(allowed);
+            return Placement::shared(&all);
         }
-        let client_cores = (n as f64 / 4.0).round().max(1.0) as usize;
-        let client = CpuSet(allowed.0[..client_cores].to_vec());
-        let server = CpuSet(allowed.0[client_cores..].to_vec());
-        Placement { server: Some(server), client, shared: false }
+        let client_cores = ((n as f64 / 4.0).round() as usize).max(1);
+        let pick = |range: &[CpuSet]| CpuSet::of(range.iter().flat_map(|c| c.0.iter().copied()));
+        match (pick(&cores[..client_cores]), pick(&cores[client_cores..])) {
+            (Some(client), Some(server)) => Placement { server: Some(server), client, shared: false },
+            _ => Placement::shared(&all),
+        }
     }
 
     /// Both on every CPU of `cpus`.
@@ -416,17 +446,28 @@ mod tests {
         assert!(e.starts_with("--cpus client: bad CPU list \"x\""), "{e}");
     }
 
+    /// Each CPU a core of its own.
+    fn singles(text: &str) -> Vec<CpuSet> {
+        set(text).0.into_iter().map(|c| CpuSet(vec![c])).collect()
+    }
+
     #[test]
     fn the_default_gives_the_client_a_quarter_from_four_cores_and_shares_below() {
-        let two = Placement::default_for(&set("0-1"));
+        let two = Placement::default_on(&singles("0-1"));
         assert_eq!((two.server.as_ref(), &two.client, two.shared), (Some(&set("0-1")), &set("0-1"), true));
-        let four = Placement::default_for(&set("0-3"));
+        let four = Placement::default_on(&singles("0-3"));
         assert_eq!((four.server.unwrap(), four.client, four.shared), (set("1-3"), set("0"), false));
-        let eight = Placement::default_for(&set("0-7"));
+        let eight = Placement::default_on(&singles("0-7"));
         assert_eq!((eight.server.unwrap(), eight.client), (set("2-7"), set("0-1")));
         // Allowed CPUs need not start at 0 or be contiguous.
-        let odd = Placement::default_for(&set("4-5,8-9,12"));
+        let odd = Placement::default_on(&[set("4"), set("5"), set("8"), set("9"), set("12")]);
         assert_eq!((odd.server.unwrap(), odd.client), (set("5,8-9,12"), set("4")));
+        // Hyperthreads: 4 cores of 2 threads (siblings 0,4 1,5 2,6 3,7): the client gets a whole
+        // core, never one thread of a core the server runs on.
+        let smt = Placement::default_on(&[set("0,4"), set("1,5"), set("2,6"), set("3,7")]);
+        assert_eq!((smt.server.unwrap(), smt.client, smt.shared), (set("1-3,5-7"), set("0,4"), false));
+        // 2 cores of 2 threads: 2 cores, shared.
+        assert!(Placement::default_on(&[set("0-1"), set("2-3")]).shared);
     }
 
     #[test]

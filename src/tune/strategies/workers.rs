@@ -123,7 +123,7 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
         && let Some(server) = &pl.server
     {
         let with = if pl.shared { "shared with the client" } else { "the client apart" };
-        line += &format!("; the server ran on {} core(s) (CPUs {server}, {with})", server.len());
+        line += &format!("; the server ran on {} CPU(s) ({server}, {with})", server.len());
     }
     let climbing = p99_climbs_after(&measured, knee);
     if let Some((n, p99)) = climbing {
