@@ -322,17 +322,20 @@ fn issue_17_the_server_tree_and_the_engine_threads_stay_on_their_cpus() {
     let err = std::thread::spawn(move || std::io::read_to_string(err).unwrap_or_default());
     // While it runs, read what the kernel says of every engine thread and every server process.
     let mut engine_threads = std::collections::BTreeMap::new();
+    // Every thread of webtune, as last seen (the main thread moves itself at the start).
+    let mut own_threads = std::collections::BTreeMap::new();
     let mut server_procs = std::collections::BTreeMap::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while child.try_wait().unwrap().is_none() {
         assert!(std::time::Instant::now() < deadline, "tune did not finish");
         for task in std::fs::read_dir(format!("/proc/{}/task", child.id())).into_iter().flatten().flatten() {
             let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-            if comm.starts_with("webtune-engine-")
-                && let Some(list) = allowed_list(&task.path().join("status"))
-            {
-                engine_threads.insert(task.file_name().to_string_lossy().to_string(), list);
+            let Some(list) = allowed_list(&task.path().join("status")) else { continue };
+            let tid = task.file_name().to_string_lossy().to_string();
+            if comm.starts_with("webtune-engine-") {
+                engine_threads.insert(tid.clone(), list.clone());
             }
+            own_threads.insert(tid, (comm.trim().to_string(), list));
         }
         for pid in descendants(child.id()) {
             if let Some(list) = allowed_list(std::path::Path::new(&format!("/proc/{pid}/status"))) {
@@ -346,6 +349,8 @@ fn issue_17_the_server_tree_and_the_engine_threads_stay_on_their_cpus() {
     // The engine's threads of the warm-up and of the window, all on the client's CPU.
     assert!(!engine_threads.is_empty(), "no engine thread seen");
     assert!(engine_threads.values().all(|l| *l == client), "engine threads: {engine_threads:?}");
+    // And the rest of webtune (main, sampler, signal handler) off the server's CPU too.
+    assert!(own_threads.values().all(|(_, l)| *l == client), "webtune's threads: {own_threads:?}");
     // The lab's master and both workers (and any replacement), all on the server's CPU.
     assert!(server_procs.len() >= 3, "master and 2 workers expected: {server_procs:?}");
     assert!(server_procs.values().all(|l| *l == server), "server processes: {server_procs:?}");

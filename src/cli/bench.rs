@@ -86,6 +86,10 @@ fn placement(client: Option<CpuSet>, url: &str) -> Placement {
 /// Runs the bench, prints the report and stores it; exit 1 when storing fails or nothing succeeded.
 pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let spec = spec(a)?;
+    if let Some(client) = &spec.cpus {
+        // Every thread started from here on (the engine's, the progress line's) stays on them.
+        client.confine_this_thread().map_err(|e| anyhow::anyhow!("cannot move webtune to CPUs {client}: {e}"))?;
+    }
     let mut plan = spec.plan()?;
     plan.hdr_log = a.hdr_log.clone();
     plan.placement = Some(placement(spec.cpus, &plan.url));

@@ -15,13 +15,16 @@ pub fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>, InputError> 
     sets.iter().map(|s| crate::input::setting(s)).collect()
 }
 
-/// --cpus over the file's placement: checked against the CPUs this process may use.
-pub fn place(file: &mut TargetFile, cpus: Option<&str>) -> Result<(), InputError> {
+/// --cpus over the file's placement (checked against the CPUs this process may use); then
+/// webtune itself moves to the client's CPUs, so that every thread it starts afterwards (the
+/// engine's, the sampler's, the signal handler's) stays off the server's.
+pub fn place(file: &mut TargetFile, cpus: Option<&str>) -> anyhow::Result<()> {
     if let Some(text) = cpus {
         let allowed = crate::sys::cpus::CpuSet::allowed();
         file.placement = crate::sys::cpus::PlacementSpec::parse("--cpus", text)?.resolve("--cpus", &allowed)?;
     }
-    Ok(())
+    let client = &file.placement.client;
+    client.confine_this_thread().with_context(|| format!("cannot move webtune to the client's CPUs {client}"))
 }
 
 /// Launches and warms the target, prints where it is, waits for Ctrl-C or --for, then stops it.
