@@ -360,6 +360,14 @@ fn issue_17_the_server_tree_and_the_engine_threads_stay_on_their_cpus() {
     let share = p["client_share"].as_f64().unwrap();
     assert!(share > 0.0 && share <= 1.0, "{p}");
     assert_eq!(v["placement"], p["placement"]);
+
+    // Its points are not reused by a run placed otherwise.
+    let run = webtune_with_limit(
+        &["tune", &f, "-q", "--resume", "--cpus", "shared", "--journal", journal.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("was measured with another placement (server on CPUs"), "{}", run.stderr);
 }
 
 #[test]

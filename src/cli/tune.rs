@@ -85,6 +85,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         target_file: a.file.display().to_string(),
         strategy: a.strategy.name().into(),
         target_digest: format!("{:016x}", fnv1a(text.as_bytes())),
+        placement: Some(file.placement.clone()),
     };
     let (mut journal, reused) = Journal::open(&journal_path, &header, a.resume)?;
 
