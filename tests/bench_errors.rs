@@ -20,6 +20,15 @@ fn bad_urls() {
 }
 
 #[test]
+fn issue_17_cpus_bench_places_only_its_client_and_only_on_cpus_it_may_use() {
+    let url = "http://127.0.0.1:9/";
+    assert_usage_error(&["bench", "-n", "1", "-c", "1", "--cpus", "server=0", url], "bench does not start the server");
+    assert_usage_error(&["bench", "-n", "1", "-c", "1", "--cpus", "client=1000", url], "this machine has no CPU 1000");
+    assert_usage_error(&["bench", "-n", "1", "-c", "1", "--cpus", "client=1-0", url], "runs backwards");
+    assert_usage_error(&["bench", "-n", "1", "-c", "1", "--cpus", "0", url], "expected server=CPUS,client=CPUS");
+}
+
+#[test]
 fn unresolvable_host() {
     assert_usage_error(&["bench", "-c", "1", "-n", "1", "http://no-such-host.invalid/"], "cannot resolve host");
 }

@@ -17,6 +17,22 @@ fn one_worker_with_10ms_io_serves_100_per_second() {
 }
 
 #[test]
+fn issue_17_bench_confines_its_client_and_finds_the_servers_cpus() {
+    let lab = Lab::start(&["--workers", "1"]);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", lab.pid())).unwrap();
+    let lab_cpus = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string();
+    let client = lab_cpus.split([',', '-']).next().unwrap().to_string();
+    let (v, _) = bench_json(&["-c", "4", "-d", "1s", "--cpus", &format!("client={client}"), &lab.url("/")]);
+    // One CPU: one engine thread by default.
+    assert_eq!(num(&v, "/options/threads"), 1);
+    assert_eq!(v["placement"], serde_json::json!({ "server": lab_cpus, "client": client, "shared": true }));
+    let share = float(&v, "/client_cpu/percent_of_machine");
+    assert!(share > 0.0 && share <= 100.0, "{share}");
+    let warned = v["warnings"].to_string().contains("section 1.6");
+    assert_eq!(warned, share > 10.0, "{}", v["warnings"]);
+}
+
+#[test]
 fn ten_clients_on_one_worker_queue() {
     // Without keep-alive each request waits its turn in the listen queue: 10 x 10 ms.
     let lab = Lab::start(&["--workers", "1", "--io-wait", "10ms", "--keepalive", "off"]);

@@ -26,12 +26,13 @@ fn lab_file(dir: &std::path::Path) -> std::path::PathBuf {
     f
 }
 
-/// Starts `webtune launch FILE` with its own run-directory base; returns it once it printed
-/// the master and worker pids.
-fn launch(file: &std::path::Path, runtime: &std::path::Path) -> (Child, Vec<i32>) {
+/// Starts `webtune launch FILE EXTRA...` with its own run-directory base; returns it once it
+/// printed the master and worker pids.
+fn launch(file: &std::path::Path, runtime: &std::path::Path, extra: &[&str]) -> (Child, Vec<i32>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
         .arg("launch")
         .arg(file)
+        .args(extra)
         .env("XDG_RUNTIME_DIR", runtime)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -67,7 +68,7 @@ fn sigint_and_sigterm_stop_everything() {
     let dir = tempfile::tempdir().unwrap();
     let file = lab_file(dir.path());
     for signal in [Signal::SIGINT, Signal::SIGTERM] {
-        let (mut child, pids) = launch(&file, dir.path());
+        let (mut child, pids) = launch(&file, dir.path(), &[]);
         assert!(pids.iter().all(|&p| alive(p)));
         kill(Pid::from_raw(child.id() as i32), signal).unwrap();
         let status = child.wait().unwrap();
@@ -79,10 +80,40 @@ fn sigint_and_sigterm_stop_everything() {
 }
 
 #[test]
+fn issue_17_cpus_confine_the_master_and_every_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = lab_file(dir.path());
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let allowed = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim().to_string();
+    // The last CPU this test may use; "0-1" -> "1".
+    let server = allowed.rsplit([',', '-']).next().unwrap().to_string();
+    let (mut child, pids) = launch(&file, dir.path(), &["--cpus", &format!("server={server}")]);
+    for pid in &pids {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim();
+        assert_eq!(list, server, "process {pid} of {pids:?}");
+    }
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    assert!(child.wait().unwrap().success());
+    wait_gone(&pids, Duration::from_secs(2));
+
+    // CPUs the machine does not have: one line, exit 2, nothing started.
+    let run = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["launch", file.to_str().unwrap(), "--for", "0s", "--cpus", "server=1000,client=0"])
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("webtune: --cpus server: this machine has no CPU 1000"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
 fn after_sigkill_the_next_run_stops_what_was_left() {
     let dir = tempfile::tempdir().unwrap();
     let file = lab_file(dir.path());
-    let (mut child, pids) = launch(&file, dir.path());
+    let (mut child, pids) = launch(&file, dir.path(), &[]);
     child.kill().unwrap();
     child.wait().unwrap();
     std::thread::sleep(Duration::from_millis(300));

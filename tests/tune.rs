@@ -265,3 +265,165 @@ fn windows_hold_several_recycles_and_disturbed_windows_are_measured_again() {
     assert_eq!(p["remeasured"], 2, "{p}");
     assert!(p["notes"].to_string().contains("disturbed"), "{p}");
 }
+
+/// The CPUs a process or thread may run on, from its /proc status.
+fn allowed_list(status_path: &std::path::Path) -> Option<String> {
+    let status = std::fs::read_to_string(status_path).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).map(|l| l.trim().to_string())
+}
+
+/// Every descendant of `pid`, from /proc's parent links.
+fn descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            let ppid = stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()?;
+            Some((p, ppid))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(parents.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// The CPUs this test may use, in order.
+fn usable_cpus() -> Vec<usize> {
+    let list = allowed_list(std::path::Path::new("/proc/self/status")).unwrap();
+    list.split(',')
+        .flat_map(|part| match part.split_once('-') {
+            Some((a, b)) => (a.parse::<usize>().unwrap()..=b.parse().unwrap()).collect::<Vec<_>>(),
+            None => vec![part.parse().unwrap()],
+        })
+        .collect()
+}
+
+#[test]
+fn issue_17_the_server_tree_and_the_engine_threads_stay_on_their_cpus() {
+    let _alone = alone();
+    let cpus = usable_cpus();
+    assert!(cpus.len() >= 2, "two CPUs are needed to place the server and the client apart: {cpus:?}");
+    let (client, server) = (cpus[0].to_string(), cpus[1].to_string());
+    let dir = tempfile::tempdir().unwrap();
+    let f = lab_target(dir.path(), "workers = 2\ncpu = \"1ms\"", "backlog = [511]", "");
+    let journal = dir.path().join("placed.jsonl");
+    let placement = format!("server={server},client={client}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["tune", &f, "--json", "-q", "--repeats", "1", "--cpus", &placement])
+        .args(["--journal", journal.to_str().unwrap()])
+        .env("WEBTUNE_DB", support::test_db())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let out = std::thread::spawn(move || std::io::read_to_string(out).unwrap_or_default());
+    let err = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || std::io::read_to_string(err).unwrap_or_default());
+    // While it runs, read what the kernel says of every engine thread and every server process.
+    let mut engine_threads = std::collections::BTreeMap::new();
+    // Every thread of webtune, as last seen (the main thread moves itself at the start).
+    let mut own_threads = std::collections::BTreeMap::new();
+    let mut server_procs = std::collections::BTreeMap::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "tune did not finish");
+        for task in std::fs::read_dir(format!("/proc/{}/task", child.id())).into_iter().flatten().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            let Some(list) = allowed_list(&task.path().join("status")) else { continue };
+            let tid = task.file_name().to_string_lossy().to_string();
+            if comm.starts_with("webtune-engine-") {
+                engine_threads.insert(tid.clone(), list.clone());
+            }
+            own_threads.insert(tid, (comm.trim().to_string(), list));
+        }
+        for pid in descendants(child.id()) {
+            if let Some(list) = allowed_list(std::path::Path::new(&format!("/proc/{pid}/status"))) {
+                server_procs.insert(pid, list);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
+    assert_eq!(child.wait().unwrap().code(), Some(0), "{stderr}");
+    // The engine's threads of the warm-up and of the window, all on the client's CPU.
+    assert!(!engine_threads.is_empty(), "no engine thread seen");
+    assert!(engine_threads.values().all(|l| *l == client), "engine threads: {engine_threads:?}");
+    // And the rest of webtune (main, sampler, signal handler) off the server's CPU too.
+    assert!(own_threads.values().all(|(_, l)| *l == client), "webtune's threads: {own_threads:?}");
+    // The lab's master and both workers (and any replacement), all on the server's CPU.
+    assert!(server_procs.len() >= 3, "master and 2 workers expected: {server_procs:?}");
+    assert!(server_procs.values().all(|l| *l == server), "server processes: {server_procs:?}");
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let p = &v["points"][0];
+    assert_eq!(p["placement"], serde_json::json!({ "server": server, "client": client, "shared": false }), "{p}");
+    let share = p["client_share"].as_f64().unwrap();
+    assert!(share > 0.0 && share <= 1.0, "{p}");
+    assert_eq!(v["placement"], p["placement"]);
+
+    // Its points are not reused by a run placed otherwise.
+    let run = webtune_with_limit(
+        &["tune", &f, "-q", "--resume", "--cpus", "shared", "--journal", journal.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("was measured with another placement (server on CPUs"), "{}", run.stderr);
+}
+
+#[test]
+fn issue_17_the_default_placement_on_a_small_machine_is_shared_and_every_point_says_what_the_client_took() {
+    let _alone = alone();
+    let cpus = usable_cpus();
+    let dir = tempfile::tempdir().unwrap();
+    let f = lab_target(dir.path(), "workers = 2\ncpu = \"1ms\"", "workers = [1, 2]", "");
+    let journal = dir.path().join("default.jsonl");
+    let run = webtune_with_limit(
+        &[
+            "tune",
+            &f,
+            "--json",
+            "-q",
+            "--repeats",
+            "1",
+            "--strategy",
+            "workers",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+        Duration::from_secs(300),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert!(points.len() >= 2, "{points:?}");
+    for p in points {
+        let placement = &p["placement"];
+        if cpus.len() < 4 {
+            // This 2-core machine: one set for both, every CPU this process may use.
+            assert_eq!(placement["shared"], true, "{p}");
+            assert_eq!(placement["server"], placement["client"], "{p}");
+        } else {
+            assert_eq!(placement["shared"], false, "{p}");
+        }
+        let share = p["client_share"].as_f64().unwrap();
+        assert!(share > 0.0 && share <= 1.0, "{p}");
+        // A shared client over 10% is warned about, with the seed's rule.
+        let warned = p["notes"].to_string().contains("section 1.6");
+        assert_eq!(warned, placement["shared"] == true && share > 0.10, "{p}");
+    }
+    // The evidence of the knee says on how many CPUs the server ran.
+    let server = points[0]["placement"]["server"].as_str().unwrap();
+    let server_cpus: usize = server
+        .split(',')
+        .map(|r| r.split_once('-').map_or(1, |(a, b)| b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1))
+        .sum();
+    let ev = evidence(&v, "workers");
+    assert!(ev.contains(&format!("the server ran on {server_cpus} CPU(s) ({server}, ")), "{ev}");
+}

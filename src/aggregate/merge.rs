@@ -40,6 +40,7 @@ pub fn merge(reports: &[BenchReport], names: &[String]) -> anyhow::Result<BenchR
         percent_of_available: (user + sys) / (longest.max(1e-9) * cores.max(1) as f64) * 100.0,
         cores_available: cores,
         us_per_request: (result.succeeded > 0).then(|| (user + sys) * 1e6 / result.succeeded as f64),
+        percent_of_machine: None,
     };
     let warnings = reports
         .iter()
@@ -66,6 +67,8 @@ pub fn merge(reports: &[BenchReport], names: &[String]) -> anyhow::Result<BenchR
         warnings,
         breakdown,
         merged_runs: Some(reports.iter().map(|r| r.merged_runs.unwrap_or(1)).sum()),
+        // Several machines: no one placement.
+        placement: None,
     })
 }
 

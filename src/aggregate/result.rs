@@ -33,6 +33,10 @@ pub struct BenchReport {
     /// When this report merges several runs (`webtune merge`), how many.
     #[serde(default)]
     pub merged_runs: Option<usize>,
+    /// Where the client ran and where the server was found (None: a merge of several machines,
+    /// or a report from before placements were recorded).
+    #[serde(default)]
+    pub placement: Option<crate::sys::cpus::Placement>,
 }
 
 /// A run's figures split three ways; a list is empty when the run had no such split.
@@ -277,6 +281,10 @@ pub struct ClientCpu {
     pub cores_available: usize,
     /// CPU per successful request, in microseconds.
     pub us_per_request: Option<f64>,
+    /// CPU time over wall time, as a share of the machine: every core the client and the server
+    /// may use (`placement`). None in a merge of several machines.
+    #[serde(default)]
+    pub percent_of_machine: Option<f64>,
 }
 
 /// Spread of a per-second rate over the run (requests/s).

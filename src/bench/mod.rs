@@ -124,8 +124,16 @@ pub fn run_watched(
     result.coalesced = outcome.batched.map(|b| Coalesced::new(b.responses, b.waited.as_secs_f64() * 1000.0));
     let breakdown = parts.map(|p| p.to_breakdown(&plan.layout, outcome.elapsed)).unwrap_or_default();
 
-    let (client_cpu, client_bound) = client_cpu(cpu, outcome.elapsed, ep.threads, result.succeeded);
-    let mut warnings: Vec<String> = client_bound.into_iter().chain(plan.describe.warning.clone()).collect();
+    let machine_cores = plan.placement.as_ref().map_or_else(sys::available_cores, |p| p.cores());
+    let client_cores = plan.placement.as_ref().map_or_else(sys::available_cores, |p| p.client.len());
+    let (client_cpu, client_bound) =
+        client_cpu(cpu, outcome.elapsed, ep.threads.min(client_cores), machine_cores, result.succeeded);
+    let beside_server = plan.placement.as_ref().and_then(|p| {
+        let share = client_cpu.percent_of_machine? / 100.0;
+        (outcome.elapsed >= CLIENT_BOUND_MIN_RUN).then(|| sys::cpus::shared_client_warning(p, share))?
+    });
+    let mut warnings: Vec<String> =
+        client_bound.into_iter().chain(beside_server).chain(plan.describe.warning.clone()).collect();
     if let Some(late) = &result.late {
         warnings.push(format!(
             "{} requests started late (mean {:.1} ms, max {:.1} ms): all {} connections were busy; their latency counts the wait",
@@ -156,6 +164,7 @@ pub fn run_watched(
         warnings,
         breakdown,
         merged_runs: None,
+        placement: plan.placement.clone(),
     })
 }
 
@@ -181,11 +190,19 @@ fn follow(
     rates
 }
 
-/// The client's own CPU use over the run, and a warning when it was the bottleneck.
-fn client_cpu(cpu: CpuTimes, elapsed: Duration, threads: usize, succeeded: u64) -> (ClientCpu, Option<String>) {
-    let cores = threads.min(sys::available_cores());
+/// The client's own CPU use over the run (of the `cores` its threads could use, and of the
+/// `machine_cores` client and server may use together), and a warning when it was the
+/// bottleneck.
+fn client_cpu(
+    cpu: CpuTimes,
+    elapsed: Duration,
+    cores: usize,
+    machine_cores: usize,
+    succeeded: u64,
+) -> (ClientCpu, Option<String>) {
     let used = (cpu.user + cpu.sys).as_secs_f64();
     let share = used / (elapsed.as_secs_f64().max(1e-9) * cores as f64);
+    let of_machine = used / (elapsed.as_secs_f64().max(1e-9) * machine_cores.max(1) as f64);
     let warning = (share > CLIENT_BOUND_SHARE && elapsed >= CLIENT_BOUND_MIN_RUN).then(|| {
         format!(
             "the client used {:.0}% of its {cores} core(s): these figures are the client's limit, not the server's; add cores or threads",
@@ -198,6 +215,7 @@ fn client_cpu(cpu: CpuTimes, elapsed: Duration, threads: usize, succeeded: u64) 
         percent_of_available: share * 100.0,
         cores_available: cores,
         us_per_request: (succeeded > 0).then(|| used * 1e6 / succeeded as f64),
+        percent_of_machine: Some(of_machine * 100.0),
     };
     (cpu, warning)
 }
@@ -248,19 +266,21 @@ fn options(plan: &BenchPlan) -> Options {
 }
 
 /// Runs `requests` requests to `url` over `connections` connections, quietly: the warm-up of a
-/// launched server, and the load while `mem --url` or `syscalls` watch it. Fails when none
-/// succeeded.
+/// launched server (on the client's `cpus`), and the load while `mem --url` or `syscalls`
+/// watch it. Fails when none succeeded.
 pub fn drive(
     url: &str,
     connections: u64,
     requests: u64,
     keepalive: bool,
+    cpus: Option<&sys::cpus::CpuSet>,
     interrupt: &Arc<AtomicBool>,
 ) -> anyhow::Result<BenchReport> {
     let connections = connections.clamp(1, requests.max(1));
     let spec = BenchSpec {
         insecure: true,
         no_keepalive: !keepalive,
+        cpus: cpus.cloned(),
         ..BenchSpec::requests_to(url, connections, requests.max(connections))
     };
     let report = run(&spec.plan()?, interrupt)?;
@@ -280,16 +300,17 @@ mod tests {
 
     #[test]
     fn a_busy_client_is_warned_about_only_in_a_run_long_enough_to_judge() {
-        let (report, warning) = client_cpu(cpu(Duration::from_millis(950)), Duration::from_secs(1), 1, 1000);
+        let (report, warning) = client_cpu(cpu(Duration::from_millis(950)), Duration::from_secs(1), 1, 2, 1000);
         assert!((report.percent_of_available - 95.0).abs() < 1e-9);
         assert_eq!(report.us_per_request, Some(950.0));
+        assert!((report.percent_of_machine.unwrap() - 47.5).abs() < 1e-9, "one of two cores");
         assert!(warning.expect("a warning").starts_with("the client used 95% of its 1 core(s)"));
 
-        let (_, warning) = client_cpu(cpu(Duration::from_millis(850)), Duration::from_secs(1), 1, 1000);
+        let (_, warning) = client_cpu(cpu(Duration::from_millis(850)), Duration::from_secs(1), 1, 2, 1000);
         assert_eq!(warning, None, "85% is the server's pace");
 
         // Refused at once: a millisecond of start-up in a run of 0.1 ms is not a busy client.
-        let (report, warning) = client_cpu(cpu(Duration::from_millis(1)), Duration::from_micros(100), 1, 0);
+        let (report, warning) = client_cpu(cpu(Duration::from_millis(1)), Duration::from_micros(100), 1, 2, 0);
         assert!(report.percent_of_available > 100.0);
         assert_eq!(report.us_per_request, None);
         assert_eq!(warning, None);

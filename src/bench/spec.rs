@@ -13,6 +13,7 @@ use crate::aggregate::breakdown::Layout;
 use crate::engine::{Arrival, Endpoint, Order, Pacing, Plan, Schedule, Stage, Stop, Throttle};
 use crate::input::{self, InputError};
 use crate::sys;
+use crate::sys::cpus::{CpuSet, Placement};
 
 /// Clients of a closed loop when `-c` is not given.
 pub const DEFAULT_CONNECTIONS: u64 = 10;
@@ -110,6 +111,10 @@ pub struct BenchSpec {
     /// With `remote`: this machine sends none of the load.
     #[serde(alias = "remote-only")]
     pub remote_only: bool,
+    /// The CPUs the engine's threads run on (default: wherever this process may); the default
+    /// thread count follows it. Set by --cpus client=, or by the tuner from its placement.
+    #[serde(skip)]
+    pub cpus: Option<CpuSet>,
 }
 
 /// The checked run: everything the engine and the exporters need.
@@ -122,6 +127,9 @@ pub struct BenchPlan {
     /// How the report splits the figures.
     pub layout: Layout,
     pub describe: Described,
+    /// Where the client runs and the server was found, for the report; None: the client on
+    /// whatever this process may use, the server not looked for.
+    pub placement: Option<Placement>,
 }
 
 /// What the report says about the plan beyond the engine's settings.
@@ -273,7 +281,7 @@ impl BenchSpec {
         let threads = match self.threads {
             Some(0) => return Err(usage("-t must be at least 1".into())),
             Some(t) => t as usize,
-            None => sys::available_cores(),
+            None => self.cpus.as_ref().map_or_else(sys::available_cores, CpuSet::len),
         }
         .min(connections);
         let timeout = self.timeout.unwrap_or(DEFAULT_TIMEOUT);
@@ -380,12 +388,14 @@ impl BenchSpec {
             throttle,
             seed,
             coalesce: !self.no_coalesce,
+            affinity: self.cpus.as_ref().map(CpuSet::mask),
         };
         Ok(BenchPlan {
             engine,
             url: work.url.clone(),
             method: work.method.clone(),
             hdr_log: None,
+            placement: None,
             layout,
             describe: Described {
                 stages: self.stages.clone(),

@@ -133,6 +133,12 @@ pub struct LaunchArgs {
     /// Stop after this long instead of waiting for Ctrl-C (e.g. 30s).
     #[arg(long = "for")]
     pub run_for: Option<String>,
+
+    /// Where the server runs (and the warm-up's client), as taskset's lists:
+    /// server=2-7,client=0-1, or shared. Default: the file's [placement], else apart sets on 4
+    /// or more cores (a quarter for the client), shared below.
+    #[arg(long = "cpus", value_name = "server=CPUS,client=CPUS")]
+    pub cpus: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -183,6 +189,13 @@ pub struct TuneArgs {
     /// Start from this value of a knob (repeatable), e.g. --set workers=4.
     #[arg(long = "set")]
     pub set: Vec<String>,
+
+    /// Where the server and the client run, as taskset's lists: server=2-7,client=0-1 (a side
+    /// not given gets the other CPUs), or shared. Default: the file's [placement], else apart
+    /// sets on 4 or more cores (a quarter for the client, at least one), shared below. Every
+    /// point records it and the client's share of the machine's CPU.
+    #[arg(long = "cpus", value_name = "server=CPUS,client=CPUS")]
+    pub cpus: Option<String>,
 
     /// Every measured point is appended here as it is measured (default:
     /// FILE's name with .tune.jsonl, in the current directory).
@@ -510,4 +523,10 @@ pub struct BenchArgs {
     /// standard input closes (the SSH session ended).
     #[arg(long = "agent", hide = true)]
     pub agent: bool,
+    /// The CPUs the client (the engine's threads) runs on, as taskset: client=0-1. The default
+    /// thread count follows the set. Default: every CPU this process may use. The report says
+    /// where the server was found (a server on this machine: its processes' CPUs) and what
+    /// share of the machine the client took.
+    #[arg(long = "cpus", value_name = "client=CPUS")]
+    pub cpus: Option<String>,
 }

@@ -11,6 +11,7 @@ use crate::bench::remote::{self, Remote};
 use crate::bench::{self, BenchPlan, BenchSpec};
 use crate::input::{self, InputError};
 use crate::report::progress::ProgressLine;
+use crate::sys::cpus::{CpuSet, Placement, PlacementSpec};
 
 /// What the flags ask for, in the library's terms. Values with units are parsed here so their
 /// errors name the flag.
@@ -46,12 +47,55 @@ pub fn spec(a: &BenchArgs) -> Result<BenchSpec, InputError> {
         seed: a.seed,
         remote: a.remote.clone(),
         remote_only: a.remote_only,
+        cpus: client_cpus(a)?,
     })
+}
+
+/// --cpus: bench places only its client (it does not start the server); checked against the
+/// CPUs this process may use.
+fn client_cpus(a: &BenchArgs) -> Result<Option<CpuSet>, InputError> {
+    let Some(text) = &a.cpus else { return Ok(None) };
+    let asked = PlacementSpec::parse("--cpus", text)?;
+    if asked.server.is_some() {
+        return Err(InputError(
+            "--cpus server=: bench does not start the server, so it cannot place it; give client=CPUS (tune and launch place the server)".into(),
+        ));
+    }
+    let allowed = CpuSet::allowed();
+    let client = asked.client.unwrap_or_else(|| allowed.clone());
+    client.check_usable("--cpus client", &allowed)?;
+    Ok(Some(client))
+}
+
+/// Where the client runs and where the server is: a server listening on this machine at the
+/// URL's port is found, and its processes' CPUs read; one elsewhere is not on this machine.
+fn placement(client: Option<CpuSet>, url: &str) -> Placement {
+    let client = client.unwrap_or_else(CpuSet::allowed);
+    let local = url::Url::parse(url).ok().and_then(|u| {
+        let loopback = match u.host()? {
+            url::Host::Ipv4(ip) => ip.is_loopback(),
+            url::Host::Ipv6(ip) => ip.is_loopback(),
+            url::Host::Domain(d) => d == "localhost",
+        };
+        loopback.then_some(u.port_or_known_default()?)
+    });
+    let Some(port) = local else {
+        return Placement { server: None, client, shared: false };
+    };
+    let pids = crate::procmem::select(&crate::procmem::Selector::Port(port)).unwrap_or_default();
+    let server = pids.iter().filter_map(|&p| CpuSet::of_process(p)).reduce(|a, b| a.union(&b));
+    // On this machine whatever its CPUs: shared unless they are known to be apart.
+    let shared = server.as_ref().is_none_or(|s| s.intersects(&client));
+    Placement { server, client, shared }
 }
 
 /// Runs the bench, prints the report and stores it; exit 1 when storing fails or nothing succeeded.
 pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let spec = spec(a)?;
+    if let Some(client) = &spec.cpus {
+        // Every thread started from here on (the engine's, the progress line's) stays on them.
+        client.confine_this_thread().map_err(|e| anyhow::anyhow!("cannot move webtune to CPUs {client}: {e}"))?;
+    }
     let mut plan = spec.plan()?;
     if a.agent {
         return agent(&plan);
@@ -68,6 +112,7 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
             remote.run(&spec, &crate::sys::interrupt_flag())?
         }
         None => {
+            plan.placement = Some(placement(spec.cpus.clone(), &plan.url));
             let mut line = ProgressLine::new(a.quiet || a.json);
             let report = bench::run_watched(&plan, &crate::sys::interrupt_flag(), &mut |t| {
                 line.draw(t.elapsed, t.succeeded, t.failed, t.rate, t.goal)

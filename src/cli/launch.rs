@@ -15,9 +15,22 @@ pub fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>, InputError> 
     sets.iter().map(|s| crate::input::setting(s)).collect()
 }
 
+/// --cpus over the file's placement (checked against the CPUs this process may use); then
+/// webtune itself moves to the client's CPUs, so that every thread it starts afterwards (the
+/// engine's, the sampler's, the signal handler's) stays off the server's.
+pub fn place(file: &mut TargetFile, cpus: Option<&str>) -> anyhow::Result<()> {
+    if let Some(text) = cpus {
+        let allowed = crate::sys::cpus::CpuSet::allowed();
+        file.placement = crate::sys::cpus::PlacementSpec::parse("--cpus", text)?.resolve("--cpus", &allowed)?;
+    }
+    let client = &file.placement.client;
+    client.confine_this_thread().with_context(|| format!("cannot move webtune to the client's CPUs {client}"))
+}
+
 /// Launches and warms the target, prints where it is, waits for Ctrl-C or --for, then stops it.
 pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
-    let file = TargetFile::load(&a.file)?;
+    let mut file = TargetFile::load(&a.file)?;
+    place(&mut file, a.cpus.as_deref())?;
     let sets = parse_sets(&a.set)?;
     let limit = a.run_for.as_deref().map(|d| crate::input::duration("--for", d)).transpose()?;
     // Install the signal handler before anything starts, so Ctrl-C always stops the server.
@@ -26,10 +39,13 @@ pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
     // Warm it as the tuner would: every worker serves requests before anyone measures it.
     let workers = running.worker_pids().len().max(1) as u64;
     let url = format!("{}{}", running.base_url(), file.ready);
-    crate::bench::drive(&url, workers, workers * 20, true, &interrupt).with_context(|| format!("warming {url}"))?;
+    let client = Some(&file.placement.client);
+    crate::bench::drive(&url, workers, workers * 20, true, client, &interrupt)
+        .with_context(|| format!("warming {url}"))?;
     println!("{} ({}) ready at {}", file.path.display(), running_name(&file), running.base_url());
     println!("master pid {}, worker pids {:?}", running.master_pid(), running.worker_pids());
     println!("run directory {}", running.dir().display());
+    println!("placement: {}", file.placement.describe());
     if let Some(c) = running.counters() {
         println!("counters {c}");
     }

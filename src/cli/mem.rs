@@ -28,7 +28,7 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     if let Some(url) = &a.url {
         let workers = before.iter().filter(|p| p.role == procmem::Role::Worker).count().max(1) as u64;
         let c = a.connections.unwrap_or(workers).min(a.requests).max(1);
-        let bench = crate::bench::drive(url, c, a.requests, true, &crate::sys::interrupt_flag())?;
+        let bench = crate::bench::drive(url, c, a.requests, true, None, &crate::sys::interrupt_flag())?;
         // The process list may have changed (recycled workers): select again.
         let after = procmem::sample(&procmem::select(&selector).map_err(|e| InputError(e.to_string()))?);
         let requests = bench.result.succeeded;

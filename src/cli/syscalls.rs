@@ -17,7 +17,8 @@ pub fn run(a: &SyscallsArgs) -> anyhow::Result<ExitCode> {
     let pids = procmem::select(&selector).map_err(|e| InputError(e.to_string()))?;
     let dir = tempfile::tempdir()?;
     let tracer = Tracer::attach(&pids, dir.path())?;
-    let bench = crate::bench::drive(&a.url, a.connections, a.requests, !a.no_keepalive, &crate::sys::interrupt_flag());
+    let bench =
+        crate::bench::drive(&a.url, a.connections, a.requests, !a.no_keepalive, None, &crate::sys::interrupt_flag());
     // Let the server finish what follows a response (logging, cleanup) before detaching.
     std::thread::sleep(Duration::from_millis(200));
     let text = tracer.stop()?;

@@ -28,7 +28,8 @@ const DISTURBED: f64 = 0.10;
 /// Runs the tuning and prints the outcome; exit 1 when every trial failed or the journal is
 /// incomplete, 130 when interrupted.
 pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let file = TargetFile::load(&a.file)?;
+    let mut file = TargetFile::load(&a.file)?;
+    super::launch::place(&mut file, a.cpus.as_deref())?;
     let objective = objective(a)?;
     let knee = input::share("--knee", &a.knee)?;
     if knee >= 1.0 {
@@ -80,6 +81,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         noisy_spread: NOISY_SPREAD,
         disturbed: DISTURBED,
         interrupt: interrupt.clone(),
+        placement: Some(file.placement.clone()),
     };
 
     let journal_path = a.journal.clone().unwrap_or_else(|| default_journal(&a.file));
@@ -89,6 +91,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         target_file: a.file.display().to_string(),
         strategy: a.strategy.name().into(),
         target_digest: format!("{:016x}", fnv1a(text.as_bytes())),
+        placement: Some(file.placement.clone()),
     };
     let (mut journal, reused) = Journal::open(&journal_path, &header, a.resume)?;
 
@@ -98,10 +101,11 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let estimate = measure.estimate(&load);
     if !a.quiet {
         eprintln!(
-            "tune: {} on {} ({}), objective {}, load from {load_from}; about {planned} trials x ~{} each = ~{}{}; journal {}",
+            "tune: {} on {} ({}, {}), objective {}, load from {load_from}; about {planned} trials x ~{} each = ~{}{}; journal {}",
             a.strategy.name(),
             a.file.display(),
             file.adapter().name(),
+            file.placement.describe(),
             objective.describe(),
             fmt_secs(estimate),
             fmt_secs(estimate * planned as u32),

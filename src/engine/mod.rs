@@ -150,6 +150,9 @@ pub struct Plan {
     /// Closed loop: wake-ups may be coalesced when many responses arrive per wake, within a
     /// bound on their wait in the client (see coalesce.rs); false: never (--no-coalesce).
     pub coalesce: bool,
+    /// The CPUs every engine thread is confined to (the client's side of a placement); None:
+    /// wherever the process may run.
+    pub affinity: Option<nix::sched::CpuSet>,
 }
 
 impl Plan {
@@ -304,7 +307,14 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
     let mut handles = Vec::with_capacity(plan.threads);
     for (i, worker) in workers.into_iter().enumerate() {
         let gate = start.clone();
-        let handle = std::thread::Builder::new().name(format!("webtune-engine-{i}")).spawn(move || worker.run(&gate));
+        let affinity = plan.affinity;
+        let handle = std::thread::Builder::new().name(format!("webtune-engine-{i}")).spawn(move || {
+            if let Some(cpus) = affinity {
+                nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpus)
+                    .map_err(|e| anyhow::anyhow!("cannot confine an engine thread to its CPUs: {e}"))?;
+            }
+            worker.run(&gate)
+        });
         match handle {
             Ok(h) => handles.push(h),
             Err(e) => {

@@ -1,6 +1,7 @@
 //! Who used the machine's CPU during a measurement window: the server's process tree, this
 //! tool, and everything else (other programs, and the hypervisor's steal). A window in which
-//! others took a large share measured a disturbed machine, not the configuration.
+//! others took a large share measured a disturbed machine, not the configuration; a client
+//! that took a large share of CPUs it shares with the server measured itself as well.
 
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +60,9 @@ pub struct Interference {
     pub others: f64,
     /// The hypervisor's steal alone.
     pub steal: f64,
+    /// This tool's own CPU time (the client: engine, sampler), as a share of the cores the
+    /// window was judged against (those the client and the server may use).
+    pub own: f64,
 }
 
 /// A window being watched.
@@ -67,6 +71,9 @@ pub struct CpuWatch {
     machine: MachineTicks,
     server: u64,
     own: u64,
+    /// This process's CPU times (getrusage: microseconds, finer than ticks) and the clock.
+    own_times: crate::sys::CpuTimes,
+    started: std::time::Instant,
 }
 
 impl CpuWatch {
@@ -77,11 +84,17 @@ impl CpuWatch {
             machine: machine_ticks().unwrap_or_default(),
             server: tree_ticks(master),
             own: process_ticks("self"),
+            own_times: crate::sys::CpuTimes::now(),
+            started: std::time::Instant::now(),
         }
     }
 
-    /// What others took since `start`; None when /proc/stat cannot be read or no tick passed.
-    pub fn finish(self) -> Option<Interference> {
+    /// What others and this tool took since `start`, this tool's share counted against `cores`
+    /// cores; None when /proc/stat cannot be read or no tick passed.
+    pub fn finish(self, cores: usize) -> Option<Interference> {
+        let used = crate::sys::CpuTimes::now().since(self.own_times);
+        let wall = self.started.elapsed().as_secs_f64().max(1e-9);
+        let own_share = (used.user + used.sys).as_secs_f64() / (wall * cores.max(1) as f64);
         let machine = machine_ticks()?;
         let total = machine.total.checked_sub(self.machine.total).filter(|&t| t > 0)? as f64;
         let busy = machine.busy.saturating_sub(self.machine.busy);
@@ -92,6 +105,7 @@ impl CpuWatch {
         Some(Interference {
             others: (others as f64 / total).clamp(0.0, 1.0),
             steal: (steal as f64 / total).clamp(0.0, 1.0),
+            own: own_share.clamp(0.0, 1.0),
         })
     }
 }
@@ -111,17 +125,25 @@ mod tests {
     }
 
     #[test]
-    fn a_busy_loop_beside_the_window_is_seen_as_others() {
+    fn a_busy_loop_beside_the_window_is_others_and_our_own_spin_is_ours() {
         // A shell spinning on a core is neither the watched server (no process has that pid)
         // nor this process: it is others.
         let mut spin = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
         let watch = CpuWatch::start(i32::MAX);
-        std::thread::sleep(std::time::Duration::from_millis(600));
-        let seen = watch.finish().unwrap();
+        // This thread spins too, for a third of the window: its own share of one core.
+        let spin_until = std::time::Instant::now() + std::time::Duration::from_millis(200);
+        while std::time::Instant::now() < spin_until {
+            std::hint::black_box(0u64);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        let seen = watch.finish(1).unwrap();
         let _ = spin.kill();
         let _ = spin.wait();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         // One spinning core of `cores`: at least half of its share, allowing for ticks.
         assert!(seen.others >= 0.5 / cores, "{seen:?}");
+        // 200 ms of spinning in 600: a third of one core when it had the core to itself; other
+        // tests of this process add to it, a busy machine takes from it.
+        assert!(seen.own > 0.05, "{seen:?}");
     }
 }

@@ -42,12 +42,16 @@ pub fn write(run: &Stored, out: &mut impl Write) -> io::Result<()> {
             )?;
         }
         Stored::Tune { points, .. } => {
-            writeln!(out, "step,status,cause,requests_per_s,p99_ms,worker_uss_max_kib,pss_total_kib,settings")?;
+            writeln!(
+                out,
+                "step,status,cause,requests_per_s,p99_ms,worker_uss_max_kib,pss_total_kib,settings,server_cpus,client_cpus,shared,client_share"
+            )?;
             for p in points {
                 let m = p.memory();
+                let place = p.placement.as_ref();
                 writeln!(
                     out,
-                    "{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{}",
                     field(&p.step),
                     if p.ok() { "ok" } else { "failed" },
                     field(p.cause().unwrap_or("")),
@@ -55,7 +59,11 @@ pub fn write(run: &Stored, out: &mut impl Write) -> io::Result<()> {
                     if p.ok() { format!("{:.3}", p.p99()) } else { String::new() },
                     m.map_or(String::new(), |m| m.worker_uss_max_kib.to_string()),
                     m.map_or(String::new(), |m| m.pss_total_kib.to_string()),
-                    field(&p.settings.label())
+                    field(&p.settings.label()),
+                    field(&place.and_then(|pl| pl.server.as_ref()).map_or(String::new(), |c| c.to_string())),
+                    field(&place.map_or(String::new(), |pl| pl.client.to_string())),
+                    place.map_or(String::new(), |pl| pl.shared.to_string()),
+                    p.client_share.map_or(String::new(), |s| format!("{s:.4}"))
                 )?;
             }
         }

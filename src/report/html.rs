@@ -114,6 +114,11 @@ fn bench(out: &mut String, r: &BenchReport) {
 
 fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Outcome>) {
     let _ = write!(out, "<p>Strategy <b>{}</b>; {} points measured.</p>", escape(strategy), points.len());
+    if let Some(p) = points.iter().find_map(|p| p.placement.as_ref()) {
+        let share = points.iter().map(|p| p.client_share).fold(None, crate::tune::point::max_share);
+        let share = share.map_or(String::new(), |s| format!("; the client took at most {:.1}% of the CPU", s * 100.0));
+        let _ = write!(out, "<p>Placement: {}{share}.</p>", escape(&p.describe()));
+    }
     match outcome {
         Some(o) => {
             let _ = write!(out, "<h2>Recommended configuration</h2><pre>{}</pre>", escape(&o.config));

@@ -156,6 +156,16 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         Some(us) => writeln!(out, ", {us:.2} us per request")?,
         None => writeln!(out)?,
     }
+    if let Some(p) = &r.placement {
+        write!(out, "Placement:           {}", p.describe())?;
+        match cpu.percent_of_machine {
+            Some(share) => {
+                let whose = if p.server.is_some() { "the client and the server" } else { "it" };
+                writeln!(out, "; the client took {share:.1}% of the {} core(s) {whose} may use", p.cores())?
+            }
+            None => writeln!(out)?,
+        }
+    }
     for w in &r.warnings {
         writeln!(out, "WARNING: {w}")?;
     }

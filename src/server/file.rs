@@ -10,6 +10,7 @@ use super::settings::Settings;
 use crate::bench::BenchSpec;
 use crate::input::{self, InputError};
 use crate::procmem::capacity::Budget;
+use crate::sys::cpus::{CpuSet, Placement, PlacementSpec};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,6 +22,10 @@ struct Raw {
     load: BenchSpec,
     #[serde(default)]
     budget: RawBudget,
+    /// Where the server and the client run (`server = "2-7"`, `client = "0-1"`, or
+    /// `shared = true`); default: apart on 4 or more cores, shared below.
+    #[serde(default)]
+    placement: PlacementSpec,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -106,6 +111,9 @@ pub struct TargetFile {
     pub load: BenchSpec,
     pub memory: Option<Budget>,
     pub time: Option<std::time::Duration>,
+    /// Where the server (its whole process tree) and the client run: the file's [placement]
+    /// checked against the CPUs this process may use, or the default for them.
+    pub placement: Placement,
 }
 
 impl TargetFile {
@@ -223,6 +231,10 @@ impl TargetFile {
             ),
             None => None,
         };
+        let placement = raw
+            .placement
+            .resolve("placement", &CpuSet::allowed())
+            .map_err(|e| InputError(format!("{}: {}", line_of("[placement]"), e.0)))?;
         let file = TargetFile {
             path: path.to_path_buf(),
             adapter: t.adapter,
@@ -239,6 +251,7 @@ impl TargetFile {
             load,
             memory,
             time: raw.budget.time,
+            placement,
         };
         // Judge the load as `webtune bench` would, now rather than at the first trial.
         if let Err(e) = file.load.against("http://127.0.0.1:1").plan() {
@@ -341,6 +354,22 @@ mod tests {
         assert!(e.starts_with("t.toml:4:") && e.contains("budget"), "{e}");
         let e = parse("[target]\nadapter = \"command\"\n").unwrap_err();
         assert!(e.contains("command ="), "{e}");
+        let e = parse("[target]\nadapter = \"lab\"\n[placement]\nclient = \"1-0\"\n").unwrap_err();
+        assert!(e.starts_with("t.toml:4: client:") && e.contains("runs backwards"), "{e}");
+        let e = parse("[target]\nadapter = \"lab\"\n[placement]\nserver = 1000\n").unwrap_err();
+        assert!(e.starts_with("t.toml:3: placement server:"), "{e}");
+    }
+
+    #[test]
+    fn a_placement_in_the_file_or_the_default_for_this_machine() {
+        let allowed = CpuSet::allowed();
+        let f = parse("[target]\nadapter = \"lab\"\n").unwrap();
+        assert_eq!(f.placement, Placement::default_for(&allowed));
+        let first = allowed.cpus()[0];
+        let f = parse(&format!("[target]\nadapter = \"lab\"\n[placement]\nserver = {first}\nclient = \"{first}\"\n"))
+            .unwrap();
+        assert_eq!(f.placement.server.as_ref(), Some(&f.placement.client));
+        assert!(f.placement.shared);
     }
 
     #[test]

@@ -97,7 +97,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
         let mut s = s;
         s.env.extend(file.env.iter().cloned());
         let log = running.dir.join(&format!("{}.log", s.name));
-        let child = process::start(&s, &log)?;
+        let child = process::start(&s, &log, file.placement.server.as_ref())?;
         running.dir.record_group(child.id() as i32)?;
         running.children.push((s.name.clone(), child));
     }

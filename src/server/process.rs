@@ -10,6 +10,8 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
+use crate::sys::cpus::CpuSet;
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Spawn {
@@ -46,8 +48,9 @@ pub fn find_program(program: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Starts `s` in a new process group, output to `log`.
-pub fn start(s: &Spawn, log: &Path) -> anyhow::Result<Child> {
+/// Starts `s` in a new process group, output to `log`, confined to `cpus` when given (its
+/// children inherit the set: the whole server tree stays on it).
+pub fn start(s: &Spawn, log: &Path, cpus: Option<&CpuSet>) -> anyhow::Result<Child> {
     use std::os::unix::process::CommandExt;
     let program = find_program(&s.program).with_context(|| format!("{} not found: is it installed?", s.program))?;
     let out = std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
@@ -58,6 +61,12 @@ pub fn start(s: &Spawn, log: &Path) -> anyhow::Result<Child> {
     }
     if let Some(d) = &s.cwd {
         cmd.current_dir(d);
+    }
+    if let Some(mask) = cpus.map(CpuSet::mask) {
+        // SAFETY: between fork and exec only the system call runs; the mask was built before.
+        unsafe {
+            cmd.pre_exec(move || nix::sched::sched_setaffinity(Pid::from_raw(0), &mask).map_err(std::io::Error::from));
+        }
     }
     cmd.spawn().with_context(|| format!("cannot start {}", s.display()))
 }

@@ -152,8 +152,9 @@ impl Store {
         let tx = self.conn.transaction().map_err(|e| anyhow::anyhow!("store: {e}"))?;
         let result = tx
             .execute(
-                "INSERT INTO points (run_id, step, settings, status, cause, requests_per_s, p99_ms, config_text, point)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO points (run_id, step, settings, status, cause, requests_per_s, p99_ms, config_text, point,
+                 placement, client_share)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 params![
                     run,
                     p.step,
@@ -163,7 +164,9 @@ impl Store {
                     rps,
                     p99,
                     p.config_text,
-                    json
+                    json,
+                    p.placement.as_ref().map(serde_json::to_string).transpose()?,
+                    p.client_share
                 ],
             )
             .and_then(|_| {
@@ -283,4 +286,53 @@ pub enum Stored {
 
 fn fmt2(v: f64) -> String {
     format!("{v:.2}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::cpus::{CpuSet, Placement};
+
+    #[test]
+    fn a_database_from_before_placements_opens_and_keeps_its_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        // A database as the first schema left it, with a point written then.
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(schema::FIRST).unwrap();
+        old.pragma_update(None, "user_version", 1).unwrap();
+        let mut before = serde_json::to_value(crate::tune::point::tests::point(&[100.0])).unwrap();
+        let fields = before.as_object_mut().unwrap();
+        fields.remove("placement");
+        fields.remove("client_share");
+        old.execute(
+            "INSERT INTO runs (kind, started_at, target, summary, status) VALUES ('tune', 'then', 't.toml', 's', 'done')",
+            [],
+        )
+        .unwrap();
+        old.execute(
+            "INSERT INTO points (run_id, step, settings, status, point) VALUES (1, 't', '[]', 'ok', ?1)",
+            [before.to_string()],
+        )
+        .unwrap();
+        drop(old);
+
+        let mut store = Store::open(&path).unwrap();
+        let mut now = crate::tune::point::tests::point(&[120.0]);
+        now.placement = Some(Placement::shared(&CpuSet::parse("", "0-1").unwrap()));
+        now.client_share = Some(0.125);
+        store.save_point(1, &now).unwrap();
+        let Some(Stored::Tune { points, .. }) = store.run(1).unwrap() else { panic!("no tune run 1") };
+        assert_eq!(points.len(), 2, "the old point is read, and the new one beside it");
+        assert_eq!((points[0].placement.as_ref(), points[0].client_share), (None, None));
+        assert_eq!(points[1].placement, now.placement);
+        let (placement, share): (Option<String>, Option<f64>) = store
+            .conn
+            .query_row("SELECT placement, client_share FROM points ORDER BY id DESC LIMIT 1", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(placement.as_deref(), Some(r#"{"server":"0-1","client":"0-1","shared":true}"#));
+        assert_eq!(share, Some(0.125));
+    }
 }

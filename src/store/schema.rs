@@ -2,10 +2,9 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-const MIGRATIONS: &[&str] = &[
-    // 1: runs (bench and tune share one id space), bench reports, tune experiments, their
-    // points and the memory sampled in each repeat.
-    "CREATE TABLE runs (
+/// Migration 1: runs (bench and tune share one id space), bench reports, tune experiments,
+/// their points and the memory sampled in each repeat. (Named: tests build old databases.)
+pub(super) const FIRST: &str = "CREATE TABLE runs (
         id INTEGER PRIMARY KEY,
         kind TEXT NOT NULL CHECK (kind IN ('bench', 'tune')),
         started_at TEXT NOT NULL,
@@ -52,7 +51,14 @@ const MIGRATIONS: &[&str] = &[
         parent_shared_kib INTEGER NOT NULL,
         pss_total_kib INTEGER NOT NULL,
         PRIMARY KEY (point_id, repeat)
-     );",
+     );";
+
+const MIGRATIONS: &[&str] = &[
+    FIRST,
+    // 2: where each point's server and client ran (JSON: server, client, shared) and the
+    // client's largest share of the machine's CPU (0-1). Points stored before stay NULL.
+    "ALTER TABLE points ADD COLUMN placement TEXT;
+     ALTER TABLE points ADD COLUMN client_share REAL;",
 ];
 
 /// Runs the migrations not yet run. The version is read inside an IMMEDIATE transaction so

@@ -1,5 +1,7 @@
-//! The operating system facts the tool needs: its own CPU use, its file-descriptor limit, and
-//! whether the user asked it to stop.
+//! The operating system facts the tool needs: its own CPU use, the CPUs it and the server may
+//! use (`cpus`), its file-descriptor limit, and whether the user asked it to stop.
+
+pub mod cpus;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};

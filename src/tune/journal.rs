@@ -17,6 +17,10 @@ pub struct Header {
     pub strategy: String,
     /// A digest of the target file's text: another file means other points.
     pub target_digest: String,
+    /// Where the server and the client ran: points measured elsewhere are other points.
+    /// (None in journals written before placements were recorded.)
+    #[serde(default)]
+    pub placement: Option<crate::sys::cpus::Placement>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -43,6 +47,13 @@ impl Journal {
             let first = lines.next().transpose()?.unwrap_or_default();
             match serde_json::from_str::<Line>(&first) {
                 Ok(Line::Header(h)) if h == *header => {}
+                Ok(Line::Header(h)) if h.placement != header.placement => {
+                    let was = h.placement.map_or("not recorded".into(), |p| p.describe());
+                    anyhow::bail!(
+                        "{} was measured with another placement ({was}); resume with the same --cpus, or start afresh",
+                        path.display()
+                    )
+                }
                 Ok(Line::Header(_)) => {
                     anyhow::bail!(
                         "{} is the journal of another tuning (target file or strategy differ)",

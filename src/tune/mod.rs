@@ -203,11 +203,17 @@ pub fn summary_line(p: &Point) -> String {
         None => {
             let mem = p.memory().map_or(String::new(), |m| format!(", worker USS {} KiB", m.worker_uss_max_kib));
             let noisy = if p.noisy { " (noisy: repeats spread over 10%, more taken)" } else { "" };
+            let client = match (&p.placement, p.client_share) {
+                (Some(pl), Some(share)) => {
+                    format!(", client CPU {:.0}% ({})", share * 100.0, if pl.shared { "shared" } else { "apart" })
+                }
+                _ => String::new(),
+            };
             let others = match p.remeasured {
                 0 => format!(", others' CPU {:.0}%", p.interference * 100.0),
                 n => format!(", others' CPU {:.0}% ({n} disturbed windows measured again)", p.interference * 100.0),
             };
-            format!("{}: {:.1} req/s, p99 {:.2} ms{mem}{others}{noisy}", p.step, p.rps(), p.p99())
+            format!("{}: {:.1} req/s, p99 {:.2} ms{mem}{others}{client}{noisy}", p.step, p.rps(), p.p99())
         }
     }
 }
@@ -283,6 +289,9 @@ pub struct Outcome {
     /// The recommended configuration in the server's own syntax.
     pub config: String,
     pub points: Vec<Point>,
+    /// Where the server and the client ran (every point records its own too).
+    #[serde(default)]
+    pub placement: Option<crate::sys::cpus::Placement>,
 }
 
 impl Outcome {

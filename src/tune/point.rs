@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::server::Settings;
 use crate::stats::median;
+use crate::sys::cpus::Placement;
 
 /// The server's memory while it served the load, KiB.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -56,6 +57,18 @@ pub struct Sample {
     /// The window's length, seconds (it grows when workers recycle slowly).
     #[serde(default)]
     pub window_s: Option<f64>,
+    /// webtune's own CPU time during the window (the client: engine and sampler), as a share
+    /// (0-1) of the cores the client and the server may use together.
+    #[serde(default)]
+    pub client_share: Option<f64>,
+}
+
+/// The larger of two shares, either possibly unknown.
+pub fn max_share(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Whether a point was measured, or why not.
@@ -107,6 +120,14 @@ pub struct Point {
     /// `[load] remote`, in that order; empty when the point failed before any load.
     #[serde(default)]
     pub load_from: Vec<String>,
+    /// Where the server and the client ran (None: a failed point, or one stored before
+    /// placements were recorded).
+    #[serde(default)]
+    pub placement: Option<Placement>,
+    /// The largest share of the machine's CPU (0-1; the cores of `placement`) the client took
+    /// in the windows kept.
+    #[serde(default)]
+    pub client_share: Option<f64>,
 }
 
 impl Point {
@@ -127,6 +148,8 @@ impl Point {
             remeasured: 0,
             notes: Vec::new(),
             load_from: Vec::new(),
+            placement: None,
+            client_share: None,
         }
     }
 
@@ -144,6 +167,8 @@ impl Point {
             p.warmed += w.warmed;
             p.interference = p.interference.max(w.interference);
             p.remeasured += w.remeasured;
+            p.client_share = max_share(p.client_share, w.client_share);
+            p.placement = p.placement.take().or_else(|| w.placement.clone());
             p.notes.extend(w.notes.iter().filter(|n| !p.notes.contains(n)).cloned().collect::<Vec<_>>());
             if p.status == Status::Ok && w.status != Status::Ok {
                 p.status = w.status.clone();
@@ -214,6 +239,8 @@ pub mod tests {
             remeasured: 0,
             notes: Vec::new(),
             load_from: Vec::new(),
+            placement: None,
+            client_share: None,
         }
     }
 }

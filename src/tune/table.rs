@@ -27,6 +27,8 @@ pub fn before_after(title: &str, before: &Point, after: &Point) -> String {
     metric("Server PSS (KiB)", mem(before, &|m| m.pss_total_kib), mem(after, &|m| m.pss_total_kib), 0);
     let others = |p: &Point| p.ok().then_some(p.interference * 100.0);
     metric("Others' CPU, max (%)", others(before), others(after), 1);
+    let client = |p: &Point| p.client_share.filter(|_| p.ok()).map(|s| s * 100.0);
+    metric("Client CPU, max (%)", client(before), client(after), 1);
     let _ = writeln!(out, "  Configuration");
     out += &configuration(&before.settings, &after.settings);
     for p in [before, after] {
@@ -61,6 +63,17 @@ fn configuration(before: &Settings, after: &Settings) -> String {
 pub fn report(o: &Outcome) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Strategy: {}; objective: {}", o.strategy, o.objective);
+    if let Some(p) = &o.placement {
+        let share = o.points.iter().map(|p| p.client_share).fold(None, super::point::max_share);
+        let share = share.map_or(String::new(), |s| {
+            format!("; the client took at most {:.1}% of the {} core(s) they may use", s * 100.0, p.cores())
+        });
+        let _ = writeln!(out, "Placement: {}{share}", p.describe());
+        // Once in the report, whichever point crossed the line first (each keeps its own note).
+        if let Some(w) = o.points.iter().find_map(|pt| crate::sys::cpus::shared_client_warning(p, pt.client_share?)) {
+            let _ = writeln!(out, "WARNING: {w}");
+        }
+    }
     for (i, step) in o.steps.iter().enumerate() {
         let verdict = match (step.verdict, step.adopted) {
             (Some(v), _) => v.word(),
@@ -115,6 +128,7 @@ impl Found {
             evidence: self.evidence,
             stopped,
             config,
+            placement: points.iter().find_map(|p| p.placement.clone()),
             points,
         }
     }

@@ -11,6 +11,7 @@ use crate::bench::{self, BenchPlan, BenchSpec, spec};
 use crate::procmem::cpu::CpuWatch;
 use crate::procmem::{self, Role, Selector};
 use crate::server::Settings;
+use crate::sys::cpus::{self, Placement};
 
 /// A server the tuner can start in a given configuration (an adapter from the target file).
 pub trait Launcher {
@@ -125,6 +126,10 @@ pub struct TrialOptions {
     pub disturbed: f64,
     /// Set (by Ctrl-C, or the caller) to end the trial under way.
     pub interrupt: Arc<AtomicBool>,
+    /// Where the server (confined by its launcher) and the client run: the load's engine
+    /// threads are confined to the client's CPUs, and each point records both and the
+    /// client's share. None: wherever this process may run, not recorded.
+    pub placement: Option<Placement>,
 }
 
 /// Runs one trial. Never fails: a server that does not start, crashes or answers nothing
@@ -139,6 +144,9 @@ pub fn run(
 ) -> Point {
     let started = Instant::now();
     let fail = |cause: String| Point::failed(step, settings, cause, started.elapsed().as_secs_f64());
+    let client = opts.placement.as_ref().map(|p| p.client.clone()).or_else(|| load.spec.cpus.clone());
+    let load = &Load { spec: BenchSpec { cpus: client.clone(), ..load.spec.clone() }, ..load.clone() };
+    let cores = opts.placement.as_ref().map_or_else(crate::sys::available_cores, Placement::cores);
     let server = match launcher.launch(settings) {
         Ok(s) => s,
         Err(e) => return fail(format!("{e:#}")),
@@ -153,7 +161,7 @@ pub fn run(
     if warm > 0 {
         // Every worker serves requests (compiles, caches, touches its memory) before any is measured.
         let url = load.spec.against(&base).url.unwrap_or_default();
-        if let Err(e) = bench::drive(&url, load.connections(), warm, true, &opts.interrupt) {
+        if let Err(e) = bench::drive(&url, load.connections(), warm, true, client.as_ref(), &opts.interrupt) {
             return fail(format!("warm-up: warming {url}: {e:#}"));
         }
     }
@@ -177,7 +185,7 @@ pub fn run(
         if opts.interrupt.load(Ordering::Relaxed) {
             return fail("interrupted".into());
         }
-        let mut sample = match measure_once(&*server, &plan, window, budget_kib, &opts.interrupt) {
+        let mut sample = match measure_once(&*server, &plan, window, budget_kib, cores, &opts.interrupt) {
             Ok(w) if w.sample.succeeded == 0 => {
                 return fail(format!("no request succeeded ({} failed)", w.sample.failed));
             }
@@ -247,6 +255,10 @@ pub fn run(
     let saturation = server.saturation();
     let config_text = server.config_text();
     drop(server);
+    let client_share = samples.iter().map(|s| s.client_share).fold(None, super::point::max_share);
+    if let (Some(p), Some(share)) = (&opts.placement, client_share) {
+        notes.extend(cpus::shared_client_warning(p, share));
+    }
     notes.dedup();
     Point {
         load_from: plan.sources(),
@@ -263,6 +275,8 @@ pub fn run(
         workers_at_start,
         remeasured,
         notes,
+        placement: opts.placement.clone(),
+        client_share,
     }
 }
 
@@ -335,6 +349,7 @@ fn measure_once(
     plan: &Sender,
     duration: Duration,
     budget: Option<u64>,
+    cores: usize,
     interrupt: &Arc<AtomicBool>,
 ) -> anyhow::Result<Window> {
     let master = server.master_pid();
@@ -368,7 +383,7 @@ fn measure_once(
         done.store(true, Ordering::Relaxed);
         (report, probe.join().unwrap_or((None, None)))
     });
-    let interference = watch.finish();
+    let interference = watch.finish(cores);
     let report = report?;
     let lat = &report.result.latency_ms;
     let trend = report.reply_rate.as_ref().and_then(|r| {
@@ -390,6 +405,7 @@ fn measure_once(
             interference: interference.map(|i| i.others),
             steal: interference.map(|i| i.steal),
             window_s: Some(report.result.duration_s),
+            client_share: interference.map(|i| i.own),
         },
         trend,
     })

@@ -167,14 +167,22 @@ impl Sshd {
     /// (each session is its own process group, so they are found by parentage), which closes
     /// the sessions' connections and pipes as a crash of the host would.
     pub fn kill_all(&mut self) {
-        let mut doomed = vec![self.child.id() as i32];
-        let mut i = 0;
-        while i < doomed.len() {
-            doomed.extend(children(doomed[i]).into_iter().filter(|&pid| comm(pid).starts_with("sshd")));
-            i += 1;
-        }
-        for pid in doomed {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        // Again until none is left: a session forked while we collect would survive one pass.
+        for _ in 0..20 {
+            let mut doomed = vec![self.child.id() as i32];
+            let mut i = 0;
+            while i < doomed.len() {
+                doomed.extend(children(doomed[i]).into_iter().filter(|&pid| comm(pid).starts_with("sshd")));
+                i += 1;
+            }
+            let alive: Vec<i32> = doomed.into_iter().filter(|&pid| !comm(pid).is_empty()).collect();
+            if alive.is_empty() {
+                break;
+            }
+            for pid in alive {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
         let _ = self.child.wait();
     }

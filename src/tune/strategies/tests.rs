@@ -56,6 +56,8 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
             remeasured: 0,
             notes: Vec::new(),
             load_from: vec!["local".into()],
+            placement: None,
+            client_share: None,
         }
     }
     fn estimate(&self, _load: &Load) -> Duration {

@@ -120,6 +120,12 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
             "throughput (CPU or what the workers wait on)".to_string()
         }
     );
+    if let Some(pl) = &knee_point.placement
+        && let Some(server) = &pl.server
+    {
+        let with = if pl.shared { "shared with the client" } else { "the client apart" };
+        line += &format!("; the server ran on {} CPU(s) ({server}, {with})", server.len());
+    }
     let climbing = p99_climbs_after(&measured, knee);
     if let Some((n, p99)) = climbing {
         line += &format!("; past it p99 climbs ({p99:.2} ms at {n})");
