@@ -40,6 +40,8 @@ pub fn spec(a: &BenchArgs) -> Result<BenchSpec, InputError> {
         throttle: a.throttle.as_deref().map(|t| input::bandwidth("--throttle", t)).transpose()?,
         slow_share: a.slow_share.as_deref().map(|s| input::share("--slow-share", s)).transpose()?,
         seed: a.seed,
+        http2: a.h2,
+        streams: a.streams,
     })
 }
 
