@@ -125,6 +125,50 @@ fn stream_resets_are_their_own_class() {
     assert_eq!(num(&v, "/result/connections/opened"), 1, "a reset stream leaves the connection up");
 }
 
+/// A server that allows 2 streams at once: the client never has more open, however many
+/// --streams asks for (the server waits 20 ms after the second to see any excess).
+#[test]
+fn the_servers_stream_limit_is_respected() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let most = Arc::new(AtomicU64::new(0));
+    let seen = most.clone();
+    let rogue = Rogue::start(move |mut s, _| {
+        let limit = h2::frame(h2::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 2]);
+        if !h2::send(&mut s, &limit) || !h2::read_preface(&mut s) {
+            return;
+        }
+        let mut open = Vec::new();
+        while let Some((kind, _, stream, _)) = h2::read_frame(&mut s) {
+            if kind != h2::HEADERS {
+                continue;
+            }
+            open.push(stream);
+            if open.len() < 2 {
+                continue;
+            }
+            // Whatever else the client sends in the next 20 ms counts too.
+            s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+            while let Some((kind, _, stream, _)) = h2::read_frame(&mut s) {
+                if kind == h2::HEADERS {
+                    open.push(stream);
+                }
+            }
+            seen.fetch_max(open.len() as u64, Ordering::SeqCst);
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            for stream in open.drain(..) {
+                if !answer(&mut s, stream, 5) {
+                    return;
+                }
+            }
+        }
+    });
+    let (v, run) = bench_json(&["--h2", "--streams", "8", "-c", "1", "-n", "20", &rogue.url("/")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(num(&v, "/result/succeeded"), 20, "{v:#}");
+    assert_eq!(most.load(Ordering::SeqCst), 2, "streams open at once");
+}
+
 /// A GOAWAY with an error code before any stream is processed: every request fails as
 /// goaway, each on its own connection.
 #[test]

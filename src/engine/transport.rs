@@ -128,12 +128,12 @@ impl Transport {
         matches!(self, Transport::Plain(_))
     }
 
-    /// False when TLS agreed on another protocol than HTTP/2 (or none) through ALPN: the
+    /// True once a TLS handshake has ended without agreeing on HTTP/2 through ALPN: the
     /// server will not read HTTP/2 frames. Plain TCP (h2c) is taken on trust.
-    pub fn negotiated_h2(&self) -> bool {
+    pub fn refused_h2(&self) -> bool {
         match self {
-            Transport::Plain(_) => true,
-            Transport::Tls(t) => t.tls.alpn_protocol() == Some(b"h2"),
+            Transport::Plain(_) => false,
+            Transport::Tls(t) => !t.tls.is_handshaking() && t.tls.alpn_protocol() != Some(b"h2"),
         }
     }
 

@@ -354,7 +354,10 @@ impl<S: Sink> Worker<S> {
             }
             return self.flush(ci);
         }
-        let limit = c.session.max_streams.min(self.streams);
+        // Until the server's SETTINGS say how many streams it allows, one (a server allowing
+        // fewer than asked would refuse the excess; one that waits for a request before its
+        // SETTINGS still gets one).
+        let limit = if c.session.settings_seen { c.session.max_streams.min(self.streams) } else { 1 };
         for s in c.slots.iter_mut() {
             if c.active >= limit {
                 break;
@@ -479,6 +482,10 @@ impl<S: Sink> Worker<S> {
                 Ok(n) => n,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     spent = false;
+                    if sock.refused_h2() {
+                        self.events = events;
+                        return self.failed(ci, ErrorClass::Tls, Instant::now());
+                    }
                     break;
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -492,7 +499,7 @@ impl<S: Sink> Worker<S> {
                 }
             };
             now = Instant::now();
-            if !sock.negotiated_h2() {
+            if sock.refused_h2() {
                 self.events = events;
                 return self.failed(ci, ErrorClass::Tls, now);
             }

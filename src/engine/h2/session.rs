@@ -40,6 +40,8 @@ pub struct Session {
     block_wire: u64,
     /// Frames to write: acks, window updates, requests.
     pub out: Vec<u8>,
+    /// The server's first SETTINGS has come: no stream starts before (its limits are known).
+    pub settings_seen: bool,
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS.
     pub max_streams: u32,
     /// The peer's initial stream window and the connection's send window (request bodies).
@@ -67,6 +69,7 @@ impl Default for Session {
             block: Vec::new(),
             block_wire: 0,
             out,
+            settings_seen: false,
             max_streams: frame::ASSUMED_MAX_STREAMS,
             stream_window: i64::from(frame::DEFAULT_WINDOW),
             send_window: i64::from(frame::DEFAULT_WINDOW),
@@ -182,6 +185,7 @@ impl Session {
                         self.setting(u16::from_be_bytes([s[0], s[1]]), be32(&s[2..]))?;
                     }
                     frame::put_settings_ack(&mut self.out);
+                    self.settings_seen = true;
                 }
             }
             kind::PING => {
