@@ -710,7 +710,9 @@ def main(argv=None):
         passed = True
         with Nginx() as nginx:
             tools = make_tools(a.webtune, a.seconds, a.connections)
-            print_setup(a, tools, nginx.url)
+            if a.h2_only:
+                tools = make_h2_tools(a.webtune, a.seconds, a.connections, 1)
+            print_setup(a, tools, nginx.h2_url if a.h2_only else nginx.url)
             if not (a.memory or a.h2_only):
                 for keepalive in (True, False):
                     passed &= compare_mode(tools, nginx.url, keepalive, a.rounds, a.seconds,
