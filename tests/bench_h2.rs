@@ -60,6 +60,38 @@ fn graceful_goaway_at_the_servers_limit_is_not_an_error() {
     assert_eq!(log.len(), 500, "nginx served exactly the requests counted");
 }
 
+/// A body and extra headers go out in HTTP/2 frames; HEAD has no body.
+#[test]
+fn post_body_headers_and_head_over_h2() {
+    let Some(ng) = h2c_nginx("location = /echo { return 200 \"$http_x_test\"; }") else { return };
+    let body = ng.path("body.txt");
+    std::fs::write(&body, vec![b'x'; 3000]).unwrap();
+    let (v, _) = bench_json(&[
+        "--h2",
+        "-c",
+        "2",
+        "-n",
+        "10",
+        "-p",
+        body.to_str().unwrap(),
+        "-T",
+        "text/plain",
+        &ng.url("/1k.html"),
+    ]);
+    // A POST to a static file: nginx reads the body and answers 405.
+    assert_eq!(num(&v, "/result/status/405"), 10, "{v:#}");
+    let log = ng.access_log(10);
+    assert!(log.iter().all(|l| l.method == "POST" && l.content_length == "3000"), "the body's length is announced");
+
+    let (v, _) = bench_json(&["--h2", "-c", "1", "-n", "3", "-H", "X-Test: hello-there", &ng.url("/echo")]);
+    assert_eq!(num(&v, "/target/document_length"), "hello-there".len() as u64, "{v:#}");
+
+    let (v, _) = bench_json(&["--h2", "--streams", "3", "-c", "1", "-n", "9", "-m", "HEAD", &ng.url("/1k.html")]);
+    assert_eq!(num(&v, "/result/succeeded"), 9, "{v:#}");
+    assert_eq!(num(&v, "/result/bytes/body"), 0);
+    assert!(ng.access_log(22).iter().filter(|l| l.method == "HEAD").all(|l| l.protocol == "HTTP/2.0"));
+}
+
 #[test]
 fn tls_alpn_h2_and_a_server_without_it() {
     let dir = tempfile::tempdir().unwrap();
