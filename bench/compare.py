@@ -23,6 +23,9 @@ How
                        with no parsing or timing; built by `cargo build --release --example
                        floor`, which this script runs)
         no keep-alive: webtune --no-keepalive, ab, oha --disable-keepalive (wrk cannot)
+        http/2 (h2c):  webtune --h2 -t 1 and h2load -t 1 (Debian nghttp2-client), each at
+                       --streams/-m 1 and 10, against the same nginx's h2c listener (prior
+                       knowledge: `listen ... http2` before nginx 1.25.1, `http2 on` after)
       A peer that is not installed is reported as skipped.
     - A table per mode: medians over the rounds (with min-max), the kernel's share of the
       client CPU (sys %), how often the client blocked per request (sleeps/req, its voluntary
@@ -30,6 +33,8 @@ How
       or ab (no keep-alive), and PASS/FAIL for the bars:
         keep-alive:    webtune CPU/request <= 0.8 x wrk's, requests/s >= 0.95 x wrk's
         no keep-alive: webtune requests/s >= ab's
+        http/2:        webtune CPU/request <= h2load's, requests/s >= 0.95 x h2load's, at
+                       each stream count
         memory:        peak RSS of a 60 s run within 5 MiB of a 10 s run's
     - After the keep-alive table, what one sleep costs here (bench/wake.rs, also built by
       this script): the CPU a thread on the client's core is charged per wake-up from the
@@ -41,6 +46,7 @@ Usage
     python3 bench/compare.py --quick        # 1 round x 2 s, memory check 3 s vs 6 s
     python3 bench/compare.py --memory       # the memory check only
     python3 bench/compare.py --no-memory    # the comparison only
+    python3 bench/compare.py --h2-only      # the HTTP/2 tables only
 
 Exit status: 0 when every bar passed, 1 when one failed, 2 on a setup error, 130 when
 interrupted. Everything it starts is stopped at the end, on error and on Ctrl-C/SIGTERM.
@@ -120,8 +126,33 @@ def free_port():
         return s.getsockname()[1]
 
 
-def nginx_config(prefix, port):
-    """The whole nginx.conf: foreground, one worker, everything under `prefix`."""
+def nginx_version(binary):
+    """nginx's version as a tuple, from `nginx -v` (which prints on stderr)."""
+    try:
+        out = subprocess.run([binary, "-v"], capture_output=True, text=True, timeout=10).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return (0,)
+    m = re.search(r"nginx/(\d+)\.(\d+)\.(\d+)", out)
+    return tuple(int(x) for x in m.groups()) if m else (0,)
+
+
+def h2c_server(prefix, port, version):
+    """A server block speaking h2c with prior knowledge on `port`: `http2 on` since nginx
+    1.25.1, the listen parameter before."""
+    if version >= (1, 25, 1):
+        listen = f"listen 127.0.0.1:{port} backlog=4096;\n        http2 on;"
+    else:
+        listen = f"listen 127.0.0.1:{port} http2 backlog=4096;"
+    return f"""    server {{
+        {listen}
+        root {prefix}/html;
+    }}
+"""
+
+
+def nginx_config(prefix, port, h2_port, version):
+    """The whole nginx.conf: foreground, one worker, everything under `prefix`; HTTP/1.1 on
+    `port`, h2c on `h2_port`."""
     tmp = os.path.join(prefix, "tmp")
     return f"""daemon off;
 worker_processes 1;
@@ -142,7 +173,7 @@ http {{
         listen 127.0.0.1:{port} backlog=4096;
         root {prefix}/html;
     }}
-}}
+{h2c_server(prefix, h2_port, version)}}}
 """
 
 
@@ -154,11 +185,16 @@ class Nginx:
         self.binary = binary
         self.prefix = None
         self.port = None
+        self.h2_port = None
         self.proc = None
 
     @property
     def url(self):
         return f"http://127.0.0.1:{self.port}/1k.html"
+
+    @property
+    def h2_url(self):
+        return f"http://127.0.0.1:{self.h2_port}/1k.html"
 
     def __enter__(self):
         try:
@@ -177,9 +213,10 @@ class Nginx:
         self.prefix = tempfile.mkdtemp(prefix="webtune-compare-")
         self.write_files()
         for _ in range(attempts):  # the free port may be taken between free_port() and bind
-            self.port = free_port()
+            self.port, self.h2_port = free_port(), free_port()
             with open(os.path.join(self.prefix, "nginx.conf"), "w") as f:
-                f.write(nginx_config(self.prefix, self.port))
+                f.write(nginx_config(self.prefix, self.port, self.h2_port,
+                                     nginx_version(self.binary)))
             self.proc = subprocess.Popen(
                 ["taskset", "-c", SERVER_CPU, self.binary, "-p", self.prefix + "/",
                  "-c", os.path.join(self.prefix, "nginx.conf"),
@@ -252,6 +289,38 @@ def first_number(pattern, text, cast=float):
 def parse_webtune(text):
     result = json.loads(text)["result"]
     return Figures(result["succeeded"], result["requests_per_s"], result["failed"])
+
+
+def parse_h2load(text):
+    """h2load's summary: "finished in 5.00s, 12345.67 req/s, ..." and "requests: N total, N
+    started, N done, N succeeded, N failed, N errored, N timeout"."""
+    rps = first_number(r"^finished in [\d.]+s, ([\d.]+) req/s", text)
+    m = re.search(r"^requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, "
+                  r"(\d+) errored, (\d+) timeout", text, re.MULTILINE)
+    if rps is None or not m:
+        return None
+    succeeded, failed, errored, timeout = (int(x) for x in m.groups())
+    return Figures(succeeded, rps, failed + errored + timeout)
+
+
+def make_h2_tools(webtune, seconds, conns, streams):
+    """webtune --h2 and h2load at `streams` streams per connection, one thread each."""
+    c, s, m = str(conns), str(seconds), str(streams)
+
+    def webtune_argv(url, _keepalive):
+        return [webtune, "bench", "--h2", "--streams", m, "-t", "1", "-c", c, "-d", f"{s}s", "-q",
+                "--json", url]
+
+    def h2load_argv(url, _keepalive):
+        # -D: a timed run; -m: streams per connection; no warm-up, as the others.
+        return [h2load, "-t", "1", "-c", c, "-m", m, "-D", s, url]
+
+    h2load = shutil.which("h2load")
+    return [
+        Tool("webtune", webtune, webtune_argv, parse_webtune),
+        Tool("h2load", h2load, h2load_argv, parse_h2load,
+             "not on PATH (apt-get install nghttp2-client)"),
+    ]
 
 
 def parse_floor(text):
@@ -407,7 +476,7 @@ def measure_once(tool, url, keepalive):
                   figures.completed, figures.failed)
 
 
-def measure_mode(tools, url, keepalive, rounds, pause=1.0):
+def measure_mode(tools, url, keepalive, rounds, pause=1.0, label=None):
     """Runs every tool that has this mode, interleaved, `rounds` times. Returns
     (results by name, skipped tools with the reason)."""
     active, skipped = [], []
@@ -421,7 +490,7 @@ def measure_mode(tools, url, keepalive, rounds, pause=1.0):
     results = {tool.name: ToolResult(tool.name) for tool in active}
     for r in range(rounds):
         for tool in active:
-            progress(f"  {mode_name(keepalive)}: round {r + 1}/{rounds}, {tool.name} ...")
+            progress(f"  {label or mode_name(keepalive)}: round {r + 1}/{rounds}, {tool.name} ...")
             outcome = measure_once(tool, url, keepalive)
             if isinstance(outcome, Sample):
                 results[tool.name].samples.append(outcome)
@@ -443,9 +512,9 @@ def ratio(value, base):
     return f"{value / base:.3f}" if base else "-"
 
 
-def print_table(results, skipped, keepalive, baseline, rounds, seconds, conns):
+def print_table(results, skipped, keepalive, baseline, rounds, seconds, conns, label=None):
     """The per-mode table: medians, ranges, failures and ratios to the baseline tool."""
-    print(f"\n== {mode_name(keepalive)}: -c {conns}, {seconds} s per run, {rounds} round(s); "
+    print(f"\n== {label or mode_name(keepalive)}: -c {conns}, {seconds} s per run, {rounds} round(s); "
           f"client on CPU {CLIENT_CPU}, nginx on CPU {SERVER_CPU}")
     base = results.get(baseline)
     base = base if base and base.samples else None
@@ -502,6 +571,31 @@ def compare_mode(tools, url, keepalive, rounds, seconds, conns):
     return check_bars(results, keepalive)
 
 
+H2_STREAMS = (1, 10)
+
+
+def compare_h2(webtune, url, rounds, seconds, conns):
+    """webtune --h2 against h2load at each stream count; True if the bars passed."""
+    passed = True
+    for streams in H2_STREAMS:
+        label = f"http/2 h2c, {streams} stream(s) per connection"
+        tools = make_h2_tools(webtune, seconds, conns, streams)
+        results, skipped = measure_mode(tools, url, True, rounds, label=label)
+        print_table(results, skipped, True, "h2load", rounds, seconds, conns, label=label)
+        wt, base = results.get("webtune"), results.get("h2load")
+        if not (wt and wt.samples and base and base.samples):
+            passed &= check(False, f"{label}: cannot compare: no figures for webtune or h2load")
+            continue
+        cpu, base_cpu = wt.median_cpu(), base.median_cpu()
+        rps, base_rps = wt.median_rps(), base.median_rps()
+        passed &= check(cpu <= base_cpu, f"http/2 -m {streams} CPU/request: webtune {cpu:.2f} us "
+                                         f"<= h2load's {base_cpu:.2f} us (ratio {cpu / base_cpu:.3f})")
+        passed &= check(rps >= 0.95 * base_rps,
+                        f"http/2 -m {streams} requests/s: webtune {rps:.0f} >= 0.95 x h2load's "
+                        f"{base_rps:.0f} (ratio {rps / base_rps:.3f})")
+    return passed
+
+
 def memory_check(webtune, url, short_s, long_s, conns):
     """webtune's peak RSS after a short and a long keep-alive run; True if flat enough."""
     print(f"\n== memory: webtune peak RSS (ru_maxrss) after {short_s} s and {long_s} s "
@@ -541,6 +635,7 @@ def parse_args(argv=None):
     group = ap.add_mutually_exclusive_group()
     group.add_argument("--memory", action="store_true", help="run only the memory check")
     group.add_argument("--no-memory", action="store_true", help="skip the memory check")
+    group.add_argument("--h2-only", action="store_true", help="run only the HTTP/2 tables")
     ap.add_argument("--short-seconds", type=int, help="memory check's short run (default 10)")
     ap.add_argument("--long-seconds", type=int, help="memory check's long run (default 60)")
     a = ap.parse_args(argv)
@@ -610,19 +705,23 @@ def main(argv=None):
             raise SetupError(f"no webtune binary at {a.webtune} (cargo build --release)")
         if not shutil.which("taskset"):
             raise SetupError("taskset not found (util-linux)")
-        if not a.memory:
+        if not (a.memory or a.h2_only):
             build_examples()
         passed = True
         with Nginx() as nginx:
             tools = make_tools(a.webtune, a.seconds, a.connections)
-            print_setup(a, tools, nginx.url)
-            if not a.memory:
+            if a.h2_only:
+                tools = make_h2_tools(a.webtune, a.seconds, a.connections, 1)
+            print_setup(a, tools, nginx.h2_url if a.h2_only else nginx.url)
+            if not (a.memory or a.h2_only):
                 for keepalive in (True, False):
                     passed &= compare_mode(tools, nginx.url, keepalive, a.rounds, a.seconds,
                                            a.connections)
                     if keepalive:
                         sleep_costs()
-            if not a.no_memory:
+            if not a.memory:
+                passed &= compare_h2(a.webtune, nginx.h2_url, a.rounds, a.seconds, a.connections)
+            if not (a.no_memory or a.h2_only):
                 passed &= memory_check(a.webtune, nginx.url, a.short_seconds, a.long_seconds,
                                        a.connections)
         return 0 if passed else 1

@@ -3,6 +3,7 @@
 mod support;
 
 mod bench_errors;
+mod bench_h2;
 mod bench_nginx;
 mod bench_pacing;
 mod bench_rogue;

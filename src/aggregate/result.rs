@@ -133,6 +133,9 @@ pub struct Options {
     /// thread); whether it did and what it cost is `result.coalesced`.
     #[serde(default)]
     pub coalesce: bool,
+    /// HTTP/2 (--h2): concurrent streams per connection; None for HTTP/1.1.
+    #[serde(default)]
+    pub http2_streams: Option<u32>,
 }
 
 fn closed() -> String {

@@ -262,6 +262,7 @@ fn options(plan: &BenchPlan) -> Options {
         slow_share: ep.throttle.map(|t| t.share),
         seed: ep.seed,
         coalesce: ep.coalesces_any(),
+        http2_streams: ep.http2.map(|h| h.streams),
     }
 }
 

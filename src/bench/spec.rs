@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::workload::{self, Common, Workload};
 use crate::aggregate::breakdown::Layout;
-use crate::engine::{Arrival, Endpoint, Order, Pacing, Plan, Schedule, Stage, Stop, Throttle};
+use crate::engine::{Arrival, Endpoint, Http2, Order, Pacing, Plan, Schedule, Stage, Stop, Throttle};
 use crate::input::{self, InputError};
 use crate::sys;
 use crate::sys::cpus::{CpuSet, Placement};
@@ -23,6 +23,11 @@ pub const DEFAULT_OPEN_CONNECTIONS: u64 = 1000;
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 /// A request not answered completely within this fails as a timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Concurrent HTTP/2 streams a connection may be asked for.
+pub const MAX_STREAMS: u64 = 1000;
+/// The largest request body sent over HTTP/2: what any server's initial window takes at once
+/// (this client sends a body whole, never waiting for WINDOW_UPDATEs).
+pub const MAX_H2_BODY: usize = crate::engine::h2::frame::DEFAULT_WINDOW as usize;
 /// Stages a run may have.
 const MAX_STAGES: usize = u16::MAX as usize;
 
@@ -115,6 +120,12 @@ pub struct BenchSpec {
     /// thread count follows it. Set by --cpus client=, or by the tuner from its placement.
     #[serde(skip)]
     pub cpus: Option<CpuSet>,
+    /// HTTP/2: over TLS with ALPN "h2" for https URLs, cleartext with prior knowledge (h2c)
+    /// for http ones.
+    #[serde(alias = "h2")]
+    pub http2: bool,
+    /// HTTP/2: concurrent streams per connection (default 1).
+    pub streams: Option<u64>,
 }
 
 /// The checked run: everything the engine and the exporters need.
@@ -221,7 +232,9 @@ impl BenchSpec {
         flag("--throttle", self.throttle.map(|b| format!("{b}B/s")));
         flag("--slow-share", self.slow_share.map(|s| s.to_string()));
         flag("--seed", self.seed.map(|s| s.to_string()));
+        flag("--streams", self.streams.map(|s| s.to_string()));
         let switches = [
+            (self.http2, "--h2"),
             (self.no_keepalive, "--no-keepalive"),
             (self.no_coalesce, "--no-coalesce"),
             (self.insecure, "--insecure"),
@@ -277,6 +290,7 @@ impl BenchSpec {
         if stop == Stop::Duration(Duration::ZERO) {
             return Err(usage("-d must be longer than zero".into()));
         }
+        let http2 = self.http2_settings()?;
         let connections = connections as usize;
         let threads = match self.threads {
             Some(0) => return Err(usage("-t must be at least 1".into())),
@@ -369,9 +383,13 @@ impl BenchSpec {
                 .collect();
         }
         layout.clients = throttle.is_some_and(|t| t.share < 1.0);
+        if http2.is_some() && work.templates.iter().any(|t| crate::engine::h2::frame::body_len(&t.h2) > MAX_H2_BODY) {
+            return Err(usage(format!("--h2: a request body may be at most {MAX_H2_BODY} bytes")));
+        }
+        let tls = work.origin.tls.as_ref().map(|t| if http2.is_some() { t.for_h2() } else { t.clone() });
         let endpoint = Endpoint {
             addr: work.origin.addr,
-            tls: work.origin.tls.clone(),
+            tls,
             templates: work.templates.clone().into(),
             order: work.order.clone(),
         };
@@ -389,6 +407,7 @@ impl BenchSpec {
             seed,
             coalesce: !self.no_coalesce,
             affinity: self.cpus.as_ref().map(CpuSet::mask),
+            http2,
         };
         Ok(BenchPlan {
             engine,
@@ -409,6 +428,36 @@ impl BenchSpec {
 /// The flag value that names `v` (`--arrival poisson`).
 fn value_name(v: &impl clap::ValueEnum) -> String {
     v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
+}
+
+impl BenchSpec {
+    /// The HTTP/2 settings, None for HTTP/1.1. HTTP/2 runs the plain closed loop: what it
+    /// does not do yet is refused by name.
+    fn http2_settings(&self) -> Result<Option<Http2>, InputError> {
+        if !self.http2 {
+            return match self.streams {
+                Some(_) => Err(InputError("--streams needs --h2".into())),
+                None => Ok(None),
+            };
+        }
+        let streams = match self.streams {
+            None => 1,
+            Some(n) if (1..=MAX_STREAMS).contains(&n) => n as u32,
+            Some(n) => return Err(InputError(format!("--streams must be between 1 and {MAX_STREAMS}, not {n}"))),
+        };
+        let unsupported = [
+            (self.is_open_loop(), "--rate, --open or --arrival"),
+            (self.stages.is_some(), "--stages"),
+            (self.scenario.is_some(), "--scenario"),
+            (self.cookies, "--cookies"),
+            (self.throttle.is_some(), "--throttle"),
+            (self.no_keepalive, "--no-keepalive"),
+        ];
+        if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {
+            return Err(InputError(format!("--h2 does not work with {flag} yet")));
+        }
+        Ok(Some(Http2 { streams }))
+    }
 }
 
 /// "10s:100,30s:1000,10s:0".

@@ -159,7 +159,8 @@ fn template(origin: &Origin, method: &str, url: &Url, common: &Common, extra: St
     };
     let bytes = spec.render();
     let head_end = bytes.windows(4).position(|w| w == b"\r\n\r\n").map_or(bytes.len(), |p| p + 2);
-    Template { bytes: bytes.into(), head_end, head_request: method == "HEAD", url: url.clone(), think: extra.think }
+    let h2 = crate::engine::h2::frame::render_request(&spec, origin.scheme == "https").into();
+    Template { bytes: bytes.into(), h2, head_end, head_request: method == "HEAD", url: url.clone(), think: extra.think }
 }
 
 /// What a scenario step adds to the common parts.

@@ -449,6 +449,17 @@ pub struct BenchArgs {
     #[arg(long = "insecure")]
     pub insecure: bool,
 
+    /// Speak HTTP/2: over TLS with ALPN "h2" for https URLs, cleartext with prior knowledge
+    /// (h2c) for http ones. Closed loop only (no --rate, --stages, --scenario, --cookies,
+    /// --throttle, --no-keepalive).
+    #[arg(long = "h2")]
+    pub h2: bool,
+
+    /// With --h2: concurrent streams per connection, each a client sending its next request
+    /// when its last is answered (h2load's -m; default 1; at most what the server allows).
+    #[arg(long = "streams", requires = "h2")]
+    pub streams: Option<u64>,
+
     /// Print the report as JSON (schema/bench-report.v1.json) instead of text.
     #[arg(long = "json")]
     pub json: bool,

@@ -48,6 +48,8 @@ pub fn spec(a: &BenchArgs) -> Result<BenchSpec, InputError> {
         remote: a.remote.clone(),
         remote_only: a.remote_only,
         cpus: client_cpus(a)?,
+        http2: a.h2,
+        streams: a.streams,
     })
 }
 

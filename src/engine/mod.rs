@@ -1,5 +1,5 @@
-//! The load engine: one event loop per thread drives HTTP/1.1 requests over its share of the
-//! connections and hands one `Record` per request to that thread's `Sink`. It never prints.
+//! The load engine: one event loop per thread drives HTTP/1.1 (or HTTP/2, h2/) requests over
+//! its share of the connections and hands one `Record` per request to that thread's `Sink`. It never prints.
 //!
 //! Hot-path choices (measured against wrk, see bench/): request bytes are rendered once;
 //! sockets are registered once for readability and written to directly, so a kept-alive
@@ -9,6 +9,7 @@
 //! client (coalesce.rs).
 
 mod coalesce;
+pub mod h2;
 pub mod record;
 pub mod request;
 pub mod response;
@@ -23,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub use coalesce::Batched;
+pub use h2::Http2;
 pub use record::{ConnEvent, ErrorClass, Record};
 pub use schedule::{Arrival, Schedule, Stage};
 pub use sink::Sink;
@@ -34,6 +36,8 @@ pub use transport::TlsSettings;
 pub struct Template {
     /// The full request, rendered once.
     pub bytes: Arc<[u8]>,
+    /// The same request as HTTP/2 frames (stream id 0, written in per request).
+    pub h2: Arc<[u8]>,
     /// Where the head's final blank line starts: a Cookie header goes in there.
     pub head_end: usize,
     /// HEAD responses carry no body whatever their headers say.
@@ -153,6 +157,8 @@ pub struct Plan {
     /// The CPUs every engine thread is confined to (the client's side of a placement); None:
     /// wherever the process may run.
     pub affinity: Option<nix::sched::CpuSet>,
+    /// Speak HTTP/2 (TLS with ALPN h2, or h2c with prior knowledge), so many streams a connection.
+    pub http2: Option<Http2>,
 }
 
 impl Plan {
@@ -166,6 +172,7 @@ impl Plan {
     /// wake-up does, and the stamps would add a call per connection.
     pub fn coalesces(&self, conns: usize) -> bool {
         self.coalesce
+            && self.http2.is_none()
             && self.keepalive
             && !self.is_open_loop()
             && self.endpoint.tls.is_none()
@@ -264,6 +271,21 @@ impl Gate {
     }
 }
 
+/// A thread's loop: HTTP/1.1 or HTTP/2.
+enum AnyWorker<S> {
+    Http1(Box<worker::Worker<S>>),
+    Http2(Box<h2::Worker<S>>),
+}
+
+impl<S: Sink> AnyWorker<S> {
+    fn run(self, gate: &Gate) -> anyhow::Result<worker::Done<S>> {
+        match self {
+            AnyWorker::Http1(w) => w.run(gate),
+            AnyWorker::Http2(w) => w.run(gate),
+        }
+    }
+}
+
 /// What a run produced besides the sinks' contents.
 pub struct Outcome<S> {
     pub sinks: Vec<S>,
@@ -301,7 +323,19 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
             let first_conn = i * (plan.connections / plan.threads) + i.min(plan.connections % plan.threads);
             let conns = plan.connections / plan.threads + usize::from(i < plan.connections % plan.threads);
             let place = worker::Place { index: i, first_conn, conns };
-            worker::Worker::new(plan, place, started, deadline, shared.clone(), sink)
+            Ok(match plan.http2 {
+                None => AnyWorker::Http1(Box::new(worker::Worker::new(
+                    plan,
+                    place,
+                    started,
+                    deadline,
+                    shared.clone(),
+                    sink,
+                )?)),
+                Some(h2) => {
+                    AnyWorker::Http2(Box::new(h2::Worker::new(plan, h2, place, deadline, shared.clone(), sink)?))
+                }
+            })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut handles = Vec::with_capacity(plan.threads);

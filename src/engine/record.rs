@@ -19,7 +19,7 @@ pub enum ErrorClass {
     AddrUnavailable,
     /// EMFILE/ENFILE/ENOBUFS: the client ran out of file descriptors or socket memory.
     FdUnavailable,
-    /// The response could not be parsed as HTTP/1.x.
+    /// The response could not be parsed as HTTP/1.x, or the server broke the HTTP/2 protocol.
     Malformed,
     /// The server closed the connection before the response was complete.
     ClosedEarly,
@@ -27,10 +27,15 @@ pub enum ErrorClass {
     Tls,
     /// Any other socket error.
     Other,
+    /// HTTP/2: the server reset the stream (RST_STREAM).
+    StreamReset,
+    /// HTTP/2: the server's GOAWAY left the stream unprocessed (with an error code, or a
+    /// second time after a graceful one).
+    GoAway,
 }
 
 impl ErrorClass {
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 12;
     pub const ALL: [ErrorClass; Self::COUNT] = [
         ErrorClass::Refused,
         ErrorClass::ConnectTimeout,
@@ -42,6 +47,8 @@ impl ErrorClass {
         ErrorClass::ClosedEarly,
         ErrorClass::Tls,
         ErrorClass::Other,
+        ErrorClass::StreamReset,
+        ErrorClass::GoAway,
     ];
 
     /// The stable name used in reports and the JSON schema.
@@ -57,6 +64,8 @@ impl ErrorClass {
             ErrorClass::ClosedEarly => "closed_early",
             ErrorClass::Tls => "tls",
             ErrorClass::Other => "other",
+            ErrorClass::StreamReset => "stream_reset",
+            ErrorClass::GoAway => "goaway",
         }
     }
 

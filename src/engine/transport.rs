@@ -128,6 +128,15 @@ impl Transport {
         matches!(self, Transport::Plain(_))
     }
 
+    /// True once a TLS handshake has ended without agreeing on HTTP/2 through ALPN: the
+    /// server will not read HTTP/2 frames. Plain TCP (h2c) is taken on trust.
+    pub fn refused_h2(&self) -> bool {
+        match self {
+            Transport::Plain(_) => false,
+            Transport::Tls(t) => !t.tls.is_handshaking() && t.tls.alpn_protocol() != Some(b"h2"),
+        }
+    }
+
     /// Whether a short read proves the socket is drained. With TLS the session may hold
     /// decrypted bytes beyond what one read returned, so keep reading until WouldBlock.
     #[inline]
@@ -204,6 +213,13 @@ impl TlsSettings {
         let server_name = rustls::pki_types::ServerName::try_from(host.to_string())
             .map_err(|_| anyhow::anyhow!("invalid TLS server name {host:?}"))?;
         Ok(TlsSettings { config: Arc::new(config), server_name })
+    }
+
+    /// The same settings offering only HTTP/2 through ALPN (`--h2`).
+    pub fn for_h2(&self) -> TlsSettings {
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        TlsSettings { config: Arc::new(config), server_name: self.server_name.clone() }
     }
 }
 

@@ -17,13 +17,20 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         None => writeln!(out, "Document length:     (no successful response)")?,
     }
     writeln!(out)?;
-    writeln!(
-        out,
-        "Concurrency:         {} connection(s) on {} thread(s), keep-alive {}",
-        o.connections,
-        o.threads,
-        if o.keepalive { "on" } else { "off" }
-    )?;
+    match o.http2_streams {
+        Some(streams) => writeln!(
+            out,
+            "Concurrency:         {} HTTP/2 connection(s) x {streams} stream(s) on {} thread(s)",
+            o.connections, o.threads
+        )?,
+        None => writeln!(
+            out,
+            "Concurrency:         {} connection(s) on {} thread(s), keep-alive {}",
+            o.connections,
+            o.threads,
+            if o.keepalive { "on" } else { "off" }
+        )?,
+    }
     if o.pacing == "open" {
         let rate = match (o.rate, &o.stages) {
             (Some(rate), _) => format!("{rate} requests/s"),

@@ -339,6 +339,15 @@ mod tests {
         assert_eq!(f.settings(&[("workers".into(), "8".into())])[1].1, "8");
     }
 
+    /// A target's load may speak HTTP/2: the plan it makes does.
+    #[test]
+    fn load_over_http2() {
+        let f = parse("[target]\nadapter = \"lab\"\n[load]\nhttp2 = true\nstreams = 4\nconnections = 2\n").unwrap();
+        let plan = f.load.against("http://127.0.0.1:9").plan().unwrap();
+        assert_eq!(plan.engine.http2, Some(crate::engine::Http2 { streams: 4 }));
+        assert!(!plan.engine.coalesces_any(), "HTTP/2 never coalesces wake-ups");
+    }
+
     #[test]
     fn mistakes_name_the_line_and_what_is_allowed() {
         let e = parse("[target]\nadapter = \"lab\"\nlisen = \"x\"\n").unwrap_err();

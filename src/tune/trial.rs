@@ -78,6 +78,21 @@ impl Load {
     pub fn duration(&self) -> Duration {
         self.spec.run_length().unwrap_or(spec::DEFAULT_DURATION)
     }
+
+    /// The load a trial of `settings` sends: HTTP/2 when their `http2` knob is on, HTTP/1.1
+    /// when it is off (so a tune compares the protocols under the same load), else as the
+    /// target file's `[load]` says.
+    pub fn for_settings(&self, settings: &Settings) -> Load {
+        let Some(value) = settings.get("http2") else { return self.clone() };
+        let http2 = value == "on";
+        let streams = if http2 { self.spec.streams } else { None };
+        Load { spec: BenchSpec { http2, streams, ..self.spec.clone() }, ..self.clone() }
+    }
+
+    /// The bench plan against the server at `base`.
+    pub fn plan(&self, base: &str) -> anyhow::Result<BenchPlan> {
+        Ok(self.spec.against(base).plan()?)
+    }
 }
 
 /// How a window's load is sent: all from this machine, or split with the `[load] remote` hosts.
@@ -143,6 +158,7 @@ pub fn run(
     budget_kib: Option<u64>,
 ) -> Point {
     let started = Instant::now();
+    let load = &load.for_settings(settings);
     let fail = |cause: String| Point::failed(step, settings, cause, started.elapsed().as_secs_f64());
     let client = opts.placement.as_ref().map(|p| p.client.clone()).or_else(|| load.spec.cpus.clone());
     let load = &Load { spec: BenchSpec { cpus: client.clone(), ..load.spec.clone() }, ..load.clone() };
@@ -480,6 +496,7 @@ pub fn mem_use(procs: &[procmem::ProcMem], budget_kib: Option<u64>) -> Option<Me
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Http2;
 
     #[test]
     fn memory_samples_cover_the_window_at_random_moments() {
@@ -495,5 +512,19 @@ mod tests {
             // Not the same moments in every window (a 2^-52 chance per sample to repeat).
             assert_ne!(a, memory_sample_times(w));
         }
+    }
+
+    /// The `http2` knob decides each trial's protocol; without it, `[load]` does.
+    #[test]
+    fn the_http2_knob_sets_the_trials_protocol() {
+        let knob = |v: &str| Settings(vec![("workers".into(), "2".into()), ("http2".into(), v.into())]);
+        let protocol = |l: &Load| l.plan("http://127.0.0.1:9").unwrap().engine.http2;
+        let asked = Load::of(BenchSpec { http2: true, streams: Some(10), ..BenchSpec::default() });
+        assert_eq!(protocol(&asked.for_settings(&knob("on"))), Some(Http2 { streams: 10 }));
+        assert_eq!(protocol(&asked.for_settings(&knob("off"))), None, "--streams goes with HTTP/2");
+        assert_eq!(protocol(&asked.for_settings(&Settings::default())), Some(Http2 { streams: 10 }));
+        let plain = Load::of(BenchSpec::default());
+        assert_eq!(protocol(&plain.for_settings(&knob("on"))), Some(Http2 { streams: 1 }));
+        assert_eq!(protocol(&plain.for_settings(&knob("off"))), None);
     }
 }

@@ -7,9 +7,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// One access-log line per request: connection serial, its request count, status, method,
-/// request length, body bytes sent, request Content-Length.
-const LOG_FORMAT: &str =
-    "'$connection $connection_requests $status $request_method $request_length $body_bytes_sent $http_content_length'";
+/// request length, body bytes sent, request Content-Length, protocol.
+const LOG_FORMAT: &str = "'$connection $connection_requests $status $request_method $request_length \
+     $body_bytes_sent $http_content_length $server_protocol'";
 
 pub struct Nginx {
     pub port: u16,
@@ -25,6 +25,8 @@ pub struct LogLine {
     pub body_bytes: u64,
     /// The request's Content-Length header, "-" when absent.
     pub content_length: String,
+    /// "HTTP/1.1", "HTTP/2.0".
+    pub protocol: String,
 }
 
 impl Nginx {
@@ -32,6 +34,12 @@ impl Nginx {
     /// `http_extra` to its http block. Returns None (a skip) when nginx is not installed
     /// outside CI.
     pub fn start(server_extra: &str, http_extra: &str) -> Option<Nginx> {
+        Self::start_listening("", server_extra, http_extra)
+    }
+
+    /// As `start`, with `listen_extra` on the main listen directive (e.g. "http2": h2c with
+    /// prior knowledge, on nginx before 1.25).
+    pub fn start_listening(listen_extra: &str, server_extra: &str, http_extra: &str) -> Option<Nginx> {
         let Some(bin) = super::find_program("nginx") else {
             super::missing("nginx");
             return None;
@@ -54,7 +62,7 @@ impl Nginx {
                  http {{\n  log_format wt {LOG_FORMAT};\n  access_log {d}/access.log wt;\n\
                  client_body_temp_path {d}/tmp/body;\n  proxy_temp_path {d}/tmp/proxy;\n\
                  fastcgi_temp_path {d}/tmp/fastcgi;\n  uwsgi_temp_path {d}/tmp/uwsgi;\n  scgi_temp_path {d}/tmp/scgi;\n\
-                 {http_extra}\n  server {{\n    listen 127.0.0.1:{port};\n    root {d}/html;\n{server_extra}\n  }}\n}}\n"
+                 {http_extra}\n  server {{\n    listen 127.0.0.1:{port} {listen_extra};\n    root {d}/html;\n{server_extra}\n  }}\n}}\n"
             );
             std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
             use std::os::unix::process::CommandExt;
@@ -128,6 +136,7 @@ fn parse_log_line(line: &str) -> LogLine {
         request_length: f[4].parse().unwrap(),
         body_bytes: f[5].parse().unwrap(),
         content_length: f[6].to_string(),
+        protocol: f[7].to_string(),
     }
 }
 

@@ -118,3 +118,63 @@ pub fn reset(stream: TcpStream) {
     let _ = sock.set_linger(Some(Duration::ZERO));
     drop(stream);
 }
+
+/// HTTP/2 for a hostile test server: the client preface is read, then frames one at a time.
+pub mod h2 {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+
+    pub const DATA: u8 = 0x0;
+    pub const HEADERS: u8 = 0x1;
+    pub const RST_STREAM: u8 = 0x3;
+    pub const SETTINGS: u8 = 0x4;
+    pub const GOAWAY: u8 = 0x7;
+    pub const CONTINUATION: u8 = 0x9;
+    pub const END_STREAM: u8 = 0x1;
+    pub const END_HEADERS: u8 = 0x4;
+    /// HPACK: ":status: 200" from the static table.
+    pub const STATUS_200: u8 = 0x88;
+
+    /// Reads the client preface; false when the client went away.
+    pub fn read_preface(s: &mut TcpStream) -> bool {
+        let mut p = [0u8; 24];
+        s.read_exact(&mut p).is_ok() && &p == b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    }
+
+    /// The next frame: (kind, flags, stream, payload); None when the client went away.
+    pub fn read_frame(s: &mut TcpStream) -> Option<(u8, u8, u32, Vec<u8>)> {
+        let mut h = [0u8; 9];
+        s.read_exact(&mut h).ok()?;
+        let len = (usize::from(h[0]) << 16) | (usize::from(h[1]) << 8) | usize::from(h[2]);
+        let mut payload = vec![0u8; len];
+        s.read_exact(&mut payload).ok()?;
+        Some((h[3], h[4], u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff, payload))
+    }
+
+    /// The stream id of the next request (a HEADERS frame); other frames are skipped.
+    pub fn next_request(s: &mut TcpStream) -> Option<u32> {
+        loop {
+            let (kind, _, stream, _) = read_frame(s)?;
+            if kind == HEADERS {
+                return Some(stream);
+            }
+        }
+    }
+
+    pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let l = (payload.len() as u32).to_be_bytes();
+        let mut out = vec![l[1], l[2], l[3], kind, flags];
+        out.extend_from_slice(&stream.to_be_bytes());
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// An empty SETTINGS: the server's half of the preface.
+    pub fn settings() -> Vec<u8> {
+        frame(SETTINGS, 0, 0, &[])
+    }
+
+    pub fn send(s: &mut TcpStream, bytes: &[u8]) -> bool {
+        s.write_all(bytes).is_ok()
+    }
+}
