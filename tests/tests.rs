@@ -12,3 +12,4 @@ mod launch;
 mod mem_syscalls;
 mod store;
 mod targets;
+mod thresholds;

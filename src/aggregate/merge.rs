@@ -65,6 +65,7 @@ pub fn merge(reports: &[BenchReport], names: &[String]) -> anyhow::Result<BenchR
         warnings,
         breakdown,
         merged_runs: Some(reports.iter().map(|r| r.merged_runs.unwrap_or(1)).sum()),
+        thresholds: Vec::new(),
     })
 }
 

@@ -155,6 +155,7 @@ pub fn run_watched(
         warnings,
         breakdown,
         merged_runs: None,
+        thresholds: Vec::new(),
     })
 }
 

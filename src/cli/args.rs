@@ -84,6 +84,12 @@ pub struct CompareArgs {
     pub after: i64,
     #[arg(long)]
     pub json: bool,
+
+    /// A regression gate (exit 3 when it holds), repeatable: a signed change from the run
+    /// before to the run after, e.g. 'rps < -5%', 'p99 > +10%', or an absolute threshold on
+    /// the run after, as bench --fail-if. Tune runs are judged on rps and p99 only.
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -479,4 +485,11 @@ pub struct BenchArgs {
     /// Seed for random URL order and Poisson arrivals (default: from the clock; reported).
     #[arg(long = "seed")]
     pub seed: Option<u64>,
+
+    /// Fail the run (exit 3) when this holds, e.g. 'p99 > 50ms', 'errors > 0.1%',
+    /// 'rps < 1000' (repeatable). Metrics: rps; errors (a count, or a share with %); a latency
+    /// (min mean stdev p50 p75 p90 p99 p99.9 max) of the total time, or of the first byte or
+    /// connect with ttfb. or connect. in front (ttfb.p99). Operators < <= > >=.
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<String>,
 }

@@ -1,5 +1,6 @@
 //! The command line: parse, dispatch to a command, map errors to exit codes
-//! (2 for bad input, 1 for a run that failed, 0 otherwise).
+//! (2 for bad input, 1 for a run that failed, 3 for a failed --fail-if threshold, 130 for an
+//! interrupted tune, 0 otherwise).
 
 pub mod args;
 pub mod bench;
@@ -72,6 +73,14 @@ impl args::ServerArgs {
             _ => Err(InputError("give --pid, --name or --port".into())),
         }
     }
+}
+
+/// Exit status of a run that completed but failed a `--fail-if` threshold.
+pub const THRESHOLD_FAILED: u8 = 3;
+
+/// The `--fail-if` flags, parsed (all of them, before any load runs).
+pub fn thresholds(texts: &[String]) -> Result<Vec<crate::gate::Threshold>, InputError> {
+    texts.iter().map(|t| t.parse().map_err(|e: InputError| e.at("--fail-if"))).collect()
 }
 
 /// Prints a report on stdout, as JSON or through its text exporter. A closed pipe
