@@ -10,6 +10,7 @@ mod bench_workload;
 mod lab;
 mod launch;
 mod mem_syscalls;
+mod package;
 mod store;
 mod targets;
 mod thresholds;

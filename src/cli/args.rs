@@ -9,7 +9,8 @@ use clap::{Args, Parser, Subcommand};
 #[command(
     name = "webtune",
     version,
-    about = "Find, by measurement, the server configuration that serves the most within its memory"
+    about = "Find, by measurement, the server configuration that serves the most within its memory",
+    after_help = super::manual::exit_status_help()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -49,6 +50,24 @@ pub enum Command {
     Mem(MemArgs),
     /// System calls per request, from strace on the server while requests are driven.
     Syscalls(SyscallsArgs),
+    /// Print a shell completion script (e.g. webtune completions bash > /etc/bash_completion.d/webtune).
+    Completions(CompletionsArgs),
+    /// Print the manual page webtune(1) as roff (webtune manpage | man -l -).
+    Manpage(ManpageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManpageArgs {
+    /// Write webtune.1 and a page per command (webtune-bench.1...) into this directory instead.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

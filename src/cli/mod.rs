@@ -7,6 +7,7 @@ pub mod bench;
 pub mod history;
 pub mod lab;
 pub mod launch;
+pub mod manual;
 pub mod mem;
 pub mod merge;
 pub mod syscalls;
@@ -55,6 +56,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Launch(a) => launch::run(&a),
         Command::Tune(a) => tune::run(&a, db),
         Command::Syscalls(a) => syscalls::run(&a),
+        Command::Completions(a) => manual::completions(&a),
+        Command::Manpage(a) => manual::manpage(&a),
         Command::Lab(a) => {
             crate::lab::run(&lab::config(&a)?)?;
             Ok(ExitCode::SUCCESS)
@@ -83,16 +86,21 @@ pub fn thresholds(texts: &[String]) -> Result<Vec<crate::gate::Threshold>, Input
     texts.iter().map(|t| t.parse().map_err(|e: InputError| e.at("--fail-if"))).collect()
 }
 
-/// Prints a report on stdout, as JSON or through its text exporter. A closed pipe
-/// (`| head`) is not an error.
+/// Prints a report on stdout, as JSON or through its text exporter.
 pub fn emit<T: serde::Serialize>(
     report: &T,
     json: bool,
     text: impl FnOnce(&T, &mut std::io::StdoutLock<'static>) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
+    write_stdout(|out| if json { crate::report::json::write(report, out) } else { text(report, out) })
+}
+
+/// Writes on stdout through `write`, then flushes. A closed pipe (`| head`) is not an error.
+pub fn write_stdout(
+    write: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    let written = if json { crate::report::json::write(report, &mut out) } else { text(report, &mut out) };
-    match written.and_then(|()| out.flush()) {
+    match write(&mut out).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
     }

@@ -30,14 +30,15 @@ pub fn test_db() -> PathBuf {
 
 /// Runs `webtune ARGS`, killing it if it outlives `limit` (a hang is a test failure).
 pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
-        .args(args)
-        .env("WEBTUNE_DB", test_db())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start webtune");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_webtune"));
+    cmd.args(args).env("WEBTUNE_DB", test_db());
+    run_with_limit(cmd, limit)
+}
+
+/// Runs a command to its end with its output captured, killing it if it outlives `limit`.
+pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
+    let mut child =
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start the command");
     let started = Instant::now();
     let stdout = child.stdout.take().unwrap();
     let stderr = child.stderr.take().unwrap();
@@ -50,7 +51,7 @@ pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
         if started.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("webtune {args:?} did not finish within {limit:?}");
+            panic!("{cmd:?} did not finish within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(10));
     };
