@@ -59,6 +59,7 @@ fn the_package_installs_the_binary_its_man_pages_and_completions() {
     assert!(page.contains("webtune\\-bench(1)"), "{page}");
     let bench = run("gzip", &["-dc", man.join("webtune-bench.1.gz").to_str().unwrap()]).stdout;
     assert!(bench.contains(".TH webtune-bench 1 ") && bench.contains("\\-\\-fail\\-if"), "{bench}");
+    assert!(bench.contains(".SH \"EXIT STATUS\"") && !bench.contains(".SH EXTRA"), "{bench}");
 
     let share = root.join("usr/share");
     let bash = share.join("bash-completion/completions/webtune");

@@ -54,8 +54,21 @@ fn a_threshold_that_holds_fails_the_run_with_exit_3() {
     assert_eq!(t[2], ("errors > 0".into(), Some(0.0), "requests".into(), true));
     let (_, ttfb_min, _, pass) = &t[3];
     assert!(*pass && ttfb_min.unwrap() >= 20.0, "{t:?}");
-    // The run is stored with its verdicts all the same.
     assert!(run.stderr.is_empty(), "{}", run.stderr);
+
+    // Merged reports (runs from several machines) are judged anew: the merge of two copies
+    // has the same p99.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let file = file.to_str().unwrap();
+    let run = webtune(&["merge", "--json", file, file, "--fail-if", "p99 > 5ms", "--fail-if", "errors > 0"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    let merged: Value = serde_json::from_str(&run.stdout).unwrap();
+    crate::support::assert_valid(&merged);
+    let t = judged(&merged);
+    assert_eq!((t[0].1, t[0].3), (Some(float(&v, "/result/latency_ms/total/p99")), false), "{t:?}");
+    assert_eq!(t[1], ("errors > 0".into(), Some(0.0), "requests".into(), true));
 }
 
 #[test]

@@ -24,6 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test a URL: closed loop over N connections, latency in HDR histograms.
+    #[command(after_help = super::manual::exit_status_help())]
     Bench(Box<BenchArgs>),
     /// Combine the --json reports of runs made at once from several machines (exact percentiles).
     Merge(MergeArgs),
@@ -39,6 +40,7 @@ pub enum Command {
     Show(ShowArgs),
     /// Compare two stored runs: each metric before and after, the % change, and whether it
     /// exceeds the runs' spread.
+    #[command(after_help = super::manual::exit_status_help())]
     Compare(CompareArgs),
     /// Export a stored run as JSON or CSV.
     Export(ExportArgs),
@@ -221,6 +223,10 @@ pub struct MergeArgs {
     /// Print the merged report as JSON (same schema as bench) instead of text.
     #[arg(long)]
     pub json: bool,
+
+    /// Fail (exit 3) when this holds of the merged run, as bench --fail-if (repeatable).
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<String>,
 }
 
 /// Which server: exactly one of --pid, --name, --port.

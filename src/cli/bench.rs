@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use super::args::BenchArgs;
 use crate::bench::{self, BenchSpec};
-use crate::gate::Figures;
 use crate::input::{self, InputError};
 use crate::report::progress::ProgressLine;
 
@@ -47,10 +46,7 @@ pub fn spec(a: &BenchArgs) -> Result<BenchSpec, InputError> {
 /// Runs the bench, prints the report and stores it; exit 1 when storing fails or nothing
 /// succeeded, 3 when a `--fail-if` threshold failed.
 pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let thresholds = super::thresholds(&a.fail_if)?;
-    if let Some(t) = thresholds.iter().find(|t| t.is_change()) {
-        return Err(t.needs_two_runs().at("--fail-if").into());
-    }
+    let thresholds = super::one_run_thresholds(&a.fail_if)?;
     let mut plan = spec(a)?.plan()?;
     plan.hdr_log = a.hdr_log.clone();
     let mut line = ProgressLine::new(a.quiet || a.json);
@@ -59,7 +55,7 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     });
     line.clear();
     let mut report = report?;
-    report.thresholds = thresholds.iter().map(|t| t.judge(Figures::Bench(&report))).collect::<Result<_, _>>()?;
+    super::judge(&mut report, &thresholds)?;
     super::emit(&report, a.json, crate::report::text::write)?;
     // The result is printed first: a store that fails loses nothing the user sees.
     let saved = crate::store::Store::open(&crate::store::default_path(db)).and_then(|mut s| s.save_bench(&report));

@@ -71,6 +71,12 @@ fn write_pages(dir: &Path) -> anyhow::Result<()> {
     // generate_to writes every page, webtune.1 included; ours replaces that one.
     clap_mangen::generate_to(Cli::command(), dir).map_err(|e| cannot(&e))?;
     std::fs::write(dir.join("webtune.1"), main_page()?).map_err(|e| cannot(&e))?;
+    // A command's --help ends with the exit statuses; clap_mangen titles that section EXTRA.
+    for sub in Cli::command().get_subcommands().filter(|s| s.get_after_help().is_some()) {
+        let page = dir.join(format!("webtune-{}.1", sub.get_name()));
+        let text = std::fs::read_to_string(&page).map_err(|e| cannot(&e))?;
+        std::fs::write(&page, text.replace(".SH EXTRA\n", ".SH \"EXIT STATUS\"\n")).map_err(|e| cannot(&e))?;
+    }
     Ok(())
 }
 

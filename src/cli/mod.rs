@@ -20,6 +20,8 @@ use clap::Parser;
 
 use args::{Cli, Command};
 
+use crate::aggregate::BenchReport;
+use crate::gate::Threshold;
 use crate::input::InputError;
 
 /// The `webtune` binary's entry point: parses the arguments and runs the command.
@@ -48,9 +50,15 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(a) => history::export(db, &a),
         Command::Report(a) => history::report(db, &a),
         Command::Merge(a) => {
-            let report = merge::run(&a.files)?;
+            let thresholds = one_run_thresholds(&a.fail_if)?;
+            let mut report = merge::run(&a.files)?;
+            judge(&mut report, &thresholds)?;
             emit(&report, a.json, crate::report::text::write)?;
-            Ok(ExitCode::SUCCESS)
+            Ok(if crate::gate::all_pass(&report.thresholds) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(THRESHOLD_FAILED)
+            })
         }
         Command::Mem(a) => mem::run(&a),
         Command::Launch(a) => launch::run(&a),
@@ -82,8 +90,24 @@ impl args::ServerArgs {
 pub const THRESHOLD_FAILED: u8 = 3;
 
 /// The `--fail-if` flags, parsed (all of them, before any load runs).
-pub fn thresholds(texts: &[String]) -> Result<Vec<crate::gate::Threshold>, InputError> {
+pub fn thresholds(texts: &[String]) -> Result<Vec<Threshold>, InputError> {
     texts.iter().map(|t| t.parse().map_err(|e: InputError| e.at("--fail-if"))).collect()
+}
+
+/// The `--fail-if` flags of a command that judges one run: a change is refused (it needs two).
+pub fn one_run_thresholds(texts: &[String]) -> Result<Vec<Threshold>, InputError> {
+    let thresholds = thresholds(texts)?;
+    match thresholds.iter().find(|t| t.is_change()) {
+        Some(t) => Err(t.needs_two_runs().at("--fail-if")),
+        None => Ok(thresholds),
+    }
+}
+
+/// Judges the thresholds against the report; the verdicts go into it.
+pub fn judge(report: &mut BenchReport, thresholds: &[Threshold]) -> Result<(), InputError> {
+    report.thresholds =
+        thresholds.iter().map(|t| t.judge(crate::gate::Figures::Bench(report))).collect::<Result<_, _>>()?;
+    Ok(())
 }
 
 /// Prints a report on stdout, as JSON or through its text exporter.
