@@ -214,7 +214,7 @@ fn stat(l: &LatencyStats, s: Stat) -> f64 {
 }
 
 /// What one run measured, as a threshold reads it: a bench report, or the point that stands
-/// for a tune run (which records requests/s and total p99 only).
+/// for a tune run (which records requests/s, p50, p99 and ttfb.p99: medians of its repeats).
 #[derive(Debug, Clone, Copy)]
 pub enum Figures<'a> {
     Bench(&'a BenchReport),
@@ -242,7 +242,9 @@ impl Figures<'_> {
                 .map(|l| stat(l, s))
             }
             (Figures::Tune(p), Metric::Rps) => Some(p.rps()),
-            (Figures::Tune(p), Metric::Latency(Phase::Total, Stat::P99)) => Some(p.p99()).filter(|v| v.is_finite()),
+            (Figures::Tune(p), Metric::Latency(Phase::Total, Stat::P50)) => Some(p.median(|s| s.p50_ms)),
+            (Figures::Tune(p), Metric::Latency(Phase::Total, Stat::P99)) => Some(p.p99()),
+            (Figures::Tune(p), Metric::Latency(Phase::FirstByte, Stat::P99)) => Some(p.median(|s| s.first_byte_p99_ms)),
             (Figures::Tune(_), _) => None,
         }
     }
@@ -293,13 +295,13 @@ impl Threshold {
     }
 
     /// Judges the run `after` against the run `before`: a change from one to the other, or
-    /// an absolute threshold on `after` alone. A metric neither run records is an error (a
-    /// tune run records requests/s and p99 only).
+    /// an absolute threshold on `after` alone. A metric a run does not record is an error (a
+    /// tune run records rps, p50, p99 and ttfb.p99 only).
     pub fn judge_between(&self, before: Figures, after: Figures) -> Result<Judged, InputError> {
         let recorded = |f: Figures| !matches!(f, Figures::Tune(_)) || f.value(self.metric, false).is_some();
         if !recorded(before) || !recorded(after) {
             return Err(InputError(format!(
-                "threshold {:?}: tune runs record only rps and p99 for a comparison",
+                "threshold {:?}: tune runs record only rps, p50, p99 and ttfb.p99",
                 self.text
             )));
         }
@@ -427,5 +429,26 @@ mod tests {
         assert_eq!(t("errors > +50%").judge_between(b, b).unwrap().value, Some(0.0));
         // An absolute threshold judges the run after.
         assert!(!t("p99 > 24ms").judge_between(b, a).unwrap().pass);
+    }
+
+    fn point(rps: &[f64], p99: &[f64]) -> Point {
+        use crate::tune::point::{Sample, Status};
+        let mut p = Point::failed("baseline", &Default::default(), String::new(), 1.0);
+        p.status = Status::Ok;
+        p.samples = rps.iter().zip(p99).map(|(&rps, &p99_ms)| Sample { rps, p99_ms, ..Default::default() }).collect();
+        p
+    }
+
+    #[test]
+    fn tune_runs_are_judged_by_the_medians_of_their_repeats() {
+        let (before, after) =
+            (point(&[990.0, 1000.0, 1010.0], &[20.0, 21.0, 40.0]), point(&[900.0, 880.0, 2000.0], &[22.0, 22.0, 1.0]));
+        let (b, a) = (Figures::Tune(&before), Figures::Tune(&after));
+        let j = t("rps < -5%").judge_between(b, a).unwrap();
+        assert!((j.value.unwrap() + 10.0).abs() < 1e-9 && !j.pass, "{j:?}");
+        let j = t("p99 > +10%").judge_between(b, a).unwrap();
+        assert!((j.value.unwrap() - 100.0 / 21.0).abs() < 1e-9 && j.pass, "{j:?}");
+        let e = t("errors > 0").judge_between(b, a).unwrap_err().0;
+        assert!(e.contains("tune runs record only rps, p50, p99 and ttfb.p99"), "{e}");
     }
 }

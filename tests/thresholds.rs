@@ -116,27 +116,29 @@ fn newest_run(url: &str) -> i64 {
 fn compare_gates_a_regression_between_two_stored_runs_with_exit_3() {
     let lab = Lab::start(&["--workers", "2"]);
     let url = lab.url("/");
-    // Open loop: the rate is what was asked, whatever the machine's load: 40/s, then 20/s.
-    let (_, run) = bench_json(&["--rate", "40", "-n", "40", &url]);
+    // Open loop: the rate is what was asked, whatever the server's pace: 100/s, then 10/s. A
+    // busy machine can stretch a run (late sends), so the rates are far apart.
+    let (_, run) = bench_json(&["--rate", "100", "-n", "100", &url]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let fast = newest_run(&url);
-    let (_, run) = bench_json(&["--rate", "20", "-n", "20", &url]);
+    let (_, run) = bench_json(&["--rate", "10", "-n", "10", &url]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let slow = newest_run(&url);
     assert!(slow > fast);
     let (fast, slow) = (fast.to_string(), slow.to_string());
 
-    // Half the rate: a regression beyond 5%.
-    let run = webtune(&["compare", &fast, &slow, "--json", "--fail-if", "rps < -5%", "--fail-if", "rps < -90%"]);
+    // A tenth of the rate: a regression beyond 5%, not beyond 99%.
+    let run = webtune(&["compare", &fast, &slow, "--json", "--fail-if", "rps < -5%", "--fail-if", "rps < -99%"]);
     assert_eq!(run.code, 3, "{}", run.stderr);
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
     let t = judged(&v);
     let (expr, change, unit, pass) = &t[0];
     assert_eq!((expr.as_str(), unit.as_str(), *pass), ("rps < -5%", "% change", false));
-    assert!((change.unwrap() + 50.0).abs() < 10.0, "about -50%: {t:?}");
+    // About -90%; room for a machine so busy that a run's end is late.
+    assert!((-95.0..-50.0).contains(&change.unwrap()), "about -90%: {t:?}");
     assert_eq!(v["rows"][0]["metric"], "requests/s");
     assert!((v["rows"][0]["change_pct"].as_f64().unwrap() - change.unwrap()).abs() < 1e-9);
-    assert!(t[1].3, "-50% is no fall of 90%: {t:?}");
+    assert!(t[1].3, "-90% is no fall of 99%: {t:?}");
 
     // The other way round it doubled: it passes, and says so in text.
     let run = webtune(&["compare", &slow, &fast, "--fail-if", "rps < -5%", "--fail-if", "p99 > 10s"]);

@@ -103,12 +103,13 @@ pub struct CompareArgs {
     pub before: i64,
     /// The run after.
     pub after: i64,
+    /// Print JSON: {"before", "after", "rows", "thresholds"}.
     #[arg(long)]
     pub json: bool,
 
     /// A regression gate (exit 3 when it holds), repeatable: a signed change from the run
     /// before to the run after, e.g. 'rps < -5%', 'p99 > +10%', or an absolute threshold on
-    /// the run after, as bench --fail-if. Tune runs are judged on rps and p99 only.
+    /// the run after, as bench --fail-if. Tune runs are judged on rps, p50, p99 and ttfb.p99.
     #[arg(long = "fail-if", value_name = "EXPR")]
     pub fail_if: Vec<String>,
 }
