@@ -57,7 +57,7 @@ const PHASES: [(&str, Phase); 4] = [
 ];
 
 /// The valid metrics, for error messages.
-pub const METRICS_HELP: &str = "rps, errors, or a latency: min, mean, stdev, p50, p75, p90, p99, p99.9, max \
+pub const METRICS_HELP: &str = "rps, errors, non2xx, or a latency: min, mean, stdev, p50, p75, p90, p99, p99.9, max \
      (total time; prefix ttfb. or connect. for the first byte or the connect, e.g. ttfb.p99)";
 
 /// A figure a threshold reads.
@@ -67,6 +67,9 @@ pub enum Metric {
     Rps,
     /// Failed requests (no complete response): a count, or with `%` a share of all requests.
     Errors,
+    /// Responses with a status outside 200-299 (ab's "Non-2xx responses"): a count, or with
+    /// `%` a share of all requests.
+    Non2xx,
     /// A latency statistic, in milliseconds.
     Latency(Phase, Stat),
 }
@@ -122,6 +125,7 @@ fn metric(name: &str) -> Option<Metric> {
     match name {
         "rps" => return Some(Metric::Rps),
         "errors" => return Some(Metric::Errors),
+        "non2xx" => return Some(Metric::Non2xx),
         _ => {}
     }
     let (phase, stat) = PHASES
@@ -161,7 +165,7 @@ impl FromStr for Threshold {
             let v = number(v).ok_or_else(|| bad(format!("bad percentage {value:?}")))?;
             if signed {
                 Bound::Change(if pct.starts_with('-') { -v } else { v })
-            } else if metric == Metric::Errors {
+            } else if matches!(metric, Metric::Errors | Metric::Non2xx) {
                 if v > 100.0 {
                     return Err(bad("a share of requests is 0% to 100%".into()));
                 }
@@ -180,7 +184,7 @@ impl FromStr for Threshold {
                     }
                     input::duration("", value).map_err(|e| bad(e.0))?.as_secs_f64() * 1000.0
                 }
-                Metric::Rps | Metric::Errors => {
+                Metric::Rps | Metric::Errors | Metric::Non2xx => {
                     number(value).ok_or_else(|| bad(format!("{name} takes {}", what(metric))))?
                 }
             };
@@ -194,7 +198,7 @@ impl FromStr for Threshold {
 fn what(metric: Metric) -> &'static str {
     match metric {
         Metric::Rps => "a rate in requests/s, e.g. 1000",
-        Metric::Errors => "a count (e.g. 0) or a share of requests (e.g. 0.1%)",
+        Metric::Errors | Metric::Non2xx => "a count (e.g. 0) or a share of requests (e.g. 0.1%)",
         Metric::Latency(..) => "a duration, e.g. 50ms",
     }
 }
@@ -227,10 +231,16 @@ impl Figures<'_> {
     fn value(self, metric: Metric, share: bool) -> Option<f64> {
         match (self, metric) {
             (Figures::Bench(r), Metric::Rps) => Some(r.result.requests_per_s),
-            (Figures::Bench(r), Metric::Errors) if share => {
-                (r.result.requests > 0).then(|| r.result.failed as f64 / r.result.requests as f64 * 100.0)
+            (Figures::Bench(r), Metric::Errors | Metric::Non2xx) => {
+                let count: u64 = match metric {
+                    Metric::Errors => r.result.failed,
+                    _ => r.result.status.iter().filter(|(code, _)| !code.starts_with('2')).map(|(_, n)| n).sum(),
+                };
+                match share {
+                    false => Some(count as f64),
+                    true => (r.result.requests > 0).then(|| count as f64 / r.result.requests as f64 * 100.0),
+                }
             }
-            (Figures::Bench(r), Metric::Errors) => Some(r.result.failed as f64),
             (Figures::Bench(r), Metric::Latency(phase, s)) => {
                 let l = &r.result.latency_ms;
                 match phase {
@@ -262,7 +272,7 @@ impl Threshold {
             (Bound::Change(_), _) => "% change",
             (Bound::Share(_), _) => "%",
             (_, Metric::Rps) => "req/s",
-            (_, Metric::Errors) => "requests",
+            (_, Metric::Errors | Metric::Non2xx) => "requests",
             (_, Metric::Latency(..)) => "ms",
         }
     }
@@ -404,6 +414,11 @@ mod tests {
         let share = t("errors > 0.1%").judge(Figures::Bench(&r)).unwrap();
         assert_eq!((share.value, share.pass, share.unit.as_str()), (Some(0.2), false, "%"));
         assert!(t("errors > 2").judge(Figures::Bench(&r)).unwrap().pass);
+        let mut r5 = r.clone();
+        r5.result.status = [("200".to_string(), 990), ("404".into(), 3), ("503".into(), 5)].into_iter().collect();
+        let j = t("non2xx > 0.5%").judge(Figures::Bench(&r5)).unwrap();
+        assert_eq!((j.value, j.pass), (Some(0.8), false));
+        assert_eq!(t("non2xx >= 8").judge(Figures::Bench(&r5)).unwrap().value, Some(8.0));
         assert!(t("rps < -5%").judge(Figures::Bench(&r)).is_err());
     }
 

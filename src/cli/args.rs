@@ -513,7 +513,8 @@ pub struct BenchArgs {
     pub seed: Option<u64>,
 
     /// Fail the run (exit 3) when this holds, e.g. 'p99 > 50ms', 'errors > 0.1%',
-    /// 'rps < 1000' (repeatable). Metrics: rps; errors (a count, or a share with %); a latency
+    /// 'rps < 1000' (repeatable). Metrics: rps; errors (failed requests) and non2xx (responses
+    /// not 2xx), each a count or a share with %; a latency
     /// (min mean stdev p50 p75 p90 p99 p99.9 max) of the total time, or of the first byte or
     /// connect with ttfb. or connect. in front (ttfb.p99). Operators < <= > >=.
     #[arg(long = "fail-if", value_name = "EXPR")]
