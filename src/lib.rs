@@ -23,6 +23,7 @@
 //! - [`tune`]: the tuner: trials (launch, warm, load, sample memory), strategies, evidence.
 //! - [`stats`]: the statistics the tuner and the history share.
 //! - [`store`]: the SQLite history of every bench run and tune point.
+//! - [`gate`]: `--fail-if` thresholds, judged against a bench run or between two stored runs.
 //! - [`report`]: exporters, one per format (text, JSON, compare, CSV, HTML, progress line).
 //! - [`lab`]: the embedded pre-forking test server (`webtune lab`), the default target.
 //! - [`syscalls`]: system calls per request, from strace.
@@ -33,6 +34,7 @@ pub mod bench;
 pub mod cli;
 pub mod engine;
 pub mod fileset;
+pub mod gate;
 pub mod input;
 pub mod lab;
 pub mod procmem;

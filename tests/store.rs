@@ -57,8 +57,10 @@ fn bench_runs_are_stored_listed_shown_compared_and_exported() {
 
     let (code, out, _) = wt(&db, &["compare", "1", "2", "--json"]);
     assert_eq!(code, 0);
-    let rows = json(&out);
-    let rps = &rows[0];
+    let compared = json(&out);
+    assert_eq!((compared["before"].as_i64(), compared["after"].as_i64()), (Some(1), Some(2)));
+    assert_eq!(compared["thresholds"], serde_json::json!([]));
+    let rps = &compared["rows"][0];
     assert_eq!(rps["metric"], "requests/s");
     let (b, a) = (rps["before"].as_f64().unwrap(), rps["after"].as_f64().unwrap());
     assert!((rps["change_pct"].as_f64().unwrap() - (a - b) / b * 100.0).abs() < 1e-9);

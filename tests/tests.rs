@@ -12,6 +12,8 @@ mod fileset;
 mod lab;
 mod launch;
 mod mem_syscalls;
+mod package;
 mod remote;
 mod store;
 mod targets;
+mod thresholds;

@@ -69,6 +69,7 @@ pub fn merge(reports: &[BenchReport], names: &[String]) -> anyhow::Result<BenchR
         merged_runs: Some(reports.iter().map(|r| r.merged_runs.unwrap_or(1)).sum()),
         // Several machines: no one placement.
         placement: None,
+        thresholds: Vec::new(),
     })
 }
 

@@ -37,6 +37,23 @@ pub struct BenchReport {
     /// or a report from before placements were recorded).
     #[serde(default)]
     pub placement: Option<crate::sys::cpus::Placement>,
+    /// The `--fail-if` thresholds judged against this run, in the order given; absent from
+    /// the JSON without --fail-if, so such reports are unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<Judged>,
+}
+
+/// One pass/fail threshold judged against measured figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judged {
+    /// The threshold as written, e.g. "p99 > 50ms": the run fails when it holds.
+    pub expr: String,
+    /// The measured value in `unit` (None when the run measured nothing to judge, which fails).
+    pub value: Option<f64>,
+    /// "ms", "req/s", "requests", "%" (a share of requests) or "% change".
+    pub unit: String,
+    /// Whether the run passed: the expression does not hold.
+    pub pass: bool,
 }
 
 /// A run's figures split three ways; a list is empty when the run had no such split.

@@ -165,6 +165,7 @@ pub fn run_watched(
         breakdown,
         merged_runs: None,
         placement: plan.placement.clone(),
+        thresholds: Vec::new(),
     })
 }
 

@@ -9,7 +9,8 @@ use clap::{Args, Parser, Subcommand};
 #[command(
     name = "webtune",
     version,
-    about = "Find, by measurement, the server configuration that serves the most within its memory"
+    about = "Find, by measurement, the server configuration that serves the most within its memory",
+    after_help = super::manual::exit_status_help()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -23,6 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test a URL: closed loop over N connections, latency in HDR histograms.
+    #[command(after_help = super::manual::exit_status_help())]
     Bench(Box<BenchArgs>),
     /// Combine the --json reports of runs made at once from several machines (exact percentiles).
     Merge(MergeArgs),
@@ -38,6 +40,7 @@ pub enum Command {
     Show(ShowArgs),
     /// Compare two stored runs: each metric before and after, the % change, and whether it
     /// exceeds the runs' spread.
+    #[command(after_help = super::manual::exit_status_help())]
     Compare(CompareArgs),
     /// Export a stored run as JSON or CSV.
     Export(ExportArgs),
@@ -53,6 +56,24 @@ pub enum Command {
     Mem(MemArgs),
     /// System calls per request, from strace on the server while requests are driven.
     Syscalls(SyscallsArgs),
+    /// Print a shell completion script (e.g. webtune completions bash > /etc/bash_completion.d/webtune).
+    Completions(CompletionsArgs),
+    /// Print the manual page webtune(1) as roff (webtune manpage | man -l -).
+    Manpage(ManpageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManpageArgs {
+    /// Write webtune.1 and a page per command (webtune-bench.1...) into this directory instead.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -86,8 +107,15 @@ pub struct CompareArgs {
     pub before: i64,
     /// The run after.
     pub after: i64,
+    /// Print JSON: {"before", "after", "rows", "thresholds"}.
     #[arg(long)]
     pub json: bool,
+
+    /// A regression gate (exit 3 when it holds), repeatable: a signed change from the run
+    /// before to the run after, e.g. 'rps < -5%', 'p99 > +10%', or an absolute threshold on
+    /// the run after, as bench --fail-if. Tune runs are judged on rps, p50, p99 and ttfb.p99.
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -224,6 +252,10 @@ pub struct MergeArgs {
     /// Print the merged report as JSON (same schema as bench) instead of text.
     #[arg(long)]
     pub json: bool,
+
+    /// Fail (exit 3) when this holds of the merged run, as bench --fail-if (repeatable).
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<String>,
 }
 
 /// Which server: exactly one of --pid, --name, --port.
@@ -540,4 +572,12 @@ pub struct BenchArgs {
     /// share of the machine the client took.
     #[arg(long = "cpus", value_name = "client=CPUS")]
     pub cpus: Option<String>,
+
+    /// Fail the run (exit 3) when this holds, e.g. 'p99 > 50ms', 'errors > 0.1%',
+    /// 'rps < 1000' (repeatable). Metrics: rps; errors (failed requests) and non2xx (responses
+    /// not 2xx), each a count or a share with %; a latency
+    /// (min mean stdev p50 p75 p90 p99 p99.9 max) of the total time, or of the first byte or
+    /// connect with ttfb. or connect. in front (ttfb.p99). Operators < <= > >=.
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<String>,
 }

@@ -91,8 +91,10 @@ fn placement(client: Option<CpuSet>, url: &str) -> Placement {
     Placement { server, client, shared }
 }
 
-/// Runs the bench, prints the report and stores it; exit 1 when storing fails or nothing succeeded.
+/// Runs the bench, prints the report and stores it; exit 1 when storing fails or nothing
+/// succeeded, 3 when a `--fail-if` threshold failed.
 pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let thresholds = super::one_run_thresholds(&a.fail_if)?;
     let spec = spec(a)?;
     if let Some(client) = &spec.cpus {
         // Every thread started from here on (the engine's, the progress line's) stays on them.
@@ -103,7 +105,7 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         return agent(&plan);
     }
     plan.hdr_log = a.hdr_log.clone();
-    let report = match Remote::of(&spec)? {
+    let mut report = match Remote::of(&spec)? {
         Some(remote) => {
             if a.hdr_log.is_some() {
                 return Err(
@@ -123,6 +125,7 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
             report?
         }
     };
+    super::judge(&mut report, &thresholds)?;
     super::emit(&report, a.json, crate::report::text::write)?;
     // The result is printed first: a store that fails loses nothing the user sees.
     let saved = crate::store::Store::open(&crate::store::default_path(db)).and_then(|mut s| s.save_bench(&report));
@@ -133,6 +136,9 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     if report.result.succeeded == 0 {
         eprintln!("webtune: no request succeeded");
         return Ok(ExitCode::from(1));
+    }
+    if !crate::gate::all_pass(&report.thresholds) {
+        return Ok(ExitCode::from(super::THRESHOLD_FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::args::{CompareArgs, ExportArgs, ReportArgs, RunsArgs, ShowArgs};
+use crate::gate;
 use crate::input::InputError;
+use crate::report::compare::Comparison;
 use crate::store::{self, Store, Stored};
 
 fn open(db: Option<&Path>) -> anyhow::Result<Store> {
@@ -63,12 +65,23 @@ pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `webtune compare A B`: two stored runs' figures side by side.
+/// `webtune compare A B`: two stored runs' figures side by side, and the `--fail-if` gates
+/// between them (exit 3 when one fails).
 pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let gates = super::thresholds(&a.fail_if)?;
     let s = open(db)?;
-    let rows =
-        crate::report::compare::rows(&get(&s, a.before)?, &get(&s, a.after)?).map_err(|e| InputError(e.to_string()))?;
-    super::emit(&rows, a.json, |rows, out| crate::report::compare::write_text(a.before, a.after, rows, out))?;
+    let (before, after) = (get(&s, a.before)?, get(&s, a.after)?);
+    let rows = crate::report::compare::rows(&before, &after).map_err(|e| InputError(e.to_string()))?;
+    let thresholds = match (gate::figures(&before), gate::figures(&after)) {
+        (Some(b), Some(f)) => gates.iter().map(|g| g.judge_between(b, f)).collect::<Result<_, _>>()?,
+        // rows() has refused runs without figures already.
+        _ => Vec::new(),
+    };
+    let comparison = Comparison { before: a.before, after: a.after, rows, thresholds };
+    super::emit(&comparison, a.json, crate::report::compare::write_text)?;
+    if !gate::all_pass(&comparison.thresholds) {
+        return Ok(ExitCode::from(super::THRESHOLD_FAILED));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

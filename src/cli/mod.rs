@@ -1,5 +1,6 @@
 //! The command line: parse, dispatch to a command, map errors to exit codes
-//! (2 for bad input, 1 for a run that failed, 0 otherwise).
+//! (2 for bad input, 1 for a run that failed, 3 for a failed --fail-if threshold, 130 for an
+//! interrupted tune, 0 otherwise).
 
 pub mod args;
 pub mod bench;
@@ -7,6 +8,7 @@ pub mod fileset;
 pub mod history;
 pub mod lab;
 pub mod launch;
+pub mod manual;
 pub mod mem;
 pub mod merge;
 pub mod syscalls;
@@ -19,6 +21,8 @@ use clap::Parser;
 
 use args::{Cli, Command};
 
+use crate::aggregate::BenchReport;
+use crate::gate::Threshold;
 use crate::input::InputError;
 
 /// The `webtune` binary's entry point: parses the arguments and runs the command.
@@ -47,15 +51,23 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(a) => history::export(db, &a),
         Command::Report(a) => history::report(db, &a),
         Command::Merge(a) => {
-            let report = merge::run(&a.files)?;
+            let thresholds = one_run_thresholds(&a.fail_if)?;
+            let mut report = merge::run(&a.files)?;
+            judge(&mut report, &thresholds)?;
             emit(&report, a.json, crate::report::text::write)?;
-            Ok(ExitCode::SUCCESS)
+            Ok(if crate::gate::all_pass(&report.thresholds) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(THRESHOLD_FAILED)
+            })
         }
         Command::Mem(a) => mem::run(&a),
         Command::Launch(a) => launch::run(&a),
         Command::Fileset(a) => fileset::run(&a),
         Command::Tune(a) => tune::run(&a, db),
         Command::Syscalls(a) => syscalls::run(&a),
+        Command::Completions(a) => manual::completions(&a),
+        Command::Manpage(a) => manual::manpage(&a),
         Command::Lab(a) => {
             crate::lab::run(&lab::config(&a)?)?;
             Ok(ExitCode::SUCCESS)
@@ -76,16 +88,45 @@ impl args::ServerArgs {
     }
 }
 
-/// Prints a report on stdout, as JSON or through its text exporter. A closed pipe
-/// (`| head`) is not an error.
+/// Exit status of a run that completed but failed a `--fail-if` threshold.
+pub const THRESHOLD_FAILED: u8 = 3;
+
+/// The `--fail-if` flags, parsed (all of them, before any load runs).
+pub fn thresholds(texts: &[String]) -> Result<Vec<Threshold>, InputError> {
+    texts.iter().map(|t| t.parse().map_err(|e: InputError| e.at("--fail-if"))).collect()
+}
+
+/// The `--fail-if` flags of a command that judges one run: a change is refused (it needs two).
+pub fn one_run_thresholds(texts: &[String]) -> Result<Vec<Threshold>, InputError> {
+    let thresholds = thresholds(texts)?;
+    match thresholds.iter().find(|t| t.is_change()) {
+        Some(t) => Err(t.needs_two_runs().at("--fail-if")),
+        None => Ok(thresholds),
+    }
+}
+
+/// Judges the thresholds against the report; the verdicts go into it.
+pub fn judge(report: &mut BenchReport, thresholds: &[Threshold]) -> Result<(), InputError> {
+    report.thresholds =
+        thresholds.iter().map(|t| t.judge(crate::gate::Figures::Bench(report))).collect::<Result<_, _>>()?;
+    Ok(())
+}
+
+/// Prints a report on stdout, as JSON or through its text exporter.
 pub fn emit<T: serde::Serialize>(
     report: &T,
     json: bool,
     text: impl FnOnce(&T, &mut std::io::StdoutLock<'static>) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
+    write_stdout(|out| if json { crate::report::json::write(report, out) } else { text(report, out) })
+}
+
+/// Writes on stdout through `write`, then flushes. A closed pipe (`| head`) is not an error.
+pub fn write_stdout(
+    write: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    let written = if json { crate::report::json::write(report, &mut out) } else { text(report, &mut out) };
-    match written.and_then(|()| out.flush()) {
+    match write(&mut out).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
     }

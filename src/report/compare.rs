@@ -6,9 +6,20 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::aggregate::BenchReport;
-use crate::aggregate::result::LatencyStats;
+use crate::aggregate::result::{Judged, LatencyStats};
 use crate::store::Stored;
 use crate::tune::Point;
+
+/// Two runs compared: `webtune compare`'s result, as text or JSON.
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    /// The runs' ids.
+    pub before: i64,
+    pub after: i64,
+    pub rows: Vec<Row>,
+    /// The `--fail-if` gates judged between the runs, in the order given.
+    pub thresholds: Vec<Judged>,
+}
 
 /// One compared metric.
 #[derive(Debug, Serialize)]
@@ -64,27 +75,25 @@ pub fn rows(before: &Stored, after: &Stored) -> Result<Vec<Row>, Incomparable> {
                 ),
             ]
         }
-        (Stored::Tune { points: b, outcome: ob, .. }, Stored::Tune { points: f, outcome: of, .. }) => {
-            let best = |points: &[Point], o: &Option<Box<crate::tune::Outcome>>| {
-                o.as_ref().and_then(|o| o.best().cloned()).or_else(|| points.iter().find(|p| p.ok()).cloned())
-            };
-            let (Some(x), Some(y)) = (best(b, ob), best(f, of)) else {
+        (Stored::Tune { .. }, Stored::Tune { .. }) => {
+            let (Some(x), Some(y)) = (before.standing_point(), after.standing_point()) else {
                 return Err(Incomparable::NoPoint);
             };
             let spread = |p: &Point| crate::stats::spread(&p.samples.iter().map(|s| s.rps).collect::<Vec<_>>());
             let mem = |p: &Point| p.memory().map_or(f64::NAN, |m| m.pss_total_kib as f64);
             vec![
-                row("requests/s", x.rps(), y.rps(), Some(spread(&x).max(spread(&y)))),
+                row("requests/s", x.rps(), y.rps(), Some(spread(x).max(spread(y)))),
                 row("p99 (ms)", x.p99(), y.p99(), None),
-                row("server PSS (KiB)", mem(&x), mem(&y), None),
+                row("server PSS (KiB)", mem(x), mem(y), None),
             ]
         }
         _ => return Err(Incomparable::Kinds),
     })
 }
 
-/// The rows as a table.
-pub fn write_text(before: i64, after: i64, rows: &[Row], out: &mut impl Write) -> io::Result<()> {
+/// The rows as a table, then the gates' verdicts.
+pub fn write_text(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
+    let (before, after, rows) = (c.before, c.after, &c.rows);
     writeln!(out, "Run {before} -> run {after}")?;
     writeln!(out, "  {:<24} {:>12} {:>12} {:>9}  beyond the spread", "metric", "before", "after", "change")?;
     for r in rows {
@@ -96,5 +105,5 @@ pub fn write_text(before: i64, after: i64, rows: &[Row], out: &mut impl Write) -
         };
         writeln!(out, "  {:<24} {:>12.2} {:>12.2} {change:>9}  {beyond}", r.metric, r.before, r.after)?;
     }
-    Ok(())
+    super::text::thresholds(&c.thresholds, out)
 }

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use crate::aggregate::BenchReport;
-use crate::aggregate::result::{LatencyStats, Part};
+use crate::aggregate::result::{Judged, LatencyStats, Part};
 
 /// Writes the bench report as text, for a terminal.
 pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
@@ -175,6 +175,27 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     }
     for w in &r.warnings {
         writeln!(out, "WARNING: {w}")?;
+    }
+    thresholds(&r.thresholds, out)
+}
+
+/// The `--fail-if` verdicts, one line each: pass or FAIL, the expression, the measured value.
+pub fn thresholds(judged: &[Judged], out: &mut impl Write) -> io::Result<()> {
+    if judged.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(out, "Thresholds (--fail-if: the run fails when one holds):")?;
+    let width = judged.iter().map(|j| j.expr.len()).max().unwrap_or(0);
+    for j in judged {
+        let value = match j.value {
+            None => "not measured".to_string(),
+            Some(v) if j.unit == "% change" => format!("{v:+.2}%"),
+            Some(v) if j.unit == "%" => format!("{v:.3}% of requests"),
+            Some(v) if j.unit == "requests" => format!("{v} requests"),
+            Some(v) => format!("{v:.3} {}", j.unit),
+        };
+        writeln!(out, "  {}  {:<width$}  measured {value}", if j.pass { "pass" } else { "FAIL" }, j.expr)?;
     }
     Ok(())
 }

@@ -284,6 +284,19 @@ pub enum Stored {
     Tune { row: RunRow, strategy: String, points: Vec<Point>, outcome: Option<Box<Outcome>> },
 }
 
+impl Stored {
+    /// The point that stands for a tune run when it is compared: its recommendation's, else
+    /// its first successful point (None for a bench run, or a tune run without one).
+    pub fn standing_point(&self) -> Option<&Point> {
+        match self {
+            Stored::Bench { .. } => None,
+            Stored::Tune { points, outcome, .. } => {
+                outcome.as_ref().and_then(|o| o.best()).or_else(|| points.iter().find(|p| p.ok()))
+            }
+        }
+    }
+}
+
 fn fmt2(v: f64) -> String {
     format!("{v:.2}")
 }

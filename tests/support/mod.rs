@@ -31,15 +31,16 @@ pub fn test_db() -> PathBuf {
 
 /// Runs `webtune ARGS`, killing it if it outlives `limit` (a hang is a test failure).
 pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
-    let child = Command::new(env!("CARGO_BIN_EXE_webtune"))
-        .args(args)
-        .env("WEBTUNE_DB", test_db())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start webtune");
-    finish(child, limit, args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_webtune"));
+    cmd.args(args).env("WEBTUNE_DB", test_db());
+    run_with_limit(cmd, limit)
+}
+
+/// Runs a command to its end with its output captured, killing it if it outlives `limit`.
+pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
+    let child =
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start the command");
+    finish(child, limit, &[&format!("{cmd:?}")])
 }
 
 /// Waits for a started webtune, killing it if it outlives `limit` (a hang is a test failure).
