@@ -381,3 +381,126 @@ fn endless_body_does_not_keep_the_loop_from_timeouts() {
     assert!(errors(&v, "timeout") > 0, "{v:#}");
     assert!(took < Duration::from_secs(3), "took {took:?}");
 }
+
+/// A server that answers every request with `bytes` and then holds the connection open, as an
+/// SSH daemon does after its banner.
+fn answers_then_holds(bytes: &'static [u8]) -> Rogue {
+    Rogue::start(move |mut s, _| {
+        if read_request(&mut s).is_some() && s.write_all(bytes).is_ok() {
+            // Hold until the client closes (or the rogue's 10 s read limit).
+            let _ = std::io::Read::read(&mut s, &mut [0u8; 64]);
+        }
+    })
+}
+
+#[test]
+fn non_http_bytes_are_malformed() {
+    // Before: each waited for a blank line that never came, counted as timeout (or, when the
+    // server closed, closed_early).
+    let cases: [(&str, &'static [u8]); 3] = [
+        ("ssh banner", b"SSH-2.0-OpenSSH_9.6p1 Debian-3\r\n"),
+        ("tls alert", b"\x15\x03\x01\x00\x02\x02\x28"),
+        ("binary", b"\x00\x01\x02\xff\xfe\xfd garbage \x7f"),
+    ];
+    for (name, bytes) in cases {
+        let server = answers_then_holds(bytes);
+        let (v, took) =
+            bench_within(&["-c", "2", "-n", "6", "--timeout", "5s", &server.url("/")], Duration::from_secs(4));
+        assert_eq!(errors(&v, "malformed"), 6, "{name}: {v:#}");
+        assert_eq!(num(&v, "/result/failed"), 6, "{name}: {v:#}");
+        // At once, not after the 5 s timeout.
+        assert!(took < Duration::from_secs(3), "{name}: took {took:?}");
+    }
+    // The same bytes followed by the server's close: malformed too, not closed_early.
+    let server = Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some() {
+            let _ = s.write_all(b"SSH-2.0-OpenSSH_9.6\r\n");
+        }
+    });
+    let (v, _) = bench_within(&["-c", "1", "-n", "3", &server.url("/")], Duration::from_secs(4));
+    assert_eq!(errors(&v, "malformed"), 3, "{v:#}");
+}
+
+/// The pacings every hostile server is tried under: closed loop, a new connection per
+/// request, open loop.
+const PACINGS: [&[&str]; 3] = [&[], &["--no-keepalive"], &["--rate", "40"]];
+
+/// Runs `bench -c 2 -d 1s --timeout 500ms` against `server` under each pacing: each must end
+/// within -d + --timeout + 1 s, with no success and every failure of class `class`.
+fn ends_on_time_whatever_the_server_does(server: &Rogue, class: &str) {
+    let url = server.url("/");
+    for pacing in PACINGS {
+        let mut args = vec!["-c", "2", "-d", "1s", "--timeout", "500ms"];
+        args.extend_from_slice(pacing);
+        args.push(&url);
+        let bound = Duration::from_millis(2500);
+        let (v, took) = bench_within(&args, bound + Duration::from_secs(2));
+        assert!(took < bound, "{pacing:?}: took {took:?}, more than -d + --timeout + 1 s");
+        assert_eq!(num(&v, "/result/succeeded"), 0, "{pacing:?}: {v:#}");
+        assert!(errors(&v, class) > 0, "{pacing:?}: no {class}: {v:#}");
+        assert_eq!(num(&v, "/result/failed"), errors(&v, class), "{pacing:?}: {v:#}");
+    }
+}
+
+#[test]
+fn hostile_server_accepts_and_never_answers() {
+    let server = Rogue::start(|mut s, _| {
+        // Reads whatever comes until the client closes, answers nothing.
+        while std::io::Read::read(&mut s, &mut [0u8; 1024]).is_ok_and(|n| n > 0) {}
+    });
+    ends_on_time_whatever_the_server_does(&server, "timeout");
+}
+
+#[test]
+fn hostile_server_trickles_a_byte_at_a_time() {
+    // A byte per 100 ms without end: the timeout bounds the whole response, not the gaps.
+    let server = Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some() {
+            let head = b"HTTP/1.1 200 OK\r\nX-Slow: ";
+            for b in head.iter().chain(std::iter::repeat(&b'a')) {
+                if s.write_all(std::slice::from_ref(b)).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    });
+    ends_on_time_whatever_the_server_does(&server, "timeout");
+}
+
+/// A server that answers every request with `head`, then `flood` again and again until the
+/// client goes.
+fn head_then_flood(head: &'static [u8], flood: Vec<u8>) -> Rogue {
+    Rogue::start(move |mut s, _| {
+        if read_request(&mut s).is_some() && s.write_all(head).is_ok() {
+            while s.write_all(&flood).is_ok() {}
+        }
+    })
+}
+
+#[test]
+fn hostile_server_sends_endless_header_lines() {
+    // The head's size is bounded: malformed once it passes the limit.
+    let server = head_then_flood(b"HTTP/1.1 200 OK\r\n", b"X-Again: and again\r\n".repeat(500));
+    ends_on_time_whatever_the_server_does(&server, "malformed");
+}
+
+#[test]
+fn hostile_server_sends_an_endless_chunked_body() {
+    let chunk = [&b"400\r\n"[..], &[b'x'; 0x400], b"\r\n"].concat();
+    let server = head_then_flood(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", chunk.repeat(64));
+    ends_on_time_whatever_the_server_does(&server, "timeout");
+}
+
+#[test]
+fn hostile_server_resets_mid_response() {
+    let server = Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some()
+            && s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\npart of it").is_ok()
+        {
+            std::thread::sleep(Duration::from_millis(20));
+            reset(s);
+        }
+    });
+    ends_on_time_whatever_the_server_does(&server, "reset");
+}
