@@ -3,12 +3,13 @@
 //! whatever the server does, the run ends on time and on Ctrl-C.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::lab::Lab;
 use crate::support::rogue::{Rogue, read_request, reset, response, serve_each};
-use crate::support::{assert_valid, bench_json, errors, float, num, test_db, webtune, webtune_with_limit};
+use crate::support::{
+    Spawned, assert_valid, bench_json, errors, float, num, spawn_webtune, webtune, webtune_with_limit,
+};
 
 #[test]
 fn reset_connections_are_resets() {
@@ -335,16 +336,8 @@ fn endless_interim_responses_end_on_time() {
 #[test]
 fn endless_interim_responses_yield_to_ctrl_c() {
     let server = endless_interim_server();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
-        .args(["bench", "--json", "-q", "-c", "2", "-d", "30s", &server.url("/")])
-        .env("WEBTUNE_DB", test_db())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start webtune");
-    let stdout = child.stdout.take().unwrap();
-    let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
+    let Spawned { mut child, stdout: out, .. } =
+        spawn_webtune(&["bench", "--json", "-q", "-c", "2", "-d", "30s", &server.url("/")]);
     std::thread::sleep(Duration::from_millis(700));
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
@@ -503,4 +496,67 @@ fn hostile_server_resets_mid_response() {
         }
     });
     ends_on_time_whatever_the_server_does(&server, "reset");
+}
+
+/// Runs `webtune bench --json -q ARGS`, which must end within `limit` and never have more
+/// than 64 MiB resident (read from /proc every 50 ms); returns its report.
+fn bench_in_bounded_memory(args: &[&str], limit: Duration) -> serde_json::Value {
+    let mut full = vec!["bench", "--json", "-q"];
+    full.extend_from_slice(args);
+    let Spawned { mut child, stdout: out, .. } = spawn_webtune(&full);
+    let status = format!("/proc/{}/status", child.id());
+    let started = Instant::now();
+    let mut peak_kib = 0;
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("webtune bench {args:?} did not finish within {limit:?}");
+        }
+        let rss = std::fs::read_to_string(&status).ok().and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        });
+        peak_kib = peak_kib.max(rss.unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let v: serde_json::Value = serde_json::from_str(&out.join().unwrap()).expect("a JSON report");
+    assert_valid(&v);
+    eprintln!("{args:?}: peak RSS {peak_kib} KiB");
+    assert!(peak_kib < 64 * 1024, "{args:?}: peak RSS {peak_kib} KiB");
+    v
+}
+
+#[test]
+fn open_loop_that_outruns_its_connections_keeps_memory_flat() {
+    // Before: every request due while the connections were busy was queued, 16 bytes each:
+    // ten million a second against a server that never answers grew by ~160 MB a second.
+    let silent = Rogue::start(|mut s, _| while std::io::Read::read(&mut s, &mut [0u8; 1024]).is_ok_and(|n| n > 0) {});
+    let args = ["-c", "2", "-d", "3s", "--timeout", "10s", "--rate", "10000000", &silent.url("/")];
+    let v = bench_in_bounded_memory(&args, Duration::from_secs(8));
+    // 3 s at 10^7/s were due; the two connections each started one (never answered).
+    let unsent = num(&v, "/result/unsent");
+    assert!((29_999_990..=30_000_002).contains(&unsent), "{v:#}");
+    assert_eq!(num(&v, "/result/scheduled"), unsent + 2, "{v:#}");
+    assert_eq!(num(&v, "/result/in_flight_at_end"), unsent + 2, "{v:#}");
+    assert!(v["warnings"].to_string().contains("never sent"), "{v:#}");
+
+    // A server at 20 ms a request, 10^6/s asked of 4 connections: each freed connection
+    // takes the oldest due request, late, and the rest is counted unsent.
+    let slow = Rogue::start(|mut s, _| {
+        serve_each(&mut s, None, |_| {
+            std::thread::sleep(Duration::from_millis(20));
+            response("200 OK", b"ok")
+        })
+    });
+    let args = ["-c", "4", "-d", "2s", "--timeout", "1s", "--rate", "1000000", &slow.url("/")];
+    let v = bench_in_bounded_memory(&args, Duration::from_secs(6));
+    let succeeded = num(&v, "/result/succeeded");
+    // At most 4 × 2 s / 20 ms = 400 answered; this machine is shared, so only a floor.
+    assert!((40..=400).contains(&succeeded), "{v:#}");
+    assert!(num(&v, "/result/late/requests") + 4 >= succeeded, "all but the first few waited: {v:#}");
+    let unsent = num(&v, "/result/unsent");
+    let started = num(&v, "/result/scheduled") - unsent;
+    assert!(started >= succeeded && started <= succeeded + num(&v, "/result/failed") + 4, "{v:#}");
+    assert!((1_999_000..=2_000_002).contains(&(unsent + started)), "{v:#}");
 }

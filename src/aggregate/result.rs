@@ -160,6 +160,10 @@ pub struct BenchResult {
     /// Open loop: requests scheduled by the end of the run (started or not).
     #[serde(default)]
     pub scheduled: Option<u64>,
+    /// Open loop: requests due by the end that were never sent, every connection being busy
+    /// (the rate outran what -c connections carried); part of `in_flight_at_end`.
+    #[serde(default)]
+    pub unsent: Option<u64>,
     /// Requests that started after their scheduled time because all -c connections were busy.
     #[serde(default)]
     pub late: Option<Late>,

@@ -119,6 +119,7 @@ pub fn run_watched(
     let mut result = summary.to_result(outcome.elapsed, outcome.in_flight_at_end);
     if ep.is_open_loop() {
         result.scheduled = Some(outcome.scheduled);
+        result.unsent = Some(outcome.unsent);
     }
     result.coalesced = outcome.batched.map(|b| Coalesced::new(b.responses, b.waited.as_secs_f64() * 1000.0));
     let breakdown = parts.map(|p| p.to_breakdown(&plan.layout, outcome.elapsed)).unwrap_or_default();
@@ -129,6 +130,12 @@ pub fn run_watched(
         warnings.push(format!(
             "{} requests started late (mean {:.1} ms, max {:.1} ms): all {} connections were busy; their latency counts the wait",
             late.requests, late.mean_ms, late.max_ms, ep.connections
+        ));
+    }
+    if outcome.unsent > 0 {
+        warnings.push(format!(
+            "{} of {} scheduled requests were never sent: the rate outran what {} connections carried; they are in no latency figure",
+            outcome.unsent, outcome.scheduled, ep.connections
         ));
     }
     if outcome.interrupted {

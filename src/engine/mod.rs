@@ -234,6 +234,9 @@ pub struct Outcome<S> {
     pub in_flight_at_end: u64,
     /// Open loop: requests that were due by the end (started or not).
     pub scheduled: u64,
+    /// Open loop: requests due by the end that were never started, every connection being
+    /// busy (part of `in_flight_at_end`).
+    pub unsent: u64,
     /// Responses collected after coalescing pauses (None: no thread could coalesce).
     pub batched: Option<Batched>,
 }
@@ -280,6 +283,7 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
     let mut failure = None;
     let mut in_flight_at_end = 0;
     let mut scheduled = 0;
+    let mut unsent = 0;
     let mut batched: Option<Batched> = None;
     for h in handles {
         match h.join() {
@@ -287,6 +291,7 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
                 server = server.or(done.server);
                 in_flight_at_end += done.in_flight;
                 scheduled += done.scheduled;
+                unsent += done.unsent;
                 if let Some(b) = done.batched {
                     batched.get_or_insert_default().add(b);
                 }
@@ -303,5 +308,14 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
         Some(d) if !shared.interrupted() => d.saturating_duration_since(started).min(started.elapsed()),
         _ => started.elapsed(),
     };
-    Ok(Outcome { sinks, elapsed, interrupted: shared.interrupted(), server, in_flight_at_end, scheduled, batched })
+    Ok(Outcome {
+        sinks,
+        elapsed,
+        interrupted: shared.interrupted(),
+        server,
+        in_flight_at_end,
+        scheduled,
+        unsent,
+        batched,
+    })
 }

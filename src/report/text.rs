@@ -38,6 +38,9 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         if let Some(n) = res.scheduled {
             writeln!(out, "Scheduled:           {n} requests")?;
         }
+        if let Some(n) = res.unsent.filter(|&n| n > 0) {
+            writeln!(out, "Never sent:          {n} (due while every connection was busy)")?;
+        }
     } else if let Some(stages) = &o.stages {
         writeln!(out, "Pacing:              closed loop, clients ramped by stages {stages}")?;
     }
