@@ -41,18 +41,21 @@ pub struct Tick {
     pub goal: Stop,
 }
 
+/// A finished run: its report, and whether the HdrHistogram log (when asked for) was written
+/// whole. A log that could not be written does not lose the report.
+pub struct Ran {
+    pub report: BenchReport,
+    pub hdr_log: anyhow::Result<()>,
+}
+
 /// Runs the plan and returns the report. Setting `interrupt` (Ctrl-C) ends the run early with
 /// the figures so far.
 pub fn run(plan: &BenchPlan, interrupt: &Arc<AtomicBool>) -> anyhow::Result<BenchReport> {
-    run_watched(plan, interrupt, &mut |_| {})
+    Ok(run_watched(plan, interrupt, &mut |_| {})?.report)
 }
 
 /// `run`, telling `watch` how far it has got once a second (a progress line on a terminal).
-pub fn run_watched(
-    plan: &BenchPlan,
-    interrupt: &Arc<AtomicBool>,
-    watch: &mut dyn FnMut(&Tick),
-) -> anyhow::Result<BenchReport> {
+pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dyn FnMut(&Tick)) -> anyhow::Result<Ran> {
     let ep = &plan.engine;
     // Each connection needs a descriptor; leave room for the epoll sets, logs and stdio.
     sys::ensure_fd_limit(ep.connections as u64 + 64).map_err(|e| InputError(e.to_string()))?;
@@ -144,7 +147,7 @@ pub fn run_watched(
     if let Err(e) = &log_result {
         warnings.push(format!("the HdrHistogram log is incomplete: {e:#}"));
     }
-    Ok(BenchReport {
+    let report = BenchReport {
         schema: SCHEMA_ID.into(),
         webtune_version: env!("CARGO_PKG_VERSION").into(),
         started_at: humantime::format_rfc3339_millis(wall_origin).to_string(),
@@ -162,7 +165,8 @@ pub fn run_watched(
         warnings,
         breakdown,
         merged_runs: None,
-    })
+    };
+    Ok(Ran { report, hdr_log: log_result })
 }
 
 /// Samples the progress counters once a second until the engine is done: tells `watch` and

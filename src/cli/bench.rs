@@ -52,17 +52,22 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         line.draw(t.elapsed, t.succeeded, t.failed, t.rate, t.goal)
     });
     line.clear();
-    let report = report?;
+    let bench::Ran { report, hdr_log } = report?;
     super::emit(&report, a.json, crate::report::text::write)?;
     // The result is printed first: a store that fails loses nothing the user sees.
     let saved = crate::store::Store::open(&crate::store::default_path(db)).and_then(|mut s| s.save_bench(&report));
+    let mut failed = false;
     if let Err(e) = saved {
         eprintln!("webtune: {}; the result above was not saved", super::one_line(&e));
-        return Ok(ExitCode::from(1));
+        failed = true;
+    }
+    if let Err(e) = hdr_log {
+        eprintln!("webtune: {}; the HdrHistogram log is incomplete (the report is whole)", super::one_line(&e));
+        failed = true;
     }
     if report.result.succeeded == 0 {
         eprintln!("webtune: no request succeeded");
-        return Ok(ExitCode::from(1));
+        failed = true;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
