@@ -599,3 +599,19 @@ fn hdr_log_write_errors_are_one_line_and_lose_no_report() {
     assert!(run.stdout.is_empty());
     assert_eq!(server.accepted.load(std::sync::atomic::Ordering::SeqCst), before, "no load was sent");
 }
+
+#[test]
+fn a_server_that_closes_during_the_tls_handshake_is_a_tls_failure() {
+    // Reads the client's hello, then closes (FIN): before, closed_early with no reason.
+    let server = Rogue::start(|mut s, _| {
+        let _ = std::io::Read::read(&mut s, &mut [0u8; 4096]);
+    });
+    let url = server.url("/").replace("http://", "https://");
+    let (v, run) = bench_json(&["-c", "1", "-n", "3", &url]);
+    assert_eq!(errors(&v, "tls"), 3, "{v:#}");
+    assert_eq!(v["target"]["tls_failure"], "the server closed the connection during the TLS handshake", "{v:#}");
+    assert_eq!(
+        run.stderr.trim(),
+        "webtune: no request succeeded: the server closed the connection during the TLS handshake"
+    );
+}

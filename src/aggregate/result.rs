@@ -78,6 +78,10 @@ pub struct TargetInfo {
     pub server: Option<String>,
     /// Body length of the first successful response (ab's "Document Length").
     pub document_length: Option<u64>,
+    /// Why the first TLS failure happened, in words (with what to do about it when the cause
+    /// is the certificate); None when no request failed in TLS.
+    #[serde(default)]
+    pub tls_failure: Option<String>,
 }
 
 /// How the run was set up, as the load options asked.

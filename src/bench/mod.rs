@@ -156,6 +156,7 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
             method: plan.method.clone(),
             server: outcome.server.filter(|s| !s.is_empty()),
             document_length: shared.document_length(),
+            tls_failure: outcome.tls_failure,
         },
         options: options(plan),
         interrupted: outcome.interrupted,
@@ -274,7 +275,8 @@ pub fn drive(
     };
     let report = run(&spec.plan()?, interrupt)?;
     if report.result.succeeded == 0 {
-        anyhow::bail!("no request to {url} succeeded ({} failed)", report.result.failed);
+        let why = report.target.tls_failure.as_deref().map(|w| format!(": {w}")).unwrap_or_default();
+        anyhow::bail!("no request to {url} succeeded ({} failed){why}", report.result.failed);
     }
     Ok(report)
 }

@@ -66,7 +66,10 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         failed = true;
     }
     if report.result.succeeded == 0 {
-        eprintln!("webtune: no request succeeded");
+        match &report.target.tls_failure {
+            Some(why) => eprintln!("webtune: no request succeeded: {why}"),
+            None => eprintln!("webtune: no request succeeded"),
+        }
         failed = true;
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })

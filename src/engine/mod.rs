@@ -229,6 +229,8 @@ pub struct Outcome<S> {
     pub interrupted: bool,
     /// The Server header of the first response, for the report.
     pub server: Option<String>,
+    /// Why the first TLS failure happened (one thread's), in words.
+    pub tls_failure: Option<String>,
     /// Requests in flight when the run ended: abandoned, in no figure. A duration-bound run
     /// against a server that starves some connections shows it here (wrk says nothing).
     pub in_flight_at_end: u64,
@@ -280,6 +282,7 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
     start.open(true);
     let mut sinks = Vec::with_capacity(plan.threads);
     let mut server = None;
+    let mut tls_failure = None;
     let mut failure = None;
     let mut in_flight_at_end = 0;
     let mut scheduled = 0;
@@ -289,6 +292,7 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
         match h.join() {
             Ok(Ok(done)) => {
                 server = server.or(done.server);
+                tls_failure = tls_failure.or(done.tls_failure);
                 in_flight_at_end += done.in_flight;
                 scheduled += done.scheduled;
                 unsent += done.unsent;
@@ -313,6 +317,7 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
         elapsed,
         interrupted: shared.interrupted(),
         server,
+        tls_failure,
         in_flight_at_end,
         scheduled,
         unsent,

@@ -120,6 +120,8 @@ impl Conn {
 pub struct Done<S> {
     pub sink: S,
     pub server: Option<String>,
+    /// Why this thread's first TLS failure happened.
+    pub tls_failure: Option<String>,
     /// Requests still in flight when the run ended, and (open loop) due but never started:
     /// abandoned, not recorded.
     pub in_flight: u64,
@@ -211,6 +213,8 @@ pub struct Worker<S> {
     armed: Option<Instant>,
     shared: Arc<Shared>,
     sink: S,
+    /// Why the first TLS failure of this thread happened (transport::tls_failure).
+    tls_failure: Option<String>,
     /// Capture the Server header from the first response (thread 0 only).
     want_server: bool,
     server: Option<String>,
@@ -321,6 +325,7 @@ impl<S: Sink> Worker<S> {
             armed: None,
             shared,
             sink,
+            tls_failure: None,
             want_server: place.index == 0,
             server: None,
             scratch: vec![0u8; SCRATCH_BYTES].into_boxed_slice(),
@@ -335,7 +340,15 @@ impl<S: Sink> Worker<S> {
 
     pub fn run(mut self, start: &super::Gate) -> anyhow::Result<Done<S>> {
         if !start.wait() {
-            return Ok(Done { sink: self.sink, server: None, in_flight: 0, unsent: 0, scheduled: 0, batched: None });
+            return Ok(Done {
+                sink: self.sink,
+                server: None,
+                tls_failure: None,
+                in_flight: 0,
+                unsent: 0,
+                scheduled: 0,
+                batched: None,
+            });
         }
         let mut events = Events::with_capacity(1024);
         let mut next_tick = Instant::now() + TICK;
@@ -411,7 +424,15 @@ impl<S: Sink> Worker<S> {
                 .filter(|c| matches!(c.phase, Phase::Connecting | Phase::Sending | Phase::Receiving))
                 .count() as u64;
         let batched = self.coalescer.map(Coalescer::finish);
-        Ok(Done { sink: self.sink, server: self.server, in_flight, unsent, scheduled, batched })
+        Ok(Done {
+            sink: self.sink,
+            server: self.server,
+            tls_failure: self.tls_failure,
+            in_flight,
+            unsent,
+            scheduled,
+            batched,
+        })
     }
 
     /// Sets the precise timer to fire at `at` (in `wait`); returns the poll's own timeout, a
@@ -708,7 +729,10 @@ impl<S: Sink> Worker<S> {
         }
         match Transport::new(sock, self.tls.as_ref()) {
             Ok(t) => c.sock = Some(t),
-            Err(_) => return self.fail(i, ErrorClass::Tls),
+            Err(e) => {
+                self.tls_failure.get_or_insert_with(|| super::transport::tls_failure(&e));
+                return self.fail(i, ErrorClass::Tls);
+            }
         }
         if self.coalescer.is_some() && !c.sock.as_ref().is_some_and(Transport::enable_rx_stamps) {
             // Without arrival times a pause would show in every latency.
@@ -876,6 +900,10 @@ impl<S: Sink> Worker<S> {
 
     fn on_eof(&mut self, i: usize) {
         let c = &mut self.conns[i];
+        if c.sock.as_ref().is_some_and(Transport::is_handshaking) {
+            self.tls_failure.get_or_insert_with(|| "the server closed the connection during the TLS handshake".into());
+            return self.fail(i, ErrorClass::Tls);
+        }
         if c.reader.eof().is_ok() {
             return self.complete(i, false, None, Instant::now());
         }
@@ -888,6 +916,9 @@ impl<S: Sink> Worker<S> {
     /// A socket error while sending or receiving.
     fn io_failure(&mut self, i: usize, e: &io::Error) {
         let class = ErrorClass::from_io(e);
+        if class == ErrorClass::Tls {
+            self.tls_failure.get_or_insert_with(|| super::transport::tls_failure(e));
+        }
         if class == ErrorClass::Reset && !self.conns[i].reader.started() {
             return self.server_closed(i, class);
         }

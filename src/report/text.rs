@@ -80,6 +80,9 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     if !failures.is_empty() {
         writeln!(out, "   ({})", failures.join(", "))?;
     }
+    if let Some(why) = &r.target.tls_failure {
+        writeln!(out, "TLS failure:         {why}")?;
+    }
     writeln!(
         out,
         "Length differed:     {} (not failures: the body length varied from the first response)",
