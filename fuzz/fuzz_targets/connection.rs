@@ -103,8 +103,9 @@ fn play(mut s: TcpStream, script: &[u8], pc: &mut usize, written: &AtomicU64) {
         let ok = match op {
             0 => {
                 let len = 1 + arg(pc) as usize;
-                let end = (*pc + len).min(script.len());
-                let ok = write(&mut s, &script[*pc..end]);
+                let start = (*pc).min(script.len());
+                let end = (start + len).min(script.len());
+                let ok = write(&mut s, &script[start..end]);
                 *pc = end;
                 ok
             }
