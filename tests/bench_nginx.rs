@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use crate::support::nginx::{Nginx, self_signed_cert};
+use crate::support::nginx::{Nginx, self_signed_cert, self_signed_leaf_cert};
 use crate::support::{bench_json, errors, float, num, webtune};
 
 const KIB: usize = 1024;
@@ -270,4 +270,53 @@ fn webtune_with_nofile(args: &[&str], soft: u64, hard: u64) -> crate::support::R
 fn base64_decode(s: &str) -> Vec<u8> {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.decode(s).unwrap()
+}
+
+/// TLS failures say why, on the error line and in the report; a certificate that does not
+/// verify hints at --insecure, and nothing else does.
+#[test]
+fn tls_failures_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((cert, key)) = self_signed_cert(dir.path()) else { return };
+    let Some((leaf, leaf_key)) = self_signed_leaf_cert(dir.path(), "leaf-") else { return };
+    let free = crate::support::nginx::free_port;
+    let (tls_port, old_tls_port, leaf_port) = (free(), free(), free());
+    // More TLS ports: one that offers only TLS 1.0, which webtune (rustls) never speaks; one
+    // whose certificate is not a CA's.
+    let server = format!(
+        "listen 127.0.0.1:{tls_port} ssl; ssl_certificate {c}; ssl_certificate_key {k};",
+        c = cert.display(),
+        k = key.display()
+    );
+    let old = format!(
+        "server {{ listen 127.0.0.1:{old_tls_port} ssl; ssl_certificate {c}; ssl_certificate_key {k}; ssl_protocols TLSv1; }}\n\
+         server {{ listen 127.0.0.1:{leaf_port} ssl; ssl_certificate {lc}; ssl_certificate_key {lk}; }}",
+        c = cert.display(),
+        k = key.display(),
+        lc = leaf.display(),
+        lk = leaf_key.display(),
+    );
+    let Some(ng) = Nginx::start(&server, &old) else { return };
+    ng.write_file("1k.html", &page());
+    let cases = [
+        // Self-signed: the certificate does not verify against the public roots.
+        (format!("https://localhost:{tls_port}/1k.html"), "certificate is self-signed", true),
+        (format!("https://localhost:{leaf_port}/1k.html"), "certificate is not trusted: its issuer is unknown", true),
+        // https:// to the plain HTTP port: nginx answers in plain text.
+        (ng.url("/1k.html").replace("http://", "https://"), "did not answer in TLS", false),
+        (format!("https://localhost:{old_tls_port}/1k.html"), "the server refused the TLS handshake", false),
+    ];
+    for (url, says, hint) in cases {
+        let (v, run) = bench_json(&["-c", "1", "-n", "3", &url]);
+        assert_eq!(errors(&v, "tls"), 3, "{url}: {v:#}");
+        let why = v["target"]["tls_failure"].as_str().unwrap_or_else(|| panic!("{url}: no reason: {v:#}"));
+        assert!(why.contains(says), "{url}: {why}");
+        assert_eq!(why.contains("--insecure"), hint, "{url}: {why}");
+        assert_eq!(run.code, 1);
+        assert_eq!(run.stderr.trim(), format!("webtune: no request succeeded: {why}"), "{url}");
+        eprintln!("{url}: {why}");
+    }
+    // The text report says it too.
+    let run = webtune(&["bench", "-q", "-c", "1", "-n", "1", &format!("https://localhost:{tls_port}/1k.html")]);
+    assert!(run.stdout.contains("TLS failure:         the server's certificate is self-signed"), "{}", run.stdout);
 }

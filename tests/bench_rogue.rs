@@ -3,12 +3,13 @@
 //! whatever the server does, the run ends on time and on Ctrl-C.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::lab::Lab;
 use crate::support::rogue::{Rogue, read_request, reset, response, serve_each};
-use crate::support::{assert_valid, bench_json, errors, float, num, test_db, webtune, webtune_with_limit};
+use crate::support::{
+    Spawned, assert_valid, bench_json, errors, float, num, spawn_webtune, webtune, webtune_with_limit,
+};
 
 #[test]
 fn reset_connections_are_resets() {
@@ -335,16 +336,8 @@ fn endless_interim_responses_end_on_time() {
 #[test]
 fn endless_interim_responses_yield_to_ctrl_c() {
     let server = endless_interim_server();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
-        .args(["bench", "--json", "-q", "-c", "2", "-d", "30s", &server.url("/")])
-        .env("WEBTUNE_DB", test_db())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start webtune");
-    let stdout = child.stdout.take().unwrap();
-    let out = std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default());
+    let Spawned { mut child, stdout: out, .. } =
+        spawn_webtune(&["bench", "--json", "-q", "-c", "2", "-d", "30s", &server.url("/")]);
     std::thread::sleep(Duration::from_millis(700));
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
@@ -380,4 +373,245 @@ fn endless_body_does_not_keep_the_loop_from_timeouts() {
         bench_within(&["-c", "1", "-d", "1s", "--timeout", "300ms", &server.url("/")], Duration::from_secs(3));
     assert!(errors(&v, "timeout") > 0, "{v:#}");
     assert!(took < Duration::from_secs(3), "took {took:?}");
+}
+
+/// A server that answers every request with `bytes` and then holds the connection open, as an
+/// SSH daemon does after its banner.
+fn answers_then_holds(bytes: &'static [u8]) -> Rogue {
+    Rogue::start(move |mut s, _| {
+        if read_request(&mut s).is_some() && s.write_all(bytes).is_ok() {
+            // Hold until the client closes (or the rogue's 10 s read limit).
+            let _ = std::io::Read::read(&mut s, &mut [0u8; 64]);
+        }
+    })
+}
+
+#[test]
+fn non_http_bytes_are_malformed() {
+    // Before: each waited for a blank line that never came, counted as timeout (or, when the
+    // server closed, closed_early).
+    let cases: [(&str, &'static [u8]); 3] = [
+        ("ssh banner", b"SSH-2.0-OpenSSH_9.6p1 Debian-3\r\n"),
+        ("tls alert", b"\x15\x03\x01\x00\x02\x02\x28"),
+        ("binary", b"\x00\x01\x02\xff\xfe\xfd garbage \x7f"),
+    ];
+    for (name, bytes) in cases {
+        let server = answers_then_holds(bytes);
+        let (v, took) =
+            bench_within(&["-c", "2", "-n", "6", "--timeout", "5s", &server.url("/")], Duration::from_secs(4));
+        assert_eq!(errors(&v, "malformed"), 6, "{name}: {v:#}");
+        assert_eq!(num(&v, "/result/failed"), 6, "{name}: {v:#}");
+        // At once, not after the 5 s timeout.
+        assert!(took < Duration::from_secs(3), "{name}: took {took:?}");
+    }
+    // The same bytes followed by the server's close: malformed too, not closed_early.
+    let server = Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some() {
+            let _ = s.write_all(b"SSH-2.0-OpenSSH_9.6\r\n");
+        }
+    });
+    let (v, _) = bench_within(&["-c", "1", "-n", "3", &server.url("/")], Duration::from_secs(4));
+    assert_eq!(errors(&v, "malformed"), 3, "{v:#}");
+}
+
+/// The pacings every hostile server is tried under: closed loop, a new connection per
+/// request, open loop.
+const PACINGS: [&[&str]; 3] = [&[], &["--no-keepalive"], &["--rate", "40"]];
+
+/// Runs `bench -c 2 -d 1s --timeout 500ms` against `server` under each pacing: each must end
+/// within -d + --timeout + 1 s, with no success and every failure of class `class`.
+fn ends_on_time_whatever_the_server_does(server: &Rogue, class: &str) {
+    let url = server.url("/");
+    for pacing in PACINGS {
+        let mut args = vec!["-c", "2", "-d", "1s", "--timeout", "500ms"];
+        args.extend_from_slice(pacing);
+        args.push(&url);
+        let bound = Duration::from_millis(2500);
+        let (v, took) = bench_within(&args, bound + Duration::from_secs(2));
+        assert!(took < bound, "{pacing:?}: took {took:?}, more than -d + --timeout + 1 s");
+        assert_eq!(num(&v, "/result/succeeded"), 0, "{pacing:?}: {v:#}");
+        assert!(errors(&v, class) > 0, "{pacing:?}: no {class}: {v:#}");
+        assert_eq!(num(&v, "/result/failed"), errors(&v, class), "{pacing:?}: {v:#}");
+    }
+}
+
+#[test]
+fn hostile_server_accepts_and_never_answers() {
+    let server = Rogue::start(|mut s, _| {
+        // Reads whatever comes until the client closes, answers nothing.
+        while std::io::Read::read(&mut s, &mut [0u8; 1024]).is_ok_and(|n| n > 0) {}
+    });
+    ends_on_time_whatever_the_server_does(&server, "timeout");
+}
+
+#[test]
+fn hostile_server_trickles_a_byte_at_a_time() {
+    // A byte per 100 ms without end: the timeout bounds the whole response, not the gaps.
+    let server = Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some() {
+            let head = b"HTTP/1.1 200 OK\r\nX-Slow: ";
+            for b in head.iter().chain(std::iter::repeat(&b'a')) {
+                if s.write_all(std::slice::from_ref(b)).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    });
+    ends_on_time_whatever_the_server_does(&server, "timeout");
+}
+
+/// A server that answers every request with `head`, then `flood` again and again until the
+/// client goes.
+fn head_then_flood(head: &'static [u8], flood: Vec<u8>) -> Rogue {
+    Rogue::start(move |mut s, _| {
+        if read_request(&mut s).is_some() && s.write_all(head).is_ok() {
+            while s.write_all(&flood).is_ok() {}
+        }
+    })
+}
+
+#[test]
+fn hostile_server_sends_endless_header_lines() {
+    // The head's size is bounded: malformed once it passes the limit.
+    let server = head_then_flood(b"HTTP/1.1 200 OK\r\n", b"X-Again: and again\r\n".repeat(500));
+    ends_on_time_whatever_the_server_does(&server, "malformed");
+}
+
+#[test]
+fn hostile_server_sends_an_endless_chunked_body() {
+    let chunk = [&b"400\r\n"[..], &[b'x'; 0x400], b"\r\n"].concat();
+    let server = head_then_flood(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", chunk.repeat(64));
+    ends_on_time_whatever_the_server_does(&server, "timeout");
+}
+
+#[test]
+fn hostile_server_resets_mid_response() {
+    let server = Rogue::start(|mut s, _| {
+        if read_request(&mut s).is_some()
+            && s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\npart of it").is_ok()
+        {
+            std::thread::sleep(Duration::from_millis(20));
+            reset(s);
+        }
+    });
+    ends_on_time_whatever_the_server_does(&server, "reset");
+}
+
+/// Runs `webtune bench --json -q ARGS`, which must end within `limit` and never have more
+/// than 64 MiB resident (read from /proc every 50 ms); returns its report.
+fn bench_in_bounded_memory(args: &[&str], limit: Duration) -> serde_json::Value {
+    let mut full = vec!["bench", "--json", "-q"];
+    full.extend_from_slice(args);
+    let Spawned { mut child, stdout: out, .. } = spawn_webtune(&full);
+    let status = format!("/proc/{}/status", child.id());
+    let started = Instant::now();
+    let mut peak_kib = 0;
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("webtune bench {args:?} did not finish within {limit:?}");
+        }
+        let rss = std::fs::read_to_string(&status).ok().and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        });
+        peak_kib = peak_kib.max(rss.unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let v: serde_json::Value = serde_json::from_str(&out.join().unwrap()).expect("a JSON report");
+    assert_valid(&v);
+    eprintln!("{args:?}: peak RSS {peak_kib} KiB");
+    assert!(peak_kib < 64 * 1024, "{args:?}: peak RSS {peak_kib} KiB");
+    v
+}
+
+#[test]
+fn open_loop_that_outruns_its_connections_keeps_memory_flat() {
+    // Before: every request due while the connections were busy was queued, 16 bytes each:
+    // ten million a second against a server that never answers grew by ~160 MB a second.
+    let silent = Rogue::start(|mut s, _| while std::io::Read::read(&mut s, &mut [0u8; 1024]).is_ok_and(|n| n > 0) {});
+    let args = ["-c", "2", "-d", "3s", "--timeout", "10s", "--rate", "10000000", &silent.url("/")];
+    let v = bench_in_bounded_memory(&args, Duration::from_secs(8));
+    // 3 s at 10^7/s were due; the two connections each started one (never answered).
+    let unsent = num(&v, "/result/unsent");
+    assert!((29_999_990..=30_000_002).contains(&unsent), "{v:#}");
+    assert_eq!(num(&v, "/result/scheduled"), unsent + 2, "{v:#}");
+    assert_eq!(num(&v, "/result/in_flight_at_end"), unsent + 2, "{v:#}");
+    assert!(v["warnings"].to_string().contains("never sent"), "{v:#}");
+
+    // A server at 20 ms a request, 10^6/s asked of 4 connections: each freed connection
+    // takes the oldest due request, late, and the rest is counted unsent.
+    let slow = Rogue::start(|mut s, _| {
+        serve_each(&mut s, None, |_| {
+            std::thread::sleep(Duration::from_millis(20));
+            response("200 OK", b"ok")
+        })
+    });
+    let args = ["-c", "4", "-d", "2s", "--timeout", "1s", "--rate", "1000000", &slow.url("/")];
+    let v = bench_in_bounded_memory(&args, Duration::from_secs(6));
+    let succeeded = num(&v, "/result/succeeded");
+    // At most 4 × 2 s / 20 ms = 400 answered; this machine is shared, so only a floor.
+    assert!((40..=400).contains(&succeeded), "{v:#}");
+    assert!(num(&v, "/result/late/requests") + 4 >= succeeded, "all but the first few waited: {v:#}");
+    let unsent = num(&v, "/result/unsent");
+    let started = num(&v, "/result/scheduled") - unsent;
+    assert!(started >= succeeded && started <= succeeded + num(&v, "/result/failed") + 4, "{v:#}");
+    assert!((1_999_000..=2_000_002).contains(&(unsent + started)), "{v:#}");
+}
+
+#[test]
+fn hdr_log_write_errors_are_one_line_and_lose_no_report() {
+    let server = Rogue::start(|mut s, _| serve_each(&mut s, None, |_| response("200 OK", b"hello")));
+    // A device that refuses every write (ENOSPC): found only when the log is flushed, after
+    // the run. Before: a warning in the report, and exit 0.
+    let run = webtune(&["bench", "--json", "-q", "-c", "1", "-n", "20", "--hdr-log", "/dev/full", &server.url("/")]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].starts_with("webtune: cannot write /dev/full: No space left on device")
+            && lines[0].ends_with("the HdrHistogram log is incomplete (the report is whole)"),
+        "{}",
+        lines[0]
+    );
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("the report, whole");
+    assert_valid(&v);
+    assert_eq!(num(&v, "/result/succeeded"), 20, "{v:#}");
+    // Stored too (the port is this test's alone).
+    let runs = webtune(&["runs", "--json", "--target", &server.url("/")]);
+    let rows: serde_json::Value = serde_json::from_str(&runs.stdout).expect("runs as JSON");
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows:#}");
+    let shown = webtune(&["show", &rows[0]["id"].to_string(), "--json"]);
+    let stored: serde_json::Value = serde_json::from_str(&shown.stdout).expect("the stored run");
+    assert_eq!(stored["report"]["result"]["succeeded"], 20, "{stored:#}");
+
+    // A path that cannot be created (its parent is a file, which stops root too): refused
+    // before any load, exit 2.
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let path = file.path().join("x.hlog");
+    let before = server.accepted.load(std::sync::atomic::Ordering::SeqCst);
+    let run = webtune(&["bench", "-q", "-c", "1", "-n", "5", "--hdr-log", path.to_str().unwrap(), &server.url("/")]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains("cannot create") && run.stderr.contains("Not a directory"), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    assert_eq!(server.accepted.load(std::sync::atomic::Ordering::SeqCst), before, "no load was sent");
+}
+
+#[test]
+fn a_server_that_closes_during_the_tls_handshake_is_a_tls_failure() {
+    // Reads the client's hello, then closes (FIN): before, closed_early with no reason.
+    let server = Rogue::start(|mut s, _| {
+        let _ = std::io::Read::read(&mut s, &mut [0u8; 4096]);
+    });
+    let url = server.url("/").replace("http://", "https://");
+    let (v, run) = bench_json(&["-c", "1", "-n", "3", &url]);
+    assert_eq!(errors(&v, "tls"), 3, "{v:#}");
+    assert_eq!(v["target"]["tls_failure"], "the server closed the connection during the TLS handshake", "{v:#}");
+    assert_eq!(
+        run.stderr.trim(),
+        "webtune: no request succeeded: the server closed the connection during the TLS handshake"
+    );
 }

@@ -25,6 +25,7 @@ pub fn merge(reports: &[BenchReport], names: &[String]) -> anyhow::Result<BenchR
     result.requests_per_s = reports.iter().map(|r| r.result.requests_per_s).sum();
     result.bytes.per_s = reports.iter().map(|r| r.result.bytes.per_s).sum();
     result.scheduled = reports.iter().map(|r| r.result.scheduled).sum();
+    result.unsent = reports.iter().map(|r| r.result.unsent).sum();
     result.coalesced = Coalesced::merged(reports.iter().map(|r| r.result.coalesced.as_ref()));
 
     let mut options = first.options.clone();

@@ -102,6 +102,10 @@ pub struct TargetInfo {
     pub server: Option<String>,
     /// Body length of the first successful response (ab's "Document Length").
     pub document_length: Option<u64>,
+    /// Why the first TLS failure happened, in words (with what to do about it when the cause
+    /// is the certificate); None when no request failed in TLS.
+    #[serde(default)]
+    pub tls_failure: Option<String>,
 }
 
 /// How the run was set up, as the load options asked.
@@ -187,6 +191,10 @@ pub struct BenchResult {
     /// Open loop: requests scheduled by the end of the run (started or not).
     #[serde(default)]
     pub scheduled: Option<u64>,
+    /// Open loop: requests due by the end that were never sent, every connection being busy
+    /// (the rate outran what -c connections carried); part of `in_flight_at_end`.
+    #[serde(default)]
+    pub unsent: Option<u64>,
     /// Requests that started after their scheduled time because all -c connections were busy.
     #[serde(default)]
     pub late: Option<Late>,

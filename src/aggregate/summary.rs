@@ -221,6 +221,7 @@ impl Summary {
                 total: stats(&self.total),
             },
             scheduled: None,
+            unsent: None,
             coalesced: None,
             late: self.late_stats(),
             histograms: Some(Histograms {

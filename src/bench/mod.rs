@@ -42,18 +42,21 @@ pub struct Tick {
     pub goal: Stop,
 }
 
+/// A finished run: its report, and whether the HdrHistogram log (when asked for) was written
+/// whole. A log that could not be written does not lose the report.
+pub struct Ran {
+    pub report: BenchReport,
+    pub hdr_log: anyhow::Result<()>,
+}
+
 /// Runs the plan and returns the report. Setting `interrupt` (Ctrl-C) ends the run early with
 /// the figures so far.
 pub fn run(plan: &BenchPlan, interrupt: &Arc<AtomicBool>) -> anyhow::Result<BenchReport> {
-    run_watched(plan, interrupt, &mut |_| {})
+    Ok(run_watched(plan, interrupt, &mut |_| {})?.report)
 }
 
 /// `run`, telling `watch` how far it has got once a second (a progress line on a terminal).
-pub fn run_watched(
-    plan: &BenchPlan,
-    interrupt: &Arc<AtomicBool>,
-    watch: &mut dyn FnMut(&Tick),
-) -> anyhow::Result<BenchReport> {
+pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dyn FnMut(&Tick)) -> anyhow::Result<Ran> {
     let ep = &plan.engine;
     // Each connection needs a descriptor; leave room for the epoll sets, logs and stdio.
     sys::ensure_fd_limit(ep.connections as u64 + 64).map_err(|e| InputError(e.to_string()))?;
@@ -120,6 +123,7 @@ pub fn run_watched(
     let mut result = summary.to_result(outcome.elapsed, outcome.in_flight_at_end);
     if ep.is_open_loop() {
         result.scheduled = Some(outcome.scheduled);
+        result.unsent = Some(outcome.unsent);
     }
     result.coalesced = outcome.batched.map(|b| Coalesced::new(b.responses, b.waited.as_secs_f64() * 1000.0));
     let breakdown = parts.map(|p| p.to_breakdown(&plan.layout, outcome.elapsed)).unwrap_or_default();
@@ -140,13 +144,19 @@ pub fn run_watched(
             late.requests, late.mean_ms, late.max_ms, ep.connections
         ));
     }
+    if outcome.unsent > 0 {
+        warnings.push(format!(
+            "{} of {} scheduled requests were never sent: the rate outran what {} connections carried; they are in no latency figure",
+            outcome.unsent, outcome.scheduled, ep.connections
+        ));
+    }
     if outcome.interrupted {
         warnings.push("interrupted: the figures cover the requests finished before Ctrl-C".into());
     }
     if let Err(e) = &log_result {
         warnings.push(format!("the HdrHistogram log is incomplete: {e:#}"));
     }
-    Ok(BenchReport {
+    let report = BenchReport {
         schema: SCHEMA_ID.into(),
         webtune_version: env!("CARGO_PKG_VERSION").into(),
         started_at: humantime::format_rfc3339_millis(wall_origin).to_string(),
@@ -155,6 +165,7 @@ pub fn run_watched(
             method: plan.method.clone(),
             server: outcome.server.filter(|s| !s.is_empty()),
             document_length: shared.document_length(),
+            tls_failure: outcome.tls_failure,
         },
         options: options(plan),
         interrupted: outcome.interrupted,
@@ -166,7 +177,8 @@ pub fn run_watched(
         merged_runs: None,
         placement: plan.placement.clone(),
         thresholds: Vec::new(),
-    })
+    };
+    Ok(Ran { report, hdr_log: log_result })
 }
 
 /// Samples the progress counters once a second until the engine is done: tells `watch` and
@@ -287,7 +299,8 @@ pub fn drive(
     };
     let report = run(&spec.plan()?, interrupt)?;
     if report.result.succeeded == 0 {
-        anyhow::bail!("no request to {url} succeeded ({} failed)", report.result.failed);
+        let why = report.target.tls_failure.as_deref().map(|w| format!(": {w}")).unwrap_or_default();
+        anyhow::bail!("no request to {url} succeeded ({} failed){why}", report.result.failed);
     }
     Ok(report)
 }

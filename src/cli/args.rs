@@ -496,7 +496,8 @@ pub struct BenchArgs {
     #[arg(long = "json")]
     pub json: bool,
 
-    /// Write per-second latency histograms to FILE in the HdrHistogram log format.
+    /// Write per-second latency histograms to FILE in the HdrHistogram log format. A write
+    /// that fails is an error (exit 1); the report is still printed and stored.
     #[arg(long = "hdr-log")]
     pub hdr_log: Option<PathBuf>,
 

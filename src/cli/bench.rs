@@ -105,7 +105,7 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         return agent(&plan);
     }
     plan.hdr_log = a.hdr_log.clone();
-    let mut report = match Remote::of(&spec)? {
+    let (mut report, hdr_log) = match Remote::of(&spec)? {
         Some(remote) => {
             if a.hdr_log.is_some() {
                 return Err(
@@ -113,7 +113,7 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
                 );
             }
             remote.check()?;
-            remote.run(&spec, &crate::sys::interrupt_flag())?
+            (remote.run(&spec, &crate::sys::interrupt_flag())?, Ok(()))
         }
         None => {
             plan.placement = Some(placement(spec.cpus.clone(), &plan.url));
@@ -122,19 +122,31 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
                 line.draw(t.elapsed, t.succeeded, t.failed, t.rate, t.goal)
             });
             line.clear();
-            report?
+            let bench::Ran { report, hdr_log } = report?;
+            (report, hdr_log)
         }
     };
     super::judge(&mut report, &thresholds)?;
     super::emit(&report, a.json, crate::report::text::write)?;
     // The result is printed first: a store that fails loses nothing the user sees.
     let saved = crate::store::Store::open(&crate::store::default_path(db)).and_then(|mut s| s.save_bench(&report));
+    let mut failed = false;
     if let Err(e) = saved {
         eprintln!("webtune: {}; the result above was not saved", super::one_line(&e));
-        return Ok(ExitCode::from(1));
+        failed = true;
+    }
+    if let Err(e) = hdr_log {
+        eprintln!("webtune: {}; the HdrHistogram log is incomplete (the report is whole)", super::one_line(&e));
+        failed = true;
     }
     if report.result.succeeded == 0 {
-        eprintln!("webtune: no request succeeded");
+        match &report.target.tls_failure {
+            Some(why) => eprintln!("webtune: no request succeeded: {why}"),
+            None => eprintln!("webtune: no request succeeded"),
+        }
+        failed = true;
+    }
+    if failed {
         return Ok(ExitCode::from(1));
     }
     if !crate::gate::all_pass(&report.thresholds) {

@@ -293,11 +293,16 @@ pub struct Outcome<S> {
     pub interrupted: bool,
     /// The Server header of the first response, for the report.
     pub server: Option<String>,
+    /// Why the first TLS failure happened (one thread's), in words.
+    pub tls_failure: Option<String>,
     /// Requests in flight when the run ended: abandoned, in no figure. A duration-bound run
     /// against a server that starves some connections shows it here (wrk says nothing).
     pub in_flight_at_end: u64,
     /// Open loop: requests that were due by the end (started or not).
     pub scheduled: u64,
+    /// Open loop: requests due by the end that were never started, every connection being
+    /// busy (part of `in_flight_at_end`).
+    pub unsent: u64,
     /// Responses collected after coalescing pauses (None: no thread could coalesce).
     pub batched: Option<Batched>,
 }
@@ -360,16 +365,20 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
     start.open(true);
     let mut sinks = Vec::with_capacity(plan.threads);
     let mut server = None;
+    let mut tls_failure = None;
     let mut failure = None;
     let mut in_flight_at_end = 0;
     let mut scheduled = 0;
+    let mut unsent = 0;
     let mut batched: Option<Batched> = None;
     for h in handles {
         match h.join() {
             Ok(Ok(done)) => {
                 server = server.or(done.server);
+                tls_failure = tls_failure.or(done.tls_failure);
                 in_flight_at_end += done.in_flight;
                 scheduled += done.scheduled;
+                unsent += done.unsent;
                 if let Some(b) = done.batched {
                     batched.get_or_insert_default().add(b);
                 }
@@ -386,5 +395,15 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
         Some(d) if !shared.interrupted() => d.saturating_duration_since(started).min(started.elapsed()),
         _ => started.elapsed(),
     };
-    Ok(Outcome { sinks, elapsed, interrupted: shared.interrupted(), server, in_flight_at_end, scheduled, batched })
+    Ok(Outcome {
+        sinks,
+        elapsed,
+        interrupted: shared.interrupted(),
+        server,
+        tls_failure,
+        in_flight_at_end,
+        scheduled,
+        unsent,
+        batched,
+    })
 }

@@ -180,6 +180,9 @@ impl ResponseReader {
             if let Some(n) = self.parse_head(data, None)? {
                 return Ok(n);
             }
+            if !may_be_http(data) {
+                return Err(ParseError::BadHead);
+            }
             if data.len() > MAX_HEAD_BYTES {
                 return Err(ParseError::HeadTooLarge);
             }
@@ -200,6 +203,7 @@ impl ResponseReader {
                 // The buffered bytes held no complete head, so this one ends in `data`.
                 n.checked_sub(before).ok_or(ParseError::BadHead)
             }
+            None if !may_be_http(&self.head) => Err(ParseError::BadHead),
             None if self.head.len() > MAX_HEAD_BYTES => Err(ParseError::HeadTooLarge),
             None => {
                 self.scanned = self.head.len();
@@ -394,6 +398,20 @@ impl ResponseReader {
     }
 }
 
+/// Whether an incomplete head may still become an HTTP/1.x one: after any empty lines (which
+/// httparse skips), its first bytes agree with "HTTP/1.". Bytes from something else (an SSH
+/// banner, a TLS alert, binary garbage) seldom hold a blank line, and without this check they
+/// would wait for one until the request timed out or the connection closed (timeout or
+/// closed_early, when the truth is malformed). The verdict depends only on the bytes so far,
+/// never on how they were split into reads.
+fn may_be_http(head: &[u8]) -> bool {
+    const VERSION: &[u8] = b"HTTP/1.";
+    let lead = head.iter().take_while(|b| matches!(b, b'\r' | b'\n')).count();
+    let start = &head[lead..];
+    let n = start.len().min(VERSION.len());
+    start[..n] == VERSION[..n]
+}
+
 /// Whether the head's blank line is in `buf` (looking from `from`).
 fn has_blank_line(buf: &[u8], from: usize) -> bool {
     // httparse skips empty lines before a status line: they do not end a head.
@@ -559,6 +577,27 @@ mod tests {
         let big = format!("HTTP/1.1 200 OK\r\nX: {}\r\n\r\n", "a".repeat(MAX_HEAD_BYTES));
         assert_eq!(feed_in_steps(big.as_bytes(), 4096, false).1, Err(ParseError::HeadTooLarge));
         assert_eq!(r.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"), Err(ParseError::BadFraming));
+    }
+
+    #[test]
+    fn non_http_bytes_are_malformed_at_once() {
+        // No blank line in any of them: before, each waited for one (timeout or closed_early).
+        let cases: [&[u8]; 4] = [
+            b"SSH-2.0-OpenSSH_9.6p1 Debian-3\r\n",
+            // A TLS alert record (handshake failure), as a TLS server answers plain bytes.
+            b"\x15\x03\x01\x00\x02\x02\x28",
+            b"\r\n\x00\xff\xfe garbage",
+            b"HTTP/2.0 200 OK\r\n",
+        ];
+        for msg in cases {
+            for step in 1..=msg.len() {
+                assert_eq!(feed_in_steps(msg, step, false).1, Err(ParseError::BadHead), "{msg:?} in steps of {step}");
+            }
+        }
+        // What may still become a status line waits for more.
+        for prefix in [&b"H"[..], b"\r\nHTTP/", b"HTTP/1.1 200 OK\r\nX: y\r\n"] {
+            assert_eq!(ResponseReader::new(false).feed(prefix), Ok(Progress::More), "{prefix:?}");
+        }
     }
 
     /// Regressions found by the fuzzer: the outcome and the byte counts must not depend on how

@@ -79,6 +79,20 @@ impl Schedule {
         self.stages.len().saturating_sub(1)
     }
 
+    /// The integral of the value from 0 to `t` (arrivals by `t`, for a rate).
+    pub fn count_by(&self, t: Duration) -> f64 {
+        let t = t.as_secs_f64();
+        let mut sum = 0.0;
+        for (a, b, at, d) in self.pieces() {
+            let x = (t - at).clamp(0.0, d);
+            sum += a * x + (b - a) / (2.0 * d) * x * x;
+            if t < at + d {
+                break;
+            }
+        }
+        sum
+    }
+
     /// The time by which the integral of the value reaches `count` (the count-th arrival of a
     /// rate), or None when it never does within the stages.
     pub fn time_for_count(&self, count: f64) -> Option<Duration> {
@@ -138,6 +152,14 @@ impl Arrivals {
     /// the schedule has no more.
     pub fn peek(&self) -> Option<Duration> {
         self.schedule.time_for_count(self.next_count / self.share)
+    }
+
+    /// How many arrivals not yet advanced past are due by `t` (from the run's start), without
+    /// visiting them one by one: a schedule far ahead of what was sent may hold millions.
+    /// Exact for uniform arrivals; for Poisson ones, the expected count.
+    pub fn due_by(&self, t: Duration) -> u64 {
+        let reached = self.schedule.count_by(t) * self.share;
+        if reached < self.next_count { 0 } else { (reached - self.next_count).floor() as u64 + 1 }
     }
 
     pub fn advance(&mut self) {
@@ -215,6 +237,35 @@ mod tests {
         times.sort();
         assert_eq!(times[1], secs(0.001));
         assert_eq!(times[999], secs(0.999));
+    }
+
+    #[test]
+    fn due_arrivals_are_counted_without_visiting_them() {
+        let stages = Schedule::stages(vec![
+            Stage { duration: secs(10.0), target: 100.0 },
+            Stage { duration: secs(10.0), target: 100.0 },
+        ]);
+        assert!((stages.count_by(secs(5.0)) - 125.0).abs() < 1e-6);
+        assert!((stages.count_by(secs(15.0)) - 1000.0).abs() < 1e-6);
+        assert!((stages.count_by(secs(99.0)) - 1500.0).abs() < 1e-6);
+        for (schedule, share, phase) in [(Schedule::constant(1000.0), 0.5, 0.5), (stages, 1.0, 0.0)] {
+            let mut a = Arrivals::new(schedule, share, phase, Arrival::Uniform, 1);
+            for _ in 0..3 {
+                let by = secs(7.3);
+                let mut visited = 0;
+                let mut b = Arrivals::new(a.schedule.clone(), share, 0.0, Arrival::Uniform, 1);
+                b.next_count = a.next_count;
+                while b.peek().is_some_and(|t| t <= by) {
+                    visited += 1;
+                    b.advance();
+                }
+                assert_eq!(a.due_by(by), visited);
+                (0..100).for_each(|_| a.advance());
+            }
+        }
+        // Ten million a second, an hour behind: counted at once.
+        let a = Arrivals::new(Schedule::constant(1e7), 1.0, 0.0, Arrival::Uniform, 1);
+        assert_eq!(a.due_by(secs(3600.0)), 36_000_000_000 + 1);
     }
 
     #[test]

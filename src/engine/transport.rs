@@ -124,6 +124,11 @@ impl Transport {
         Ok((msg.bytes, stamp))
     }
 
+    /// A TLS connection whose handshake has not finished.
+    pub fn is_handshaking(&self) -> bool {
+        matches!(self, Transport::Tls(t) if t.tls.is_handshaking())
+    }
+
     pub fn is_plain(&self) -> bool {
         matches!(self, Transport::Plain(_))
     }
@@ -174,6 +179,50 @@ impl TlsStream {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+/// Why a TLS connection failed, in a user's words: what was wrong with the certificate (and that
+/// --insecure accepts it), a handshake the server refused, or a server that does not speak TLS.
+pub fn tls_failure(e: &io::Error) -> String {
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+        Some(err) => describe_tls_error(err),
+        None => format!("TLS failed: {e}"),
+    }
+}
+
+fn describe_tls_error(err: &rustls::Error) -> String {
+    use rustls::{CertificateError as Cert, Error as E};
+    const INSECURE: &str = "; --insecure accepts any certificate (for a test server)";
+    match err {
+        E::InvalidCertificate(cert) => {
+            let why = match cert {
+                Cert::UnknownIssuer => {
+                    "the server's certificate is not trusted: its issuer is unknown (self-signed, or a private CA)"
+                        .into()
+                }
+                Cert::Expired | Cert::ExpiredContext { .. } => format!("the server's certificate has expired ({err})"),
+                Cert::NotValidYet | Cert::NotValidYetContext { .. } => {
+                    format!("the server's certificate is not valid yet ({err})")
+                }
+                Cert::NotValidForName | Cert::NotValidForNameContext { .. } => {
+                    format!("the server's certificate is not valid for this host name ({err})")
+                }
+                // openssl req -x509 makes a CA certificate, which webpki refuses as a server's
+                // own before it looks for an issuer (its error type is not ours to name).
+                Cert::Other(other) if format!("{other:?}").contains("CaUsedAsEndEntity") => {
+                    "the server's certificate is self-signed (a CA certificate used as the server's own)".into()
+                }
+                _ => format!("the server's certificate was rejected ({err})"),
+            };
+            format!("{why}{INSECURE}")
+        }
+        E::AlertReceived(alert) => format!("the server refused the TLS handshake (alert: {alert:?})"),
+        E::InvalidMessage(_) | E::InappropriateMessage { .. } | E::InappropriateHandshakeMessage { .. } => {
+            "the server did not answer in TLS (plain HTTP on this port? then use http://)".into()
+        }
+        E::PeerIncompatible(why) => format!("the server and webtune share no TLS version or cipher ({why:?})"),
+        other => format!("TLS failed: {other}"),
     }
 }
 
@@ -269,6 +318,31 @@ mod tests {
 
     use super::*;
     use crate::engine::coalesce::arrival;
+
+    /// Certificate failures say what is wrong and that --insecure accepts them; others do not
+    /// hint at it.
+    #[test]
+    fn tls_failures_say_why() {
+        use rustls::{AlertDescription, CertificateError, Error};
+        let say = |e: Error| tls_failure(&io::Error::new(io::ErrorKind::InvalidData, e));
+        let cases = [
+            (Error::InvalidCertificate(CertificateError::UnknownIssuer), "issuer is unknown"),
+            (Error::InvalidCertificate(CertificateError::Expired), "has expired"),
+            (Error::InvalidCertificate(CertificateError::NotValidForName), "not valid for this host name"),
+        ];
+        for (e, says) in cases {
+            let line = say(e);
+            assert!(
+                line.contains(says) && line.ends_with("--insecure accepts any certificate (for a test server)"),
+                "{line}"
+            );
+        }
+        let refused = say(Error::AlertReceived(AlertDescription::HandshakeFailure));
+        assert_eq!(refused, "the server refused the TLS handshake (alert: HandshakeFailure)");
+        let plain = say(Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType));
+        assert!(plain.contains("did not answer in TLS") && !plain.contains("--insecure"), "{plain}");
+        assert_eq!(tls_failure(&io::Error::other("x")), "TLS failed: x");
+    }
 
     /// Data that waited 30 ms in the socket is dated when it arrived, not when it was read.
     #[test]

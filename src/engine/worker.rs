@@ -120,9 +120,13 @@ impl Conn {
 pub struct Done<S> {
     pub sink: S,
     pub server: Option<String>,
+    /// Why this thread's first TLS failure happened.
+    pub tls_failure: Option<String>,
     /// Requests still in flight when the run ended, and (open loop) due but never started:
     /// abandoned, not recorded.
     pub in_flight: u64,
+    /// Open loop: of those, the requests due but never started (no connection was free).
+    pub unsent: u64,
     /// Open loop: requests scheduled.
     pub scheduled: u64,
     /// Responses collected after coalescing pauses (None: this thread never coalesces).
@@ -136,13 +140,20 @@ pub struct Place {
     pub conns: usize,
 }
 
-/// The open loop's state: arrivals, and requests due while every connection was busy.
+/// The open loop's state. Requests due while every connection is busy are not queued one
+/// by one: they are the arrivals not yet taken, started in their order as connections free
+/// up (late, and their latency shows it). However far the schedule runs ahead of what the
+/// connections can carry (--rate 1e7 against a slow server), memory stays flat, and what
+/// was never sent is counted at the end (`Arrivals::due_by`).
 struct OpenLoop {
     arrivals: Arrivals,
-    backlog: VecDeque<Instant>,
     /// No more arrivals (schedule, -n or -d reached).
     exhausted: bool,
-    scheduled: u64,
+    /// Requests started.
+    started: u64,
+    /// Arrivals due by then found every connection busy: a request scheduled no later
+    /// waited for a connection.
+    busy_at: Option<Instant>,
 }
 
 /// How this thread paces its requests: decided once, matched once in each hook of the loop
@@ -202,6 +213,8 @@ pub struct Worker<S> {
     armed: Option<Instant>,
     shared: Arc<Shared>,
     sink: S,
+    /// Why the first TLS failure of this thread happened (transport::tls_failure).
+    tls_failure: Option<String>,
     /// Capture the Server header from the first response (thread 0 only).
     want_server: bool,
     server: Option<String>,
@@ -263,7 +276,7 @@ impl<S: Sink> Worker<S> {
             Pacing::Open { rate, arrival } => {
                 let phase = place.index as f64 / plan.threads as f64;
                 let arrivals = Arrivals::new(rate.clone(), share, phase, *arrival, seed);
-                Pace::Open(OpenLoop { arrivals, backlog: VecDeque::new(), exhausted: false, scheduled: 0 })
+                Pace::Open(OpenLoop { arrivals, exhausted: false, started: 0, busy_at: None })
             }
             Pacing::Closed { clients: Some(clients) } => Pace::Ramp { clients: clients.clone(), share, scenario },
             Pacing::Closed { clients: None } => Pace::Closed { scenario },
@@ -312,6 +325,7 @@ impl<S: Sink> Worker<S> {
             armed: None,
             shared,
             sink,
+            tls_failure: None,
             want_server: place.index == 0,
             server: None,
             scratch: vec![0u8; SCRATCH_BYTES].into_boxed_slice(),
@@ -326,7 +340,15 @@ impl<S: Sink> Worker<S> {
 
     pub fn run(mut self, start: &super::Gate) -> anyhow::Result<Done<S>> {
         if !start.wait() {
-            return Ok(Done { sink: self.sink, server: None, in_flight: 0, scheduled: 0, batched: None });
+            return Ok(Done {
+                sink: self.sink,
+                server: None,
+                tls_failure: None,
+                in_flight: 0,
+                unsent: 0,
+                scheduled: 0,
+                batched: None,
+            });
         }
         let mut events = Events::with_capacity(1024);
         let mut next_tick = Instant::now() + TICK;
@@ -390,18 +412,27 @@ impl<S: Sink> Worker<S> {
                 self.expire(now);
             }
         }
-        let (unstarted, scheduled) = match &self.pace {
-            Pace::Open(open) => (open.backlog.len() as u64, open.scheduled),
-            Pace::Closed { .. } | Pace::Ramp { .. } => (0, 0),
+        let unsent = self.unsent(Instant::now());
+        let scheduled = match &self.pace {
+            Pace::Open(open) => open.started + unsent,
+            Pace::Closed { .. } | Pace::Ramp { .. } => 0,
         };
-        let in_flight = unstarted
+        let in_flight = unsent
             + self
                 .conns
                 .iter()
                 .filter(|c| matches!(c.phase, Phase::Connecting | Phase::Sending | Phase::Receiving))
                 .count() as u64;
         let batched = self.coalescer.map(Coalescer::finish);
-        Ok(Done { sink: self.sink, server: self.server, in_flight, scheduled, batched })
+        Ok(Done {
+            sink: self.sink,
+            server: self.server,
+            tls_failure: self.tls_failure,
+            in_flight,
+            unsent,
+            scheduled,
+            batched,
+        })
     }
 
     /// Sets the precise timer to fire at `at` (in `wait`); returns the poll's own timeout, a
@@ -437,7 +468,7 @@ impl<S: Sink> Worker<S> {
             Pace::Closed { .. } => self.running == 0,
             // Only by the deadline: a ramp's stages always have one.
             Pace::Ramp { .. } => false,
-            Pace::Open(open) => open.exhausted && open.backlog.is_empty() && self.running == 0,
+            Pace::Open(open) => open.exhausted && self.running == 0,
         }
     }
 
@@ -477,34 +508,74 @@ impl<S: Sink> Worker<S> {
         }
     }
 
-    /// Open loop: starts every request that is due, on a free connection or, when all `-c`
-    /// are busy, as soon as one is free (then it started late, and its latency shows it).
+    /// Open loop: starts every request that is due on a free connection. What is due while
+    /// every connection is busy waits, untaken, for `next` to start it on the first one free.
     fn issue_due(&mut self, now: Instant) {
-        loop {
-            let Pace::Open(open) = &mut self.pace else { return };
-            if open.exhausted {
-                return;
-            }
-            let Some(at) = open.arrivals.peek().map(|t| self.origin + t) else {
-                open.exhausted = true;
-                return;
-            };
-            if at > now {
-                return;
-            }
-            let over = match self.stop {
-                Stop::Requests(n) => self.shared.issued.fetch_add(1, Ordering::Relaxed) >= n,
-                Stop::Duration(_) => self.deadline.is_some_and(|d| at >= d),
-            };
-            if over {
-                open.exhausted = true;
-                return;
-            }
-            open.arrivals.advance();
-            open.scheduled += 1;
-            match self.free.pop() {
-                Some(i) => self.begin(i, at, now, false),
-                None => open.backlog.push_back(at),
+        while !self.free.is_empty() {
+            let Some(at) = self.take_due(now) else { return };
+            let i = self.free.pop().expect("a free connection");
+            self.begin(i, at, now, false);
+        }
+        if self.due(now)
+            && let Pace::Open(open) = &mut self.pace
+        {
+            open.busy_at = Some(now);
+        }
+    }
+
+    /// Whether an arrival is due by `now` (open loop).
+    fn due(&self, now: Instant) -> bool {
+        match &self.pace {
+            Pace::Open(open) => !open.exhausted && open.arrivals.peek().is_some_and(|t| self.origin + t <= now),
+            Pace::Closed { .. } | Pace::Ramp { .. } => false,
+        }
+    }
+
+    /// The open loop's next arrival, when it is due by `now` and the run wants more (-n, -d);
+    /// it counts as started.
+    fn take_due(&mut self, now: Instant) -> Option<Instant> {
+        let Pace::Open(open) = &mut self.pace else { return None };
+        if open.exhausted {
+            return None;
+        }
+        let Some(at) = open.arrivals.peek().map(|t| self.origin + t) else {
+            open.exhausted = true;
+            return None;
+        };
+        if at > now {
+            return None;
+        }
+        let over = match self.stop {
+            Stop::Requests(n) => self.shared.issued.fetch_add(1, Ordering::Relaxed) >= n,
+            Stop::Duration(_) => self.deadline.is_some_and(|d| at >= d),
+        };
+        if over {
+            open.exhausted = true;
+            return None;
+        }
+        open.arrivals.advance();
+        open.started += 1;
+        Some(at)
+    }
+
+    /// Open loop, at the end: requests due by `now` (and before -d) that no connection was
+    /// free to start. With -n they are claimed from the count, so threads do not count the
+    /// same ones twice.
+    fn unsent(&self, now: Instant) -> u64 {
+        let Pace::Open(open) = &self.pace else { return 0 };
+        if open.exhausted {
+            return 0;
+        }
+        let by = self.deadline.map_or(now, |d| d.min(now)).saturating_duration_since(self.origin);
+        let due = open.arrivals.due_by(by);
+        match self.stop {
+            Stop::Duration(_) => due,
+            Stop::Requests(n) => {
+                let claimed = self.shared.issued.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |issued| {
+                    Some(issued + due.min(n.saturating_sub(issued)))
+                });
+                let before = claimed.unwrap_or_else(|v| v);
+                due.min(n.saturating_sub(before))
             }
         }
     }
@@ -513,8 +584,10 @@ impl<S: Sink> Worker<S> {
     fn next(&mut self, i: usize, now: Instant) {
         let scenario = match &mut self.pace {
             Pace::Open(open) => {
-                return match open.backlog.pop_front() {
-                    Some(at) => self.begin(i, at, now, true),
+                let busy_at = open.busy_at;
+                return match self.take_due(now) {
+                    // It waited for a connection when it was due by a turn that found none.
+                    Some(at) => self.begin(i, at, now, busy_at.is_some_and(|b| at <= b)),
                     None => self.park(i),
                 };
             }
@@ -657,7 +730,10 @@ impl<S: Sink> Worker<S> {
         }
         match Transport::new(sock, self.tls.as_ref()) {
             Ok(t) => c.sock = Some(t),
-            Err(_) => return self.fail(i, ErrorClass::Tls),
+            Err(e) => {
+                self.tls_failure.get_or_insert_with(|| super::transport::tls_failure(&e));
+                return self.fail(i, ErrorClass::Tls);
+            }
         }
         if self.coalescer.is_some() && !c.sock.as_ref().is_some_and(Transport::enable_rx_stamps) {
             // Without arrival times a pause would show in every latency.
@@ -825,6 +901,10 @@ impl<S: Sink> Worker<S> {
 
     fn on_eof(&mut self, i: usize) {
         let c = &mut self.conns[i];
+        if c.sock.as_ref().is_some_and(Transport::is_handshaking) {
+            self.tls_failure.get_or_insert_with(|| "the server closed the connection during the TLS handshake".into());
+            return self.fail(i, ErrorClass::Tls);
+        }
         if c.reader.eof().is_ok() {
             return self.complete(i, false, None, Instant::now());
         }
@@ -837,6 +917,9 @@ impl<S: Sink> Worker<S> {
     /// A socket error while sending or receiving.
     fn io_failure(&mut self, i: usize, e: &io::Error) {
         let class = ErrorClass::from_io(e);
+        if class == ErrorClass::Tls {
+            self.tls_failure.get_or_insert_with(|| super::transport::tls_failure(e));
+        }
         if class == ErrorClass::Reset && !self.conns[i].reader.started() {
             return self.server_closed(i, class);
         }

@@ -45,6 +45,9 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         if let Some(n) = res.scheduled {
             writeln!(out, "Scheduled:           {n} requests")?;
         }
+        if let Some(n) = res.unsent.filter(|&n| n > 0) {
+            writeln!(out, "Never sent:          {n} (due while every connection was busy)")?;
+        }
     } else if let Some(stages) = &o.stages {
         writeln!(out, "Pacing:              closed loop, clients ramped by stages {stages}")?;
     }
@@ -83,6 +86,9 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         res.errors.iter().filter(|(_, n)| **n > 0).map(|(class, n)| format!("{class} {n}")).collect();
     if !failures.is_empty() {
         writeln!(out, "   ({})", failures.join(", "))?;
+    }
+    if let Some(why) = &r.target.tls_failure {
+        writeln!(out, "TLS failure:         {why}")?;
     }
     writeln!(
         out,

@@ -29,6 +29,32 @@ pub fn test_db() -> PathBuf {
     DIR.get_or_init(|| tempfile::tempdir().unwrap()).path().join("webtune.db")
 }
 
+/// A running webtune, its output collected by threads.
+pub struct Spawned {
+    pub child: std::process::Child,
+    pub stdout: std::thread::JoinHandle<String>,
+    pub stderr: std::thread::JoinHandle<String>,
+}
+
+/// Starts `webtune ARGS` with the test's database and no input.
+pub fn spawn_webtune(args: &[&str]) -> Spawned {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(args)
+        .env("WEBTUNE_DB", test_db())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start webtune");
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    Spawned {
+        child,
+        stdout: std::thread::spawn(move || std::io::read_to_string(stdout).unwrap_or_default()),
+        stderr: std::thread::spawn(move || std::io::read_to_string(stderr).unwrap_or_default()),
+    }
+}
+
 /// Runs `webtune ARGS`, killing it if it outlives `limit` (a hang is a test failure).
 pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_webtune"));

@@ -151,15 +151,28 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// A self-signed certificate and key for "localhost", made with the openssl tool.
+/// A self-signed certificate and key for "localhost", made with the openssl tool (a CA
+/// certificate, as `openssl req -x509` makes by default).
 pub fn self_signed_cert(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    self_signed(dir, "", &[])
+}
+
+/// A self-signed certificate for "localhost" that is not a CA's, as a server's own certificate
+/// from an unknown issuer is (files named with `prefix`).
+pub fn self_signed_leaf_cert(dir: &Path, prefix: &str) -> Option<(PathBuf, PathBuf)> {
+    self_signed(dir, prefix, &["-addext", "basicConstraints=critical,CA:FALSE"])
+}
+
+fn self_signed(dir: &Path, prefix: &str, extra: &[&str]) -> Option<(PathBuf, PathBuf)> {
     let Some(openssl) = super::find_program("openssl") else {
         super::missing("openssl");
         return None;
     };
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let (cert, key) = (dir.join(format!("{prefix}cert.pem")), dir.join(format!("{prefix}key.pem")));
     let status = Command::new(openssl)
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout"])
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost"])
+        .args(extra)
+        .arg("-keyout")
         .arg(&key)
         .arg("-out")
         .arg(&cert)

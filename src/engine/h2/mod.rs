@@ -127,6 +127,9 @@ struct Conn {
     slots: Vec<Slot>,
 }
 
+/// Why a TLS server failed an HTTP/2 run: ALPN chose HTTP/1.1 or nothing.
+const NO_H2: &str = "the server did not agree to HTTP/2 (h2) by ALPN: it serves HTTP/1.1 only here";
+
 pub(crate) struct Worker<S> {
     poll: Poll,
     conns: Vec<Conn>,
@@ -135,6 +138,8 @@ pub(crate) struct Worker<S> {
     queue: VecDeque<(usize, u32)>,
     addr: SocketAddr,
     tls: Option<TlsSettings>,
+    /// Why the first TLS failure of this thread happened (transport::tls_failure).
+    tls_failure: Option<String>,
     /// Each template's frames and body length.
     requests: Vec<(Arc<[u8]>, usize)>,
     order: Order,
@@ -205,6 +210,7 @@ impl<S: Sink> Worker<S> {
             queue: VecDeque::new(),
             addr: plan.endpoint.addr,
             tls: plan.endpoint.tls.clone(),
+            tls_failure: None,
             requests: templates.iter().map(|t| (t.h2.clone(), frame::body_len(&t.h2))).collect(),
             order: plan.endpoint.order.clone(),
             cursor: place.index * templates.len() / plan.threads.max(1),
@@ -226,7 +232,15 @@ impl<S: Sink> Worker<S> {
 
     pub(crate) fn run(mut self, start: &super::Gate) -> anyhow::Result<Done<S>> {
         if !start.wait() {
-            return Ok(Done { sink: self.sink, server: None, in_flight: 0, scheduled: 0, batched: None });
+            return Ok(Done {
+                sink: self.sink,
+                server: None,
+                tls_failure: self.tls_failure,
+                in_flight: 0,
+                unsent: 0,
+                scheduled: 0,
+                batched: None,
+            });
         }
         let mut events = Events::with_capacity(1024);
         let mut now = Instant::now();
@@ -285,7 +299,15 @@ impl<S: Sink> Worker<S> {
             .flat_map(|c| &c.slots)
             .filter(|s| matches!(s.phase, SlotPhase::Waiting | SlotPhase::InFlight))
             .count() as u64;
-        Ok(Done { sink: self.sink, server: self.server, in_flight, scheduled: 0, batched: None })
+        Ok(Done {
+            sink: self.sink,
+            server: self.server,
+            tls_failure: self.tls_failure,
+            in_flight,
+            unsent: 0,
+            scheduled: 0,
+            batched: None,
+        })
     }
 
     fn finished(&self, now: Instant) -> bool {
@@ -422,7 +444,10 @@ impl<S: Sink> Worker<S> {
         }
         match Transport::new(sock, self.tls.as_ref()) {
             Ok(t) => c.sock = Some(t),
-            Err(_) => self.failed(ci, ErrorClass::Tls, now),
+            Err(e) => {
+                self.tls_failure.get_or_insert_with(|| super::transport::tls_failure(&e));
+                self.failed(ci, ErrorClass::Tls, now)
+            }
         }
     }
 
@@ -485,6 +510,7 @@ impl<S: Sink> Worker<S> {
                     spent = false;
                     if sock.refused_h2() {
                         self.events = events;
+                        self.tls_failure.get_or_insert_with(|| NO_H2.into());
                         return self.failed(ci, ErrorClass::Tls, Instant::now());
                     }
                     break;
@@ -496,12 +522,16 @@ impl<S: Sink> Worker<S> {
                         ErrorKind::UnexpectedEof => ErrorClass::ClosedEarly,
                         _ => ErrorClass::from_io(&e),
                     };
+                    if class == ErrorClass::Tls {
+                        self.tls_failure.get_or_insert_with(|| super::transport::tls_failure(&e));
+                    }
                     return self.failed(ci, class, Instant::now());
                 }
             };
             now = Instant::now();
             if sock.refused_h2() {
                 self.events = events;
+                self.tls_failure.get_or_insert_with(|| NO_H2.into());
                 return self.failed(ci, ErrorClass::Tls, now);
             }
             let drained = n < self.scratch.len() && sock.short_read_drains();
