@@ -7,6 +7,7 @@ mod bench_nginx;
 mod bench_pacing;
 mod bench_rogue;
 mod bench_workload;
+mod hostile_state;
 mod lab;
 mod launch;
 mod mem_syscalls;
