@@ -1,6 +1,7 @@
 //! Hostile process and file states (issue 16): processes this user may not read, stale and
 //! racing run directories, runs killed outright, journals written by several tuners.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,6 @@ struct Group {
 
 impl Group {
     fn start(script: &str) -> Group {
-        use std::os::unix::process::CommandExt;
         let child = Command::new("sh")
             .args(["-c", script])
             .process_group(0)
@@ -130,4 +130,141 @@ fn mem_counts_an_exited_process_as_gone_not_as_an_error() {
     use webtune::procmem::Unreadable::Exited;
     assert_eq!(unread, vec![(z, Exited), (gone, Exited)]);
     assert_eq!(sample.complete().unwrap().len(), 1);
+}
+
+/// The process's start time (/proc/PID/stat field 22), as the run directory records it.
+fn start_ticks(pid: i32) -> u64 {
+    webtune::procmem::procs::info(pid).expect("process exists").start_ticks
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+/// `webtune launch FILE --for 0s` with its run directories under `runtime`.
+fn launch_once(file: &std::path::Path, runtime: &std::path::Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["launch", file.to_str().unwrap(), "--for", "0s"])
+        .env("XDG_RUNTIME_DIR", runtime)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn run_dirs(runtime: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(runtime.join("webtune"))
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// A stale run directory (its owner dead) whose groups file names process groups that are not
+/// the run's any more (the id reused by an unrelated process, recorded with another start
+/// time, or in the old format without one): the next launch removes the directory and leaves
+/// those processes alive. A group whose leader is gone but whose members carry the run's
+/// marker is still the run's, and is stopped.
+#[test]
+fn stale_cleanup_kills_only_groups_it_started() {
+    let runtime = tempfile::tempdir().unwrap();
+    let file = crate::launch::lab_file(runtime.path());
+    let base = runtime.path().join("webtune");
+    std::fs::create_dir_all(&base).unwrap();
+
+    let unrelated = Group::start("exec sleep 60");
+    let old_format = Group::start("exec sleep 60");
+    let stale = base.join("run-999999-stale");
+    std::fs::create_dir(&stale).unwrap();
+    // No process has pid 999999 with this start time: the owner is dead.
+    std::fs::write(stale.join("owner"), "999999 1").unwrap();
+    // The run's own group: its leader gone, a member left behind carrying the marker.
+    let mut orphan_leader = Command::new("sh")
+        .args(["-c", "sleep 60 >/dev/null & echo started"])
+        .env("WEBTUNE_RUN_DIR", &stale)
+        .stdout(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let ours = orphan_leader.id() as i32;
+    let mut said = String::new();
+    std::io::Read::read_to_string(orphan_leader.stdout.as_mut().unwrap(), &mut said).unwrap();
+    orphan_leader.wait().unwrap();
+    let member = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .find(|&p| webtune::procmem::procs::info(p).is_some_and(|i| i.pgrp == ours && i.pid != ours))
+        .expect("the orphaned member");
+    std::fs::write(
+        stale.join("groups"),
+        format!(
+            "{} {}\n{}\n{ours} {}\n",
+            unrelated.pid(),
+            start_ticks(unrelated.pid()) + 1,
+            old_format.pid(),
+            start_ticks(member) - 1
+        ),
+    )
+    .unwrap();
+
+    let run = launch_once(&file, runtime.path());
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(alive(unrelated.pid()), "an unrelated group named with another start time was killed");
+    assert!(alive(old_format.pid()), "a group named without a start time was killed");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(member) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(member), "the run's own orphaned group was left running");
+    assert_eq!(run_dirs(runtime.path()), Vec::<String>::new());
+}
+
+/// A base another user could have written in is refused: its run directories' groups files
+/// could name anything.
+#[test]
+fn a_run_base_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let runtime = tempfile::tempdir().unwrap();
+    let file = crate::launch::lab_file(runtime.path());
+    let base = runtime.path().join("webtune");
+    std::fs::create_dir(&base).unwrap();
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let run = launch_once(&file, runtime.path());
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!((run.status.code(), err.lines().count()), (Some(1), 1), "{err}");
+    assert!(err.contains("not a directory of this user's alone") && err.contains("mode 777"), "{err}");
+}
+
+/// Run directories made and reaped at once by many launches: none is reaped while its owner
+/// lives, none is left.
+#[test]
+fn concurrent_run_directories_are_never_reaped_alive() {
+    let base = tempfile::tempdir().unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..150 {
+                    let dir = webtune::server::rundir::RunDir::create_in(base.path()).expect("create");
+                    dir.record_group(i32::MAX).expect("its own directory is still there");
+                    assert!(dir.join("owner").exists());
+                    dir.remove();
+                }
+            });
+        }
+    });
+    assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+}
+
+/// Concurrent `launch`es of the lab: all come up, all are stopped, no directory is left.
+#[test]
+fn concurrent_launches_all_succeed_and_are_cleaned() {
+    let runtime = tempfile::tempdir().unwrap();
+    let file = crate::launch::lab_file(runtime.path());
+    let outputs: Vec<std::process::Output> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4).map(|_| s.spawn(|| launch_once(&file, runtime.path()))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for out in &outputs {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("master pid "));
+    }
+    assert_eq!(run_dirs(runtime.path()), Vec::<String>::new());
 }
