@@ -268,3 +268,70 @@ fn concurrent_launches_all_succeed_and_are_cleaned() {
     }
     assert_eq!(run_dirs(runtime.path()), Vec::<String>::new());
 }
+
+/// A small lab tuning: one knob, short windows.
+fn small_tune_file(dir: &std::path::Path, knobs: &str) -> String {
+    let f = dir.join("small.toml");
+    std::fs::write(
+        &f,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 2\ncpu = \"1ms\"\n\
+             [knobs]\n{knobs}\n[load]\nconnections = 2\nduration = \"400ms\"\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    f.display().to_string()
+}
+
+/// Starts `webtune tune ARGS` in the background (its history in the tests' database).
+fn spawn_webtune(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(args)
+        .env("WEBTUNE_DB", crate::support::test_db())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (bounded) until `path` holds at least `lines` lines.
+fn wait_lines(path: &std::path::Path, lines: usize, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while std::fs::read_to_string(path).map_or(0, |t| t.lines().count()) < lines {
+        assert!(Instant::now() < deadline, "{} did not reach {lines} lines", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Two tunings on one journal: the second is refused at once, in one line; the first goes on
+/// and its journal holds only whole lines, its own.
+#[test]
+fn a_second_tune_on_a_journal_in_use_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = small_tune_file(dir.path(), "backlog = [511, 1024]");
+    let journal = dir.path().join("j.jsonl");
+    let args = ["tune", &f, "-q", "--json", "--repeats", "1", "--journal", journal.to_str().unwrap()];
+    let first = spawn_webtune(&args);
+    wait_lines(&journal, 1, Duration::from_secs(30));
+    for resume in [false, true] {
+        let mut second: Vec<&str> = args.to_vec();
+        if resume {
+            second.push("--resume");
+        }
+        let run = crate::support::webtune_with_limit(&second, Duration::from_secs(20));
+        assert_eq!((run.code, run.stderr.lines().count()), (1, 1), "{}", run.stderr);
+        assert!(run.stderr.contains("is being written by another webtune tune"), "{}", run.stderr);
+    }
+    // The first is stopped once it has journalled a point (a whole tuning takes a while).
+    wait_lines(&journal, 2, Duration::from_secs(60));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(first.id() as i32), nix::sys::signal::SIGINT).unwrap();
+    let out = first.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a whole JSON line")).collect();
+    assert_eq!(lines.len(), 1 + v["points"].as_array().unwrap().len(), "{text}");
+    assert_eq!(lines[0]["journal"], "webtune.tune.v1");
+}
