@@ -284,11 +284,13 @@ fn small_tune_file(dir: &std::path::Path, knobs: &str) -> String {
     f.display().to_string()
 }
 
-/// Starts `webtune tune ARGS` in the background (its history in the tests' database).
-fn spawn_webtune(args: &[&str]) -> Child {
+/// Starts `webtune ARGS` in the background (its history in the tests' database, its run
+/// directories under `runtime`).
+fn spawn_webtune(args: &[&str], runtime: &std::path::Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_webtune"))
         .args(args)
         .env("WEBTUNE_DB", crate::support::test_db())
+        .env("XDG_RUNTIME_DIR", runtime)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -313,7 +315,7 @@ fn a_second_tune_on_a_journal_in_use_is_refused() {
     let f = small_tune_file(dir.path(), "backlog = [511, 1024]");
     let journal = dir.path().join("j.jsonl");
     let args = ["tune", &f, "-q", "--json", "--repeats", "1", "--journal", journal.to_str().unwrap()];
-    let first = spawn_webtune(&args);
+    let first = spawn_webtune(&args, dir.path());
     wait_lines(&journal, 1, Duration::from_secs(30));
     for resume in [false, true] {
         let mut second: Vec<&str> = args.to_vec();
@@ -334,4 +336,38 @@ fn a_second_tune_on_a_journal_in_use_is_refused() {
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a whole JSON line")).collect();
     assert_eq!(lines.len(), 1 + v["points"].as_array().unwrap().len(), "{text}");
     assert_eq!(lines[0]["journal"], "webtune.tune.v1");
+}
+
+/// The status `webtune runs` gives the tune of target file `f`.
+fn tune_status(f: &str) -> String {
+    let run = crate::support::webtune(&["runs", "--kind", "tune", "--target", f, "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let rows: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows:#}");
+    rows[0]["status"].as_str().unwrap().to_string()
+}
+
+/// A tune killed outright (SIGKILL) never finishes its run: `runs` says "killed", not
+/// "running" forever; the lab it left is stopped by the next clean-up, its run directory gone.
+#[test]
+fn a_tune_killed_outright_shows_as_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = small_tune_file(dir.path(), "backlog = [511, 1024]");
+    let journal = dir.path().join("j.jsonl");
+    let mut tune =
+        spawn_webtune(&["tune", &f, "-q", "--repeats", "1", "--journal", journal.to_str().unwrap()], dir.path());
+    wait_lines(&journal, 2, Duration::from_secs(60));
+    assert_eq!(tune_status(&f), "running");
+    tune.kill().unwrap();
+    tune.wait().unwrap();
+    assert_eq!(tune_status(&f), "killed");
+    let run = crate::support::webtune(&["runs", "--kind", "tune", "--target", &f]);
+    assert!(run.stdout.contains("killed") && run.stdout.contains("webtune was killed"), "{}", run.stdout);
+    // The lab it was measuring (if the kill fell inside a trial) outlived it, in its own
+    // group: the next clean-up stops it and removes its directory.
+    let base = dir.path().join("webtune");
+    let dirs = run_dirs(dir.path());
+    let stopped = webtune::server::rundir::reap_stale(&base);
+    assert!(dirs.len() <= 1 && stopped.len() <= dirs.len(), "{dirs:?} {stopped:?}");
+    assert_eq!(run_dirs(dir.path()), Vec::<String>::new());
 }

@@ -43,6 +43,27 @@ pub fn all_pids() -> Vec<i32> {
     dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()
 }
 
+/// "pid starttime bootid": names process `pid` for good, across pid reuse and reboots
+/// (None when it is gone). What run directories and the history record as their owner.
+pub fn identity(pid: i32) -> Option<String> {
+    let start = info(pid)?.start_ticks;
+    Some(format!("{pid} {start} {}", boot_id()))
+}
+
+/// Whether the process an `identity` named is still running. A token without a boot id
+/// (written by an older webtune) is judged by pid and start time alone.
+pub fn identity_alive(token: &str) -> bool {
+    let mut fields = token.split_whitespace();
+    let (Some(pid), Some(start)) = (fields.next().and_then(|p| p.parse().ok()), fields.next()) else { return false };
+    let boot_matches = fields.next().is_none_or(|b| b == boot_id());
+    boot_matches && info(pid).is_some_and(|p| p.start_ticks.to_string() == start)
+}
+
+/// This boot's random id (empty when the kernel does not say).
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|t| t.trim().to_string()).unwrap_or_default()
+}
+
 /// Every process now (those that vanish while being read are left out).
 pub fn snapshot() -> BTreeMap<i32, ProcInfo> {
     all_pids().into_iter().filter_map(info).map(|p| (p.pid, p)).collect()
@@ -81,6 +102,20 @@ mod tests {
         assert_eq!((p.pid, p.ppid, p.name.as_str(), p.start_ticks), (77, 1, "a (b) c", 55));
         assert_eq!(parse_stat("77 (short) R 1 77 77 0"), None);
         assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn identities_name_one_process_for_good() {
+        let me = identity(std::process::id() as i32).unwrap();
+        assert!(identity_alive(&me), "{me}");
+        let fields: Vec<&str> = me.split_whitespace().collect();
+        assert_eq!(fields.len(), 3, "{me}");
+        // The same pid started at another time, or in another boot, is another process.
+        let later = format!("{} {} {}", fields[0], fields[1].parse::<u64>().unwrap() + 1, fields[2]);
+        assert!(!identity_alive(&later));
+        assert!(!identity_alive(&format!("{} {} another-boot", fields[0], fields[1])));
+        assert!(identity_alive(&format!("{} {}", fields[0], fields[1])), "an older token, without the boot");
+        assert!(!identity_alive("") && !identity_alive("garbage"));
     }
 
     #[test]

@@ -53,7 +53,7 @@ impl RunDir {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(making.path(), std::fs::Permissions::from_mode(0o755))?;
         let me = std::process::id() as i32;
-        std::fs::write(making.path().join("owner"), owner_line(me).unwrap_or_default())?;
+        std::fs::write(making.path().join("owner"), procs::identity(me).unwrap_or_default())?;
         let suffix =
             making.path().file_name().unwrap_or_default().to_string_lossy().trim_start_matches(MAKING).to_string();
         let path = base.join(format!("run-{me}-{suffix}"));
@@ -101,15 +101,8 @@ fn check_base(base: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// "pid starttime": the start time tells a live owner from a new process that reused the pid.
-fn owner_line(pid: i32) -> Option<String> {
-    procs::info(pid).map(|p| format!("{pid} {}", p.start_ticks))
-}
-
 fn alive_owner(dir: &Path) -> bool {
-    let Ok(line) = std::fs::read_to_string(dir.join("owner")) else { return false };
-    let Some(pid) = line.split_whitespace().next().and_then(|p| p.parse::<i32>().ok()) else { return false };
-    owner_line(pid).as_deref() == Some(line.trim())
+    std::fs::read_to_string(dir.join("owner")).is_ok_and(|token| procs::identity_alive(&token))
 }
 
 /// Whether process group `pgid` is still the one this run started: its leader is the very

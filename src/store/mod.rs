@@ -12,6 +12,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::BenchReport;
+use crate::procmem::procs;
 use crate::tune::{Outcome, Point};
 
 /// The database: --db, else $WEBTUNE_DB, else $XDG_DATA_HOME/webtune/webtune.db (by default
@@ -48,7 +49,8 @@ pub struct RunRow {
     pub target: String,
     /// A one-line summary.
     pub summary: String,
-    /// "done", "running" (a tune not finished: interrupted or still going), "interrupted".
+    /// "done", "running" (a tune still going), "interrupted" (Ctrl-C: what was measured is
+    /// kept), "killed" (its webtune process died without finishing: SIGKILL, OOM, power loss).
     pub status: String,
 }
 
@@ -129,10 +131,11 @@ impl Store {
         options: &serde_json::Value,
     ) -> anyhow::Result<i64> {
         let started = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let owner = procs::identity(std::process::id() as i32);
         self.conn
             .execute(
-                "INSERT INTO runs (kind, started_at, target, summary, status) VALUES ('tune', ?1, ?2, ?3, 'running')",
-                params![started, target_file, format!("{strategy}: measuring")],
+                "INSERT INTO runs (kind, started_at, target, summary, status, owner) VALUES ('tune', ?1, ?2, ?3, 'running', ?4)",
+                params![started, target_file, format!("{strategy}: measuring"), owner],
             )
             .map_err(|e| self.err(e))?;
         let id = self.conn.last_insert_rowid();
@@ -215,8 +218,36 @@ impl Store {
         Ok(())
     }
 
-    /// Runs, newest first, filtered by kind, a target substring and a start date prefix.
+    /// Marks "killed" every run still "running" whose webtune process is gone: it will never
+    /// finish. Its points stay. Returns the runs so marked.
+    pub fn mark_killed(&self) -> anyhow::Result<Vec<i64>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL")
+            .map_err(|e| self.err(e))?;
+        let running = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(e))?;
+        let dead: Vec<i64> =
+            running.into_iter().filter(|(_, owner)| !procs::identity_alive(owner)).map(|(id, _)| id).collect();
+        for id in &dead {
+            // Only if still running: the owner may have finished it meanwhile.
+            self.conn
+                .execute(
+                    "UPDATE runs SET status = 'killed', summary = summary || ' (webtune was killed: no outcome)'
+                     WHERE id = ?1 AND status = 'running'",
+                    [id],
+                )
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(dead)
+    }
+
+    /// Runs, newest first, filtered by kind, a target substring and a start date prefix. A
+    /// run whose writer is gone reads as "killed" (`mark_killed`).
     pub fn runs(&self, kind: Option<&str>, target: Option<&str>, since: Option<&str>) -> anyhow::Result<Vec<RunRow>> {
+        self.mark_killed()?;
         let mut stmt = self
             .conn
             .prepare(

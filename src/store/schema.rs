@@ -53,6 +53,9 @@ const MIGRATIONS: &[&str] = &[
         pss_total_kib INTEGER NOT NULL,
         PRIMARY KEY (point_id, repeat)
      );",
+    // 2: the webtune process that writes a run still going ("pid starttime bootid"), so a
+    // run whose writer was killed outright is told from one still running.
+    "ALTER TABLE runs ADD COLUMN owner TEXT;",
 ];
 
 /// Runs the migrations not yet run. The version is read inside an IMMEDIATE transaction so
