@@ -371,3 +371,52 @@ fn a_tune_killed_outright_shows_as_killed() {
     assert!(dirs.len() <= 1 && stopped.len() <= dirs.len(), "{dirs:?} {stopped:?}");
     assert_eq!(run_dirs(dir.path()), Vec::<String>::new());
 }
+
+/// Ctrl-C in the middle of a tuning: the evidence reports what was measured and claims
+/// nothing (no effect, misses the objective, adopted) of values never measured; a knob the run
+/// never reached says so.
+#[test]
+fn an_interrupted_tune_claims_nothing_of_values_never_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = small_tune_file(dir.path(), "backlog = [511, 1024, 2048]\nworkers = [2, 4]");
+    let journal = dir.path().join("j.jsonl");
+    let tune = spawn_webtune(
+        &["tune", &f, "-q", "--json", "--repeats", "1", "--journal", journal.to_str().unwrap()],
+        dir.path(),
+    );
+    // The incumbent's first window is in: the challengers are not all measured yet.
+    wait_lines(&journal, 2, Duration::from_secs(60));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(tune.id() as i32), nix::sys::signal::SIGINT).unwrap();
+    let out = tune.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stopped"], "interrupted");
+    let measured: Vec<String> =
+        v["points"].as_array().unwrap().iter().map(|p| p["step"].as_str().unwrap().to_string()).collect();
+    let evidence = |knob: &str| -> String {
+        v["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e[0] == knob)
+            .map(|e| e[2].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("no evidence for {knob}: {v:#}"))
+    };
+    let workers = evidence("workers");
+    assert!(workers.contains("not judged") && workers.contains("never measured: 4"), "{workers}");
+    assert!(!measured.iter().any(|s| s.starts_with("workers=4")), "{measured:?}");
+    let backlog = evidence("backlog");
+    assert!(backlog.contains("not judged") && backlog.contains("interrupted"), "{backlog}");
+    for e in v["evidence"].as_array().unwrap() {
+        let text = e[2].as_str().unwrap();
+        for claim in ["no effect", "misses the objective", "adopted", "undecided after"] {
+            assert!(!text.contains(claim), "{claim:?} claimed in an interrupted run: {text}");
+        }
+    }
+    // A value listed as never measured has no point; one measured is not listed so.
+    if let Some(never) = backlog.split("never measured: ").nth(1) {
+        for value in never.split(", ") {
+            assert!(!measured.iter().any(|s| s.starts_with(&format!("backlog={value}"))), "{value}: {measured:?}");
+        }
+    }
+}
