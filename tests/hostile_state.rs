@@ -420,3 +420,51 @@ fn an_interrupted_tune_claims_nothing_of_values_never_measured() {
         }
     }
 }
+
+/// A directory the user nobody owns (for runs dropped to nobody).
+fn nobody_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let nobody = nix::unistd::User::from_name("nobody").unwrap().expect("a user nobody");
+    std::os::unix::fs::chown(dir.path(), Some(nobody.uid.as_raw()), Some(nobody.gid.as_raw())).unwrap();
+    dir
+}
+
+/// A server that makes itself non-dumpable hides its memory even from its own user: the
+/// tuner (run as that user) fails the point naming it, rather than record memory figures that
+/// leave it out.
+#[test]
+fn the_tuner_fails_a_point_whose_memory_it_cannot_read() {
+    let dir = nobody_dir();
+    let server = dir.path().join("srv.py");
+    std::fs::write(
+        &server,
+        "import ctypes, sys, http.server\n\
+         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0\n\
+         http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), http.server.SimpleHTTPRequestHandler).serve_forever()\n",
+    )
+    .unwrap();
+    let target = dir.path().join("t.toml");
+    std::fs::write(
+        &target,
+        format!(
+            "[target]\nadapter = \"command\"\ncommand = \"python3 {} {{port}}\"\nready_timeout = \"20s\"\n\
+             [knobs]\nworkers = [\"1\"]\n[load]\nconnections = 2\nduration = \"400ms\"\n",
+            server.display()
+        ),
+    )
+    .unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let home = dir.path().to_str().unwrap();
+    let env = [format!("HOME={home}"), format!("XDG_RUNTIME_DIR={home}"), format!("WEBTUNE_DB={home}/db")];
+    let wrapper: Vec<&str> = NOBODY.iter().copied().chain(["env"]).chain(env.iter().map(String::as_str)).collect();
+    let run = crate::support::webtune_via(
+        &wrapper,
+        &["tune", target.to_str().unwrap(), "--json", "-q", "--repeats", "1", "--journal", journal.to_str().unwrap()],
+        Duration::from_secs(120),
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let cause = v["points"][0]["status"]["cause"].as_str().unwrap_or_default().to_string();
+    assert!(cause.contains("cannot read the memory of pid") && cause.contains("(python3)"), "{v:#}");
+    assert_eq!(run_dirs(dir.path()), Vec::<String>::new(), "the server was stopped");
+}
