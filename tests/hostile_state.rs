@@ -231,6 +231,14 @@ fn a_run_base_others_can_write_is_refused() {
     let err = String::from_utf8_lossy(&run.stderr);
     assert_eq!((run.status.code(), err.lines().count()), (Some(1), 1), "{err}");
     assert!(err.contains("not a directory of this user's alone") && err.contains("mode 777"), "{err}");
+    // Made by another user (as /tmp/webtune-0 could be, planted before root's first run).
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let nobody = nix::unistd::User::from_name("nobody").unwrap().expect("a user nobody");
+    std::os::unix::fs::chown(&base, Some(nobody.uid.as_raw()), None).unwrap();
+    let run = launch_once(&file, runtime.path());
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("owner uid {}", nobody.uid)), "{err}");
 }
 
 /// Run directories made and reaped at once by many launches: none is reaped while its owner

@@ -131,7 +131,8 @@ impl Store {
         options: &serde_json::Value,
     ) -> anyhow::Result<i64> {
         let started = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-        let owner = procs::identity(std::process::id() as i32);
+        // The host too: a database shared between machines must not judge another's runs.
+        let owner = procs::identity(std::process::id() as i32).map(|id| format!("{id} {}", hostname()));
         self.conn
             .execute(
                 "INSERT INTO runs (kind, started_at, target, summary, status, owner) VALUES ('tune', ?1, ?2, ?3, 'running', ?4)",
@@ -229,8 +230,14 @@ impl Store {
             .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(|e| self.err(e))?;
-        let dead: Vec<i64> =
-            running.into_iter().filter(|(_, owner)| !procs::identity_alive(owner)).map(|(id, _)| id).collect();
+        let here = hostname();
+        let dead: Vec<i64> = running
+            .into_iter()
+            .filter(|(_, owner)| {
+                owner.split_whitespace().nth(3) == Some(here.as_str()) && !procs::identity_alive(owner)
+            })
+            .map(|(id, _)| id)
+            .collect();
         for id in &dead {
             // Only if still running: the owner may have finished it meanwhile.
             self.conn
@@ -312,6 +319,42 @@ pub enum Stored {
     Tune { row: RunRow, strategy: String, points: Vec<Point>, outcome: Option<Box<Outcome>> },
 }
 
+/// This machine's name, as the kernel has it ("-" when unknown: one word, always).
+fn hostname() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let name = name.trim();
+    if name.is_empty() || name.contains(char::is_whitespace) { "-".into() } else { name.into() }
+}
+
 fn fmt2(v: f64) -> String {
     format!("{v:.2}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_whose_writer_is_gone_reads_killed_unless_it_ran_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("h.db")).unwrap();
+        let options = serde_json::json!({});
+        let live = s.begin_tune("live.toml", "one-at-a-time", "", &options).unwrap();
+        let dead = s.begin_tune("dead.toml", "one-at-a-time", "", &options).unwrap();
+        let elsewhere = s.begin_tune("elsewhere.toml", "one-at-a-time", "", &options).unwrap();
+        let me = procs::identity(std::process::id() as i32).unwrap();
+        let (pid, start) = me.split_once(' ').unwrap();
+        let start: u64 = start.split_whitespace().next().unwrap().parse().unwrap();
+        let gone = format!("{pid} {} {} {}", start + 1, me.split_whitespace().nth(2).unwrap(), hostname());
+        s.conn.execute("UPDATE runs SET owner = ?2 WHERE id = ?1", params![dead, gone]).unwrap();
+        let other = format!("{pid} {} {} another-host", start + 1, me.split_whitespace().nth(2).unwrap());
+        s.conn.execute("UPDATE runs SET owner = ?2 WHERE id = ?1", params![elsewhere, other]).unwrap();
+        let status = |s: &Store, id| s.runs(None, None, None).unwrap().into_iter().find(|r| r.id == id).unwrap().status;
+        assert_eq!(status(&s, live), "running");
+        assert_eq!(status(&s, dead), "killed");
+        assert_eq!(status(&s, elsewhere), "running", "another machine's run cannot be judged here");
+        // Marked once, for good.
+        assert_eq!(s.mark_killed().unwrap(), Vec::<i64>::new());
+        assert_eq!(status(&s, dead), "killed");
+    }
 }

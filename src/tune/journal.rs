@@ -10,6 +10,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
 use super::Point;
+use crate::input::InputError;
 
 /// The first line of a journal: what was being tuned, so --resume only reuses matching points.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,6 +51,10 @@ impl Journal {
             .append(true)
             .open(path)
             .with_context(|| format!("cannot write the journal {}", path.display()))?;
+        // A FIFO or a device would block the resume's read, or take no lines at all.
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(InputError(format!("the journal {} is not a regular file", path.display())).into());
+        }
         let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(locked) => locked,
             Err((_, Errno::EWOULDBLOCK)) => anyhow::bail!(
@@ -88,7 +93,7 @@ impl Journal {
             }
         }
         if reused.is_empty() {
-            file.set_len(0)?;
+            file.set_len(0).with_context(|| format!("cannot write {}", path.display()))?;
             let mut line = serde_json::to_vec(&Line::Header(header.clone()))?;
             line.push(b'\n');
             file.write_all(&line).with_context(|| format!("cannot write {}", path.display()))?;
@@ -152,6 +157,19 @@ mod tests {
         let (again, points) = Journal::open(&path, &header(), true).unwrap();
         assert_eq!(points.iter().map(|p| p.step.as_str()).collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(again.torn_lines(), 0);
+    }
+
+    #[test]
+    fn a_journal_that_is_no_regular_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        // A FIFO would block --resume's read for ever; a device takes no lines.
+        for (path, resume) in [(fifo.as_path(), true), (fifo.as_path(), false), (Path::new("/dev/null"), false)] {
+            let err = Journal::open(path, &header(), resume).err().expect("refused");
+            assert!(err.downcast_ref::<InputError>().is_some(), "{err:#}");
+            assert!(format!("{err:#}").contains("is not a regular file"), "{err:#}");
+        }
     }
 
     #[test]
