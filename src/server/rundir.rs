@@ -1,6 +1,7 @@
 //! Private run directories: the configuration and logs of each launched server, and the
 //! process groups it runs in. A run directory whose owner (a webtune process) is gone, as
-//! after a SIGKILL, is reaped by the next launch: its groups are killed, the directory removed.
+//! after a SIGKILL, is reaped by the next launch: its groups that are still its own (checked,
+//! since a group id is reused) are killed, the directory removed.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
