@@ -476,3 +476,23 @@ fn the_tuner_fails_a_point_whose_memory_it_cannot_read() {
     assert!(cause.contains("cannot read the memory of pid") && cause.contains("(python3)"), "{v:#}");
     assert_eq!(run_dirs(dir.path()), Vec::<String>::new(), "the server was stopped");
 }
+
+/// Under umask 002 (user-private groups) the run base is still made 0755, not refused as
+/// group-writable.
+#[test]
+fn a_run_base_is_writable_by_its_user_alone_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let runtime = tempfile::tempdir().unwrap();
+    let file = crate::launch::lab_file(runtime.path());
+    let run = Command::new("sh")
+        .args(["-c", "umask 002 && exec \"$0\" launch \"$1\" --for 0s"])
+        .arg(env!("CARGO_BIN_EXE_webtune"))
+        .arg(&file)
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let mode = std::fs::metadata(runtime.path().join("webtune")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755);
+}

@@ -43,7 +43,14 @@ impl RunDir {
     /// `create`, in `base` rather than the user's own place.
     pub fn create_in(base: &Path) -> anyhow::Result<RunDir> {
         let base = base.to_path_buf();
-        std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
+        // 0755 whatever the umask (002 would make it group-writable, and refused below);
+        // servers that drop privileges must still reach their run directory through it.
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(&base)
+            .with_context(|| format!("cannot create {}", base.display()))?;
         check_base(&base)?;
         reap_stale(&base);
         let making = tempfile::Builder::new()
