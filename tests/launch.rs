@@ -13,7 +13,7 @@ fn alive(pid: i32) -> bool {
 }
 
 /// A lab target file in `dir`, whose lab is this build's webtune.
-fn lab_file(dir: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn lab_file(dir: &std::path::Path) -> std::path::PathBuf {
     let f = dir.join("lab.toml");
     std::fs::write(
         &f,

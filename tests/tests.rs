@@ -9,6 +9,7 @@ mod bench_pacing;
 mod bench_rogue;
 mod bench_workload;
 mod fileset;
+mod hostile_state;
 mod lab;
 mod launch;
 mod mem_syscalls;

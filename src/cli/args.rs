@@ -331,6 +331,11 @@ pub struct MemArgs {
     #[arg(short = 'c', long = "connections")]
     pub connections: Option<u64>,
 
+    /// Accept figures that leave out processes this user may not read (another user's):
+    /// they are listed as unread. Without it, such a process is an error (exit 1).
+    #[arg(long)]
+    pub partial: bool,
+
     /// Print JSON (schema webtune.mem.v1) instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -19,22 +19,24 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     let pids = procmem::select(&selector).map_err(|e| InputError(e.to_string()))?;
     if let Some(every) = &a.watch {
         let every = input::duration("--watch", every)?;
-        return watch(&pids, every, a.count, a.json, &mut std::io::stdout().lock());
+        return watch(&pids, every, a.count, a.partial, a.json, &mut std::io::stdout().lock());
     }
 
-    let before = procmem::sample(&pids);
+    let first = readable(procmem::sample(&pids), a.partial)?;
+    let before = first.procs.clone();
     let budget_kib = budget.map(|b| b.resolve(&before));
-    let mut report = MemReport::new(&before, budget_kib);
+    let mut report = MemReport::new(&first, budget_kib);
     if let Some(url) = &a.url {
         let workers = before.iter().filter(|p| p.role == procmem::Role::Worker).count().max(1) as u64;
         let c = a.connections.unwrap_or(workers).min(a.requests).max(1);
         let bench = crate::bench::drive(url, c, a.requests, true, None, &crate::sys::interrupt_flag())?;
         // The process list may have changed (recycled workers): select again.
-        let after = procmem::sample(&procmem::select(&selector).map_err(|e| InputError(e.to_string()))?);
+        let after = procmem::select(&selector).map_err(|e| InputError(e.to_string()))?;
+        let after = readable(procmem::sample(&after), a.partial)?;
         let requests = bench.result.succeeded;
-        let cap = budget_kib.and_then(|b| capacity::capacity(&after, b));
+        let cap = budget_kib.and_then(|b| capacity::capacity(&after.procs, b));
         report = MemReport::new(&after, budget_kib);
-        report.growth = Some(capacity::growth(&before, &after, requests, cap.as_ref()));
+        report.growth = Some(capacity::growth(&before, &after.procs, requests, cap.as_ref()));
     }
     super::emit(&report, a.json, crate::report::mem::write_text)?;
     Ok(ExitCode::SUCCESS)
@@ -44,6 +46,7 @@ fn watch(
     pids: &[i32],
     every: Duration,
     count: Option<u64>,
+    partial: bool,
     json: bool,
     out: &mut impl Write,
 ) -> anyhow::Result<ExitCode> {
@@ -53,8 +56,8 @@ fn watch(
         writeln!(out, "{}", WatchSample::header())?;
     }
     while count.is_none_or(|c| n < c) {
-        let procs = procmem::sample(pids);
-        let sample = WatchSample::new(started.elapsed(), &procs);
+        let taken = readable(procmem::sample(pids), partial)?;
+        let sample = WatchSample::new(started.elapsed(), &taken);
         if json {
             serde_json::to_writer(&mut *out, &sample)?;
             writeln!(out)?;
@@ -63,7 +66,7 @@ fn watch(
         }
         out.flush()?;
         n += 1;
-        if procs.is_empty() {
+        if taken.procs.is_empty() {
             anyhow::bail!("the server's processes are gone");
         }
         if count.is_none_or(|c| n < c) {
@@ -71,6 +74,18 @@ fn watch(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sample, unless processes were refused and partial figures were not accepted; or
+/// unless nothing at all could be read (the server is gone).
+fn readable(sample: procmem::Sample, partial: bool) -> anyhow::Result<procmem::Sample> {
+    let denied = sample.denied();
+    if !denied.is_empty() && (!partial || sample.procs.is_empty()) {
+        let hint =
+            if partial { "" } else { "; run as their owner or root, or pass --partial to accept figures without them" };
+        anyhow::bail!("{}{hint}", procmem::Refused(denied));
+    }
+    Ok(sample)
 }
 
 #[cfg(test)]

@@ -94,6 +94,13 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         placement: Some(file.placement.clone()),
     };
     let (mut journal, reused) = Journal::open(&journal_path, &header, a.resume)?;
+    if journal.torn_lines() > 0 {
+        eprintln!(
+            "webtune: {}: {} line(s) were not whole points (cut short or torn), skipped: those points are measured again",
+            journal_path.display(),
+            journal.torn_lines()
+        );
+    }
 
     let mut launcher = TargetLauncher { file: &file, interrupt: interrupt.clone() };
     let mut measure = Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib };

@@ -10,7 +10,7 @@ pub mod smaps;
 
 use serde::{Deserialize, Serialize};
 
-pub use smaps::MemSnapshot;
+pub use smaps::{MemSnapshot, Unreadable};
 
 /// How the user names the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,24 +96,85 @@ pub fn select(sel: &Selector) -> Result<Vec<i32>, SelectError> {
     Ok(pids)
 }
 
+/// A process of the server whose memory was not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unread {
+    pub pid: i32,
+    /// The command name (comm), when the process was still listed.
+    pub name: String,
+    pub reason: Unreadable,
+}
+
+/// One reading of the server's processes: those read, and those that could not be.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    pub procs: Vec<ProcMem>,
+    /// Processes left out: refused by the kernel, or exited while being read.
+    pub unread: Vec<Unread>,
+}
+
+/// Some of the server's processes could not be read, so totals, the parent's share and
+/// capacity would be wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "cannot read the memory of {}: permission denied (another user's or a non-dumpable process), so every figure would leave them out",
+    pid_list(.0)
+)]
+pub struct Refused(pub Vec<Unread>);
+
+/// "pid 12 (nginx), pid 13 (nginx) and 40 more": one bounded line.
+fn pid_list(unread: &[Unread]) -> String {
+    const SHOWN: usize = 8;
+    let mut out: Vec<String> = unread.iter().take(SHOWN).map(|u| format!("pid {} ({})", u.pid, u.name)).collect();
+    if unread.len() > SHOWN {
+        out.push(format!("{} more", unread.len() - SHOWN));
+    }
+    out.join(", ")
+}
+
+impl Sample {
+    /// The processes the kernel refused to show.
+    pub fn denied(&self) -> Vec<Unread> {
+        self.unread.iter().filter(|u| u.reason == Unreadable::Denied).cloned().collect()
+    }
+
+    /// The processes read, unless some were refused: then the figures would be wrong. A
+    /// process that exited while being read is no error (a pool recycles workers; its memory
+    /// is freed, so the totals of the processes left are the server's memory now).
+    pub fn complete(self) -> Result<Vec<ProcMem>, Refused> {
+        let denied = self.denied();
+        if denied.is_empty() { Ok(self.procs) } else { Err(Refused(denied)) }
+    }
+}
+
 /// Reads every process's memory. A process whose parent is in the set is a worker; the
-/// others are parents. Processes gone since they were listed are skipped.
-pub fn sample(pids: &[i32]) -> Vec<ProcMem> {
+/// others are parents. Processes gone since they were listed, or refused, are listed in
+/// `unread`.
+pub fn sample(pids: &[i32]) -> Sample {
     let table = procs::snapshot();
-    pids.iter()
-        .filter_map(|&pid| {
-            let info = table.get(&pid)?;
-            let mem = smaps::read(pid)?;
-            let role = if pids.contains(&info.ppid) { Role::Worker } else { Role::Parent };
-            Some(ProcMem {
-                pid,
-                ppid: info.ppid,
-                name: info.name.clone(),
-                role,
-                mem,
-                uss: mem.uss(),
-                shared: mem.shared(),
-            })
-        })
-        .collect()
+    let mut out = Sample::default();
+    for &pid in pids {
+        let Some(info) = table.get(&pid) else {
+            out.unread.push(Unread { pid, name: String::new(), reason: Unreadable::Exited });
+            continue;
+        };
+        let mem = match smaps::read(pid) {
+            Ok(mem) => mem,
+            Err(reason) => {
+                out.unread.push(Unread { pid, name: info.name.clone(), reason });
+                continue;
+            }
+        };
+        let role = if pids.contains(&info.ppid) { Role::Worker } else { Role::Parent };
+        out.procs.push(ProcMem {
+            pid,
+            ppid: info.ppid,
+            name: info.name.clone(),
+            role,
+            mem,
+            uss: mem.uss(),
+            shared: mem.shared(),
+        });
+    }
+    out
 }

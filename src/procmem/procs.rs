@@ -9,6 +9,11 @@ pub struct ProcInfo {
     pub ppid: i32,
     /// The command name (comm), at most 15 characters.
     pub name: String,
+    /// The process group.
+    pub pgrp: i32,
+    /// When it started, in clock ticks since boot: with the pid, names one process for good
+    /// (a pid is reused, a pid and its start time are not).
+    pub start_ticks: u64,
 }
 
 /// Parses /proc/PID/stat text. The name is in parentheses and may itself hold spaces and
@@ -18,10 +23,18 @@ pub fn parse_stat(text: &str) -> Option<ProcInfo> {
     let close = text.rfind(')')?;
     let pid = text[..open].trim().parse().ok()?;
     let name = text[open + 1..close].to_string();
-    let mut rest = text[close + 1..].split_whitespace();
-    let _state = rest.next()?;
-    let ppid = rest.next()?.parse().ok()?;
-    Some(ProcInfo { pid, ppid, name })
+    // Fields 3 on: state, ppid, pgrp, session, tty, tpgid, flags, 4 fault counts, 4 times,
+    // priority, nice, threads, itrealvalue, starttime (22).
+    let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    let ppid = rest.get(1)?.parse().ok()?;
+    let pgrp = rest.get(2)?.parse().ok()?;
+    let start_ticks = rest.get(19)?.parse().ok()?;
+    Some(ProcInfo { pid, ppid, name, pgrp, start_ticks })
+}
+
+/// One process now (None when it is gone).
+pub fn info(pid: i32) -> Option<ProcInfo> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 /// The pids listed in /proc now (empty when /proc cannot be read).
@@ -30,13 +43,30 @@ pub fn all_pids() -> Vec<i32> {
     dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect()
 }
 
+/// "pid starttime bootid": names process `pid` for good, across pid reuse and reboots
+/// (None when it is gone). What run directories and the history record as their owner.
+pub fn identity(pid: i32) -> Option<String> {
+    let start = info(pid)?.start_ticks;
+    Some(format!("{pid} {start} {}", boot_id()))
+}
+
+/// Whether the process an `identity` named is still running. A token without a boot id
+/// (written by an older webtune) is judged by pid and start time alone.
+pub fn identity_alive(token: &str) -> bool {
+    let mut fields = token.split_whitespace();
+    let (Some(pid), Some(start)) = (fields.next().and_then(|p| p.parse().ok()), fields.next()) else { return false };
+    let boot_matches = fields.next().is_none_or(|b| b == boot_id());
+    boot_matches && info(pid).is_some_and(|p| p.start_ticks.to_string() == start)
+}
+
+/// This boot's random id (empty when the kernel does not say).
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|t| t.trim().to_string()).unwrap_or_default()
+}
+
 /// Every process now (those that vanish while being read are left out).
 pub fn snapshot() -> BTreeMap<i32, ProcInfo> {
-    all_pids()
-        .into_iter()
-        .filter_map(|pid| parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?))
-        .map(|p| (p.pid, p))
-        .collect()
+    all_pids().into_iter().filter_map(info).map(|p| (p.pid, p)).collect()
 }
 
 /// `root` and all its descendants, root first.
@@ -63,18 +93,36 @@ mod tests {
 
     #[test]
     fn parses_stat_with_awkward_names() {
-        let p = parse_stat("4242 (apache2) S 4240 4242 4242 0 -1 4194560 1 0").unwrap();
-        assert_eq!((p.pid, p.ppid, p.name.as_str()), (4242, 4240, "apache2"));
-        let p = parse_stat("77 (a (b) c) R 1 77 77 0").unwrap();
-        assert_eq!((p.pid, p.ppid, p.name.as_str()), (77, 1, "a (b) c"));
+        let p = parse_stat(
+            "4242 (apache2) S 4240 4241 4241 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10 18446744073709551615",
+        )
+        .unwrap();
+        assert_eq!((p.pid, p.ppid, p.name.as_str(), p.pgrp, p.start_ticks), (4242, 4240, "apache2", 4241, 987654));
+        let p = parse_stat("77 (a (b) c) R 1 77 77 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 0").unwrap();
+        assert_eq!((p.pid, p.ppid, p.name.as_str(), p.start_ticks), (77, 1, "a (b) c", 55));
+        assert_eq!(parse_stat("77 (short) R 1 77 77 0"), None);
         assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn identities_name_one_process_for_good() {
+        let me = identity(std::process::id() as i32).unwrap();
+        assert!(identity_alive(&me), "{me}");
+        let fields: Vec<&str> = me.split_whitespace().collect();
+        assert_eq!(fields.len(), 3, "{me}");
+        // The same pid started at another time, or in another boot, is another process.
+        let later = format!("{} {} {}", fields[0], fields[1].parse::<u64>().unwrap() + 1, fields[2]);
+        assert!(!identity_alive(&later));
+        assert!(!identity_alive(&format!("{} {} another-boot", fields[0], fields[1])));
+        assert!(identity_alive(&format!("{} {}", fields[0], fields[1])), "an older token, without the boot");
+        assert!(!identity_alive("") && !identity_alive("garbage"));
     }
 
     #[test]
     fn tree_and_roots() {
         let table: BTreeMap<i32, ProcInfo> = [(1, 0), (10, 1), (11, 10), (12, 10), (13, 11), (20, 1)]
             .into_iter()
-            .map(|(pid, ppid)| (pid, ProcInfo { pid, ppid, name: "x".into() }))
+            .map(|(pid, ppid)| (pid, ProcInfo { pid, ppid, name: "x".into(), pgrp: pid, start_ticks: 0 }))
             .collect();
         assert_eq!(tree(&table, 10), vec![10, 11, 12, 13]);
         assert_eq!(roots(&table, &[10, 11, 12, 13]), vec![10]);

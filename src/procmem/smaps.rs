@@ -63,14 +63,37 @@ impl MemSnapshot {
     }
 }
 
-/// Reads a live process's snapshot; None when it has gone (or is not readable).
-pub fn read(pid: i32) -> Option<MemSnapshot> {
-    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"));
-    let text = match rollup {
+/// Why a process's memory could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unreadable {
+    /// The kernel refused (another user's process, or one that is not dumpable): its pages
+    /// exist but cannot be counted.
+    Denied,
+    /// It exited (or is a zombie, or a kernel thread): it holds no memory of its own now.
+    Exited,
+}
+
+/// Reads a live process's snapshot, or says why it cannot be read.
+pub fn read(pid: i32) -> Result<MemSnapshot, Unreadable> {
+    let text = match std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
         Ok(t) => t,
-        Err(_) => std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?,
+        // Kernels before 4.14 have no smaps_rollup: the full smaps says the same.
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound && std::path::Path::new(&format!("/proc/{pid}")).exists() =>
+        {
+            std::fs::read_to_string(format!("/proc/{pid}/smaps")).map_err(|e| unreadable(&e))?
+        }
+        Err(e) => return Err(unreadable(&e)),
     };
-    MemSnapshot::parse(&text)
+    // A process without an address space (a zombie) reads as empty.
+    MemSnapshot::parse(&text).ok_or(Unreadable::Exited)
+}
+
+/// EACCES/EPERM mean refused; anything else (ENOENT, ESRCH: gone, or no address space) means
+/// nothing is left to count.
+fn unreadable(e: &std::io::Error) -> Unreadable {
+    if e.kind() == std::io::ErrorKind::PermissionDenied { Unreadable::Denied } else { Unreadable::Exited }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::procmem::capacity::{self, Capacity, Growth, Totals};
-use crate::procmem::{ProcMem, Role};
+use crate::procmem::{ProcMem, Role, Sample, Unread, Unreadable};
 
 /// The `schema` value written into every memory report, naming its layout.
 pub const SCHEMA_ID: &str = "webtune.mem.v1";
@@ -25,11 +25,16 @@ pub struct MemReport {
     pub capacity: Option<Capacity>,
     /// Only with `--url`: how memory grew over the requests sent.
     pub growth: Option<Growth>,
+    /// The server's processes left out of every figure above: refused ("denied", only with
+    /// `--partial`) or gone while being read ("exited", a recycled worker).
+    #[serde(default)]
+    pub unread: Vec<Unread>,
 }
 
 impl MemReport {
-    /// The report for one sample of `procs`, with no growth; capacity only with a budget.
-    pub fn new(procs: &[ProcMem], budget_kib: Option<u64>) -> MemReport {
+    /// The report for one sample, with no growth; capacity only with a budget.
+    pub fn new(sample: &Sample, budget_kib: Option<u64>) -> MemReport {
+        let procs = &sample.procs;
         let totals = capacity::totals(procs);
         MemReport {
             schema: SCHEMA_ID.into(),
@@ -38,6 +43,7 @@ impl MemReport {
             rss_sum_overstates_percent: percent_over(totals.rss_sum, totals.pss_sum),
             capacity: budget_kib.and_then(|b| capacity::capacity(procs, b)),
             growth: None,
+            unread: sample.unread.clone(),
         }
     }
 }
@@ -71,8 +77,19 @@ pub fn write_text(r: &MemReport, out: &mut impl Write) -> io::Result<()> {
             mib(p.mem.swap)
         )?;
     }
+    for u in &r.unread {
+        let why = match u.reason {
+            Unreadable::Denied => "not readable by this user: left out of every figure below",
+            Unreadable::Exited => "exited while being read",
+        };
+        writeln!(out, "{:>8}  {:<7} {:<15} {why}", u.pid, "-", u.name)?;
+    }
     let t = &r.totals;
     writeln!(out)?;
+    let denied = r.unread.iter().filter(|u| u.reason == Unreadable::Denied).count();
+    if denied > 0 {
+        writeln!(out, "PARTIAL: {denied} of the server's processes could not be read; the figures leave them out")?;
+    }
     writeln!(out, "Real memory:   {:.1} MiB (sum of PSS)", mib(t.pss_sum))?;
     writeln!(out, "Seeds' formula: {:.1} MiB (sum of RSS - shared, plus the largest shared)", mib(t.seeds_formula))?;
     writeln!(
@@ -126,11 +143,15 @@ pub struct WatchSample {
     pub max_worker_uss_kib: u64,
     /// The least shared memory of any worker: falls as copy-on-write unshares pages (0 without workers).
     pub min_worker_shared_kib: u64,
+    /// Processes refused by the kernel and left out of this line (only with `--partial`).
+    #[serde(default)]
+    pub denied: usize,
 }
 
 impl WatchSample {
-    /// A sample of `procs` taken `t` after watching began.
-    pub fn new(t: Duration, procs: &[ProcMem]) -> WatchSample {
+    /// A sample taken `t` after watching began.
+    pub fn new(t: Duration, sample: &Sample) -> WatchSample {
+        let procs = &sample.procs;
         let totals = capacity::totals(procs);
         let workers = || procs.iter().filter(|p| p.role == Role::Worker);
         WatchSample {
@@ -141,6 +162,7 @@ impl WatchSample {
             seeds_formula_kib: totals.seeds_formula,
             max_worker_uss_kib: workers().map(|p| p.uss).max().unwrap_or(0),
             min_worker_shared_kib: workers().map(|p| p.shared).min().unwrap_or(0),
+            denied: sample.denied().len(),
         }
     }
 
@@ -163,6 +185,6 @@ impl WatchSample {
             mib(self.seeds_formula_kib),
             mib(self.max_worker_uss_kib),
             mib(self.min_worker_shared_kib)
-        )
+        ) + &if self.denied > 0 { format!("   PARTIAL: {} processes unreadable", self.denied) } else { String::new() }
     }
 }

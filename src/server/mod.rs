@@ -96,6 +96,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
     for s in running.prepared.spawns.clone() {
         let mut s = s;
         s.env.extend(file.env.iter().cloned());
+        s.env.push((rundir::MARKER.into(), running.dir.path.display().to_string()));
         let log = running.dir.join(&format!("{}.log", s.name));
         let child = process::start(&s, &log, file.placement.server.as_ref())?;
         running.dir.record_group(child.id() as i32)?;

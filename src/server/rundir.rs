@@ -1,11 +1,14 @@
 //! Private run directories: the configuration and logs of each launched server, and the
 //! process groups it runs in. A run directory whose owner (a webtune process) is gone, as
-//! after a SIGKILL, is reaped by the next launch: its groups are killed, the directory removed.
+//! after a SIGKILL, is reaped by the next launch: its groups that are still its own (checked,
+//! since a group id is reused) are killed, the directory removed.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+
+use crate::procmem::procs;
 
 /// Where run directories live: $XDG_RUNTIME_DIR/webtune, else /tmp/webtune-<uid>.
 pub fn base() -> PathBuf {
@@ -15,34 +18,65 @@ pub fn base() -> PathBuf {
     }
 }
 
+/// The variable every process of a launched server inherits: its run directory. A group
+/// whose leader is gone is still recognised as this run's by a member that carries it.
+pub const MARKER: &str = "WEBTUNE_RUN_DIR";
+
+/// A directory being made: the reaper leaves it alone until its owner is dead.
+const MAKING: &str = ".new-";
+/// How long a directory being made may lack its owner file before it counts as abandoned.
+const MAKING_GRACE: Duration = Duration::from_secs(60);
+
 /// One launch's private directory, owned by this webtune process.
 pub struct RunDir {
     pub path: PathBuf,
 }
 
 impl RunDir {
-    /// A new directory owned by this process (reaping stale ones first).
+    /// A new directory owned by this process (reaping stale ones first). It is made under a
+    /// name the reaper does not take for a run, its owner written, and only then renamed to
+    /// `run-*`: a concurrent launch never finds a run directory without its owner.
     pub fn create() -> anyhow::Result<RunDir> {
-        let base = base();
-        std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
+        RunDir::create_in(&base())
+    }
+
+    /// `create`, in `base` rather than the user's own place.
+    pub fn create_in(base: &Path) -> anyhow::Result<RunDir> {
+        let base = base.to_path_buf();
+        // 0755 whatever the umask (002 would make it group-writable, and refused below);
+        // servers that drop privileges must still reach their run directory through it.
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(&base)
+            .with_context(|| format!("cannot create {}", base.display()))?;
+        check_base(&base)?;
         reap_stale(&base);
-        let path = tempfile::Builder::new()
-            .prefix(&format!("run-{}-", std::process::id()))
+        let making = tempfile::Builder::new()
+            .prefix(MAKING)
             .tempdir_in(&base)
-            .with_context(|| format!("cannot create a run directory in {}", base.display()))?
-            .keep();
+            .with_context(|| format!("cannot create a run directory in {}", base.display()))?;
         // Servers may drop privileges (Apache's children run as www-data): let them read it.
         use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755));
-        std::fs::write(path.join("owner"), owner_line(std::process::id() as i32).unwrap_or_default())?;
+        std::fs::set_permissions(making.path(), std::fs::Permissions::from_mode(0o755))?;
+        let me = std::process::id() as i32;
+        std::fs::write(making.path().join("owner"), procs::identity(me).unwrap_or_default())?;
+        let suffix =
+            making.path().file_name().unwrap_or_default().to_string_lossy().trim_start_matches(MAKING).to_string();
+        let path = base.join(format!("run-{me}-{suffix}"));
+        std::fs::rename(making.path(), &path).with_context(|| format!("cannot create {}", path.display()))?;
+        let _ = making.keep();
         Ok(RunDir { path })
     }
 
-    /// Records a process group the server runs in, before anything else can go wrong.
+    /// Records a process group the server runs in (its leader, pid and start time), before
+    /// anything else can go wrong.
     pub fn record_group(&self, pgid: i32) -> anyhow::Result<()> {
         use std::io::Write;
+        let start = procs::info(pgid).map(|p| p.start_ticks.to_string()).unwrap_or_default();
         let mut f = std::fs::OpenOptions::new().create(true).append(true).open(self.path.join("groups"))?;
-        writeln!(f, "{pgid}")?;
+        f.write_all(format!("{pgid} {start}\n").as_bytes())?;
         f.sync_data()?;
         Ok(())
     }
@@ -58,34 +92,74 @@ impl RunDir {
     }
 }
 
-/// "pid starttime": the start time tells a live owner from a new process that reused the pid.
-fn owner_line(pid: i32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let start = rest.split_whitespace().nth(19)?;
-    Some(format!("{pid} {start}"))
+/// The base must be this user's alone: a directory another user made (or may write in) could
+/// hold planted run directories whose groups files name processes to kill.
+fn check_base(base: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(base).with_context(|| format!("cannot read {}", base.display()))?;
+    let me = nix::unistd::getuid().as_raw();
+    if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o022 != 0 {
+        anyhow::bail!(
+            "{} is not a directory of this user's alone (owner uid {}, mode {:o}): remove it, or set XDG_RUNTIME_DIR",
+            base.display(),
+            meta.uid(),
+            meta.mode() & 0o7777
+        );
+    }
+    Ok(())
 }
 
 fn alive_owner(dir: &Path) -> bool {
-    let Ok(line) = std::fs::read_to_string(dir.join("owner")) else { return false };
-    let Some(pid) = line.split_whitespace().next().and_then(|p| p.parse::<i32>().ok()) else { return false };
-    owner_line(pid).as_deref() == Some(line.trim())
+    std::fs::read_to_string(dir.join("owner")).is_ok_and(|token| procs::identity_alive(&token))
+}
+
+/// Whether process group `pgid` is still the one this run started: its leader is the very
+/// process recorded (pid and start time), or, the leader gone, a member carries the run's
+/// marker. A group id reused by anything else is not ours to kill.
+fn still_ours(dir: &Path, pgid: i32, leader_start: Option<u64>) -> bool {
+    if let (Some(start), Some(leader)) = (leader_start, procs::info(pgid))
+        && leader.start_ticks == start
+        && leader.pgrp == pgid
+    {
+        return true;
+    }
+    let marker = format!("{MARKER}={}", dir.display());
+    procs::snapshot().values().filter(|p| p.pgrp == pgid).any(|p| {
+        std::fs::read(format!("/proc/{}/environ", p.pid))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == marker.as_bytes()))
+    })
 }
 
 /// Stops what dead owners left running and removes their directories. Returns the groups
-/// it stopped.
+/// it stopped. Only groups that are still the run's own are stopped (see `still_ours`).
 pub fn reap_stale(base: &Path) -> Vec<i32> {
     let mut stopped = Vec::new();
     let Ok(entries) = std::fs::read_dir(base) else { return stopped };
     for e in entries.flatten() {
         let dir = e.path();
-        if !dir.is_dir() || !e.file_name().to_string_lossy().starts_with("run-") || alive_owner(&dir) {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !e.file_type().is_ok_and(|t| t.is_dir()) || alive_owner(&dir) {
+            continue;
+        }
+        if name.starts_with(MAKING) {
+            // Its owner is still writing it, or died before it became a run (no groups yet):
+            // only an old one is removed, since a half-written owner file reads as dead.
+            let old =
+                e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|age| age > MAKING_GRACE));
+            if old {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            continue;
+        }
+        if !name.starts_with("run-") {
             continue;
         }
         let groups = std::fs::read_to_string(dir.join("groups")).unwrap_or_default();
-        for pgid in groups.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-            if super::process::stop_group(pgid, Duration::from_secs(5)) {
+        for line in groups.lines() {
+            let mut fields = line.split_whitespace();
+            let Some(pgid) = fields.next().and_then(|p| p.parse::<i32>().ok()) else { continue };
+            let leader_start = fields.next().and_then(|s| s.parse::<u64>().ok());
+            if still_ours(&dir, pgid, leader_start) && super::process::stop_group(pgid, Duration::from_secs(5)) {
                 stopped.push(pgid);
             }
         }

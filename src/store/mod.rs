@@ -12,6 +12,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::BenchReport;
+use crate::procmem::procs;
 use crate::tune::{Outcome, Point};
 
 /// The database: --db, else $WEBTUNE_DB, else $XDG_DATA_HOME/webtune/webtune.db (by default
@@ -48,7 +49,8 @@ pub struct RunRow {
     pub target: String,
     /// A one-line summary.
     pub summary: String,
-    /// "done", "running" (a tune not finished: interrupted or still going), "interrupted".
+    /// "done", "running" (a tune still going), "interrupted" (Ctrl-C: what was measured is
+    /// kept), "killed" (its webtune process died without finishing: SIGKILL, OOM, power loss).
     pub status: String,
 }
 
@@ -129,10 +131,12 @@ impl Store {
         options: &serde_json::Value,
     ) -> anyhow::Result<i64> {
         let started = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        // The host too: a database shared between machines must not judge another's runs.
+        let owner = procs::identity(std::process::id() as i32).map(|id| format!("{id} {}", hostname()));
         self.conn
             .execute(
-                "INSERT INTO runs (kind, started_at, target, summary, status) VALUES ('tune', ?1, ?2, ?3, 'running')",
-                params![started, target_file, format!("{strategy}: measuring")],
+                "INSERT INTO runs (kind, started_at, target, summary, status, owner) VALUES ('tune', ?1, ?2, ?3, 'running', ?4)",
+                params![started, target_file, format!("{strategy}: measuring"), owner],
             )
             .map_err(|e| self.err(e))?;
         let id = self.conn.last_insert_rowid();
@@ -218,8 +222,42 @@ impl Store {
         Ok(())
     }
 
-    /// Runs, newest first, filtered by kind, a target substring and a start date prefix.
+    /// Marks "killed" every run still "running" whose webtune process is gone: it will never
+    /// finish. Its points stay. Returns the runs so marked.
+    pub fn mark_killed(&self) -> anyhow::Result<Vec<i64>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL")
+            .map_err(|e| self.err(e))?;
+        let running = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(e))?;
+        let here = hostname();
+        let dead: Vec<i64> = running
+            .into_iter()
+            .filter(|(_, owner)| {
+                owner.split_whitespace().nth(3) == Some(here.as_str()) && !procs::identity_alive(owner)
+            })
+            .map(|(id, _)| id)
+            .collect();
+        for id in &dead {
+            // Only if still running: the owner may have finished it meanwhile.
+            self.conn
+                .execute(
+                    "UPDATE runs SET status = 'killed', summary = summary || ' (webtune was killed: no outcome)'
+                     WHERE id = ?1 AND status = 'running'",
+                    [id],
+                )
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(dead)
+    }
+
+    /// Runs, newest first, filtered by kind, a target substring and a start date prefix. A
+    /// run whose writer is gone reads as "killed" (`mark_killed`).
     pub fn runs(&self, kind: Option<&str>, target: Option<&str>, since: Option<&str>) -> anyhow::Result<Vec<RunRow>> {
+        self.mark_killed()?;
         let mut stmt = self
             .conn
             .prepare(
@@ -297,6 +335,13 @@ impl Stored {
     }
 }
 
+/// This machine's name, as the kernel has it ("-" when unknown: one word, always).
+fn hostname() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let name = name.trim();
+    if name.is_empty() || name.contains(char::is_whitespace) { "-".into() } else { name.into() }
+}
+
 fn fmt2(v: f64) -> String {
     format!("{v:.2}")
 }
@@ -347,5 +392,29 @@ mod tests {
             .unwrap();
         assert_eq!(placement.as_deref(), Some(r#"{"server":"0-1","client":"0-1","shared":true}"#));
         assert_eq!(share, Some(0.125));
+    }
+
+    #[test]
+    fn a_run_whose_writer_is_gone_reads_killed_unless_it_ran_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("h.db")).unwrap();
+        let options = serde_json::json!({});
+        let live = s.begin_tune("live.toml", "one-at-a-time", "", &options).unwrap();
+        let dead = s.begin_tune("dead.toml", "one-at-a-time", "", &options).unwrap();
+        let elsewhere = s.begin_tune("elsewhere.toml", "one-at-a-time", "", &options).unwrap();
+        let me = procs::identity(std::process::id() as i32).unwrap();
+        let (pid, start) = me.split_once(' ').unwrap();
+        let start: u64 = start.split_whitespace().next().unwrap().parse().unwrap();
+        let gone = format!("{pid} {} {} {}", start + 1, me.split_whitespace().nth(2).unwrap(), hostname());
+        s.conn.execute("UPDATE runs SET owner = ?2 WHERE id = ?1", params![dead, gone]).unwrap();
+        let other = format!("{pid} {} {} another-host", start + 1, me.split_whitespace().nth(2).unwrap());
+        s.conn.execute("UPDATE runs SET owner = ?2 WHERE id = ?1", params![elsewhere, other]).unwrap();
+        let status = |s: &Store, id| s.runs(None, None, None).unwrap().into_iter().find(|r| r.id == id).unwrap().status;
+        assert_eq!(status(&s, live), "running");
+        assert_eq!(status(&s, dead), "killed");
+        assert_eq!(status(&s, elsewhere), "running", "another machine's run cannot be judged here");
+        // Marked once, for good.
+        assert_eq!(s.mark_killed().unwrap(), Vec::<i64>::new());
+        assert_eq!(status(&s, dead), "killed");
     }
 }

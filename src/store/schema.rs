@@ -59,6 +59,9 @@ const MIGRATIONS: &[&str] = &[
     // client's largest share of the machine's CPU (0-1). Points stored before stay NULL.
     "ALTER TABLE points ADD COLUMN placement TEXT;
      ALTER TABLE points ADD COLUMN client_share REAL;",
+    // 3: the webtune process that writes a run still going ("pid starttime bootid host"), so
+    // a run whose writer was killed outright is told from one still running.
+    "ALTER TABLE runs ADD COLUMN owner TEXT;",
 ];
 
 /// Runs the migrations not yet run. The version is read inside an IMMEDIATE transaction so

@@ -371,36 +371,45 @@ fn measure_once(
     let master = server.master_pid();
     let watch = CpuWatch::start(master);
     let done = AtomicBool::new(false);
-    let (report, (memory, counters)) = std::thread::scope(|s| {
+    let (report, (memory, counters, refused)) = std::thread::scope(|s| {
         let done = &done;
         let window_start = Instant::now();
         let probe = s.spawn(move || {
             let mut memory: Option<MemUse> = None;
             let mut counters = None;
+            let mut refused = None;
             let times = memory_sample_times(duration);
             let middle = times.len().div_ceil(2);
             for (i, at) in times.into_iter().enumerate() {
                 if !sleep_until(window_start + at, done) {
                     break;
                 }
-                if let Some(m) = read_memory(master, budget, done) {
+                match read_memory(master, budget, done) {
                     // The costliest moment is the conservative one.
-                    if memory.as_ref().is_none_or(|old| m.worker_uss_max_kib > old.worker_uss_max_kib) {
+                    Ok(Some(m)) if memory.as_ref().is_none_or(|old| m.worker_uss_max_kib > old.worker_uss_max_kib) => {
                         memory = Some(m);
                     }
+                    Err(e) => {
+                        refused = Some(e);
+                        break;
+                    }
+                    _ => {}
                 }
                 if i + 1 == middle {
                     counters = server.counters();
                 }
             }
-            (memory, counters)
+            (memory, counters, refused)
         });
         let report = plan.run(interrupt);
         done.store(true, Ordering::Relaxed);
-        (report, probe.join().unwrap_or((None, None)))
+        (report, probe.join().unwrap_or((None, None, None)))
     });
     let interference = watch.finish(cores);
     let report = report?;
+    if let Some(refused) = refused {
+        return Err(refused.into());
+    }
     let lat = &report.result.latency_ms;
     let trend = report.reply_rate.as_ref().and_then(|r| {
         let (pct, t) = (r.trend_pct?, r.trend_t?);
@@ -444,18 +453,19 @@ fn sleep_until(until: Instant, done: &AtomicBool) -> bool {
 }
 
 /// One memory sample of the server. A sample that finds no readable worker while the master
-/// has workers (one was being replaced) is taken again, a few times.
-fn read_memory(master: i32, budget: Option<u64>, done: &AtomicBool) -> Option<MemUse> {
+/// has workers (one was being replaced) is taken again, a few times. A process the kernel
+/// refuses to show makes every figure wrong: that is an error, not a sample.
+fn read_memory(master: i32, budget: Option<u64>, done: &AtomicBool) -> Result<Option<MemUse>, procmem::Refused> {
     for _ in 0..5 {
         let pids = procmem::select(&Selector::Pid(master)).unwrap_or_default();
         let has_workers = pids.len() > 1;
-        match mem_use(&procmem::sample(&pids), budget) {
-            Some(m) if m.workers > 0 || !has_workers => return Some(m),
-            _ if done.load(Ordering::Relaxed) => return None,
+        match mem_use(&procmem::sample(&pids).complete()?, budget) {
+            Some(m) if m.workers > 0 || !has_workers => return Ok(Some(m)),
+            _ if done.load(Ordering::Relaxed) => return Ok(None),
             _ => std::thread::sleep(Duration::from_millis(20)),
         }
     }
-    None
+    Ok(None)
 }
 
 /// The plan, when every request it sends goes to the server at `base` (a URL list or a

@@ -57,9 +57,31 @@ pub fn spawn_webtune(args: &[&str]) -> Spawned {
 
 /// Runs `webtune ARGS`, killing it if it outlives `limit` (a hang is a test failure).
 pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_webtune"));
-    cmd.args(args).env("WEBTUNE_DB", test_db());
-    run_with_limit(cmd, limit)
+    webtune_via(&[], args, limit)
+}
+
+/// The unprivileged user and group tests drop to, with `setpriv` (util-linux).
+pub const NOBODY: [&str; 6] = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups"];
+
+/// Runs `webtune ARGS` as the user nobody (the tests run as root).
+pub fn webtune_as_nobody(args: &[&str], limit: Duration) -> Run {
+    webtune_via(&NOBODY, args, limit)
+}
+
+/// Runs `webtune ARGS` through `wrapper` (a command that runs its arguments, such as
+/// setpriv), killing it if it outlives `limit`.
+pub fn webtune_via(wrapper: &[&str], args: &[&str], limit: Duration) -> Run {
+    let bin = env!("CARGO_BIN_EXE_webtune");
+    let mut command = match wrapper.split_first() {
+        Some((program, rest)) => {
+            let mut c = Command::new(program);
+            c.args(rest).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    command.args(args).env("WEBTUNE_DB", test_db());
+    run_with_limit(command, limit)
 }
 
 /// Runs a command to its end with its output captured, killing it if it outlives `limit`.

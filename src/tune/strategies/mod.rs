@@ -79,15 +79,29 @@ impl Strategy {
 
     /// Runs the search from `base`; `knee` is the workers strategy's tolerance.
     pub fn run(self, t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found {
-        match self {
+        let mut found = match self {
             Strategy::OneAtATime => one_at_a_time(t, knobs, base),
             Strategy::Workers => workers(t, knobs, base, knee),
             Strategy::Recycle => recycle(t, knobs, base),
             Strategy::Spares => spares(t, knobs, base),
             Strategy::Keepalive => keepalive(t, knobs, base),
+        };
+        // A run cut short compared only what it measured: evidence that does not say so
+        // already is qualified, so no line reads as a verdict on values never measured.
+        // (One at a time says so knob by knob: a knob judged in full before the stop stands.)
+        if let Some(why) = t.stopped.as_ref().filter(|_| self != Strategy::OneAtATime) {
+            for (_, _, text) in found.evidence.iter_mut().filter(|(_, _, text)| !text.contains(STOPPED_MARK)) {
+                text.push_str(&format!(
+                    "; {STOPPED_MARK} ({why}): only the values measured were compared, the rest were never measured"
+                ));
+            }
         }
+        found
     }
 }
+
+/// What the evidence of a run cut short says (and how it is recognised).
+const STOPPED_MARK: &str = "the run stopped";
 
 /// The value of a knob in settings, or "" when unset.
 fn value(s: &Settings, knob: &str) -> String {

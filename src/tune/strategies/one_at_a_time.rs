@@ -7,7 +7,7 @@
 use super::verdict::{Challenger, Judgement, effect_text, judge_growing};
 use super::{Found, Knobs, value};
 use crate::tune::objective::fits;
-use crate::tune::{Objective, Point, Settings, Step, Tuner, Verdict};
+use crate::tune::{Point, Settings, Step, Tuner, Verdict};
 
 /// Passes over the knobs at the most (the first, then revisits).
 const MAX_PASSES: usize = 3;
@@ -121,9 +121,19 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             if found.baseline.is_none() {
                 found.baseline = Some(j.incumbent.clone());
             }
-            let admitted = t.objective.admits(&j.incumbent);
-            let evidence =
-                step_evidence(&t.objective, knob, &before_value, &j, admitted, t.judging.threshold_pct, pass > 0);
+            let context = Context {
+                admitted: t.objective.admits(&j.incumbent),
+                threshold: t.judging.threshold_pct,
+                again: pass > 0,
+                objective: &t.objective,
+                cut_short: t.stopped.as_deref(),
+                never_measured: changes
+                    .iter()
+                    .filter(|(label, _)| !j.challengers.iter().any(|m| m.value == *label))
+                    .map(|(label, _)| label.clone())
+                    .collect(),
+            };
+            let evidence = step_evidence(knob, &before_value, &j, &context);
             let lead = j.lead();
             // What the adopted challenger changes: this knob, and any other changed with it.
             let adopted_set: Vec<(String, String)> = j
@@ -186,8 +196,17 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                     format!("adopted together with {knob}: {evidence}"),
                 ));
             }
-            found.evidence.retain(|(k, _, _)| k != knob);
-            found.evidence.push((knob.clone(), value(&current, knob), evidence));
+            let earlier = found.evidence.iter_mut().find(|(k, _, _)| k == knob);
+            match earlier {
+                // A revisit cut short says nothing new: the earlier verdict stands, so noted.
+                Some((_, _, text)) if t.stopped.is_some() && j.chosen.is_none() => {
+                    text.push_str(&format!("; its revisit at the new operating point was cut short: {evidence}"));
+                }
+                _ => {
+                    found.evidence.retain(|(k, _, _)| k != knob);
+                    found.evidence.push((knob.clone(), value(&current, knob), evidence));
+                }
+            }
             stale.retain(|k| k != knob);
             if moved {
                 // The knobs judged before this change were judged at another operating point.
@@ -209,22 +228,48 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     if found.baseline.is_none() && t.stopped.is_none() {
         found.baseline = t.point("baseline", &current);
     }
+    // Knobs the run stopped before: kept as they were, and said to be unjudged.
+    if let Some(why) = t.stopped.clone() {
+        let unjudged: Vec<_> = knobs.iter().filter(|(k, _)| !found.evidence.iter().any(|(e, _, _)| e == k)).collect();
+        for (knob, values) in unjudged {
+            let kept = value(&current, knob);
+            let others: Vec<&str> = values.iter().filter(|v| **v != kept).map(String::as_str).collect();
+            if others.is_empty() {
+                continue;
+            }
+            found.evidence.push((
+                knob.clone(),
+                kept.clone(),
+                format!(
+                    "{knob} stays {kept}: not judged, the run stopped before its turn ({why}); never measured: {}",
+                    others.join(", ")
+                ),
+            ));
+        }
+    }
     // The evidence in the file's order.
     found.evidence.sort_by_key(|(k, _, _)| knobs.iter().position(|(n, _)| n == k));
     found.recommended = current;
     found
 }
 
-fn step_evidence(
-    objective: &Objective,
-    knob: &str,
-    before: &str,
-    j: &Judgement,
+/// What the evidence of a step needs besides the judgement.
+struct Context<'a> {
+    /// The incumbent meets the objective.
     admitted: bool,
     threshold: f64,
+    /// Judged again at a new operating point.
     again: bool,
-) -> String {
-    let again = if again { " (judged again at the new operating point)" } else { "" };
+    objective: &'a crate::tune::objective::Objective,
+    /// Why the run stopped during this step (interrupted, time budget), if it did.
+    cut_short: Option<&'a str>,
+    /// Values the step was to try but never measured (the run stopped first).
+    never_measured: Vec<String>,
+}
+
+fn step_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> String {
+    let (admitted, threshold) = (cx.admitted, cx.threshold);
+    let again = if cx.again { " (judged again at the new operating point)" } else { "" };
     let here = &j.incumbent;
     let tried: Vec<String> = j
         .challengers
@@ -234,8 +279,11 @@ fn step_evidence(
             (Some(e), None) => {
                 format!("{}={} {:.1} req/s {} {}", knob, c.value, c.point.rps(), effect_text(e), c.verdict.word())
             }
-            (None, None) if objective.admits(&c.point) => {
+            (None, None) if cx.objective.admits(&c.point) && !cx.admitted => {
                 format!("{}={} {:.1} req/s: meets the objective", knob, c.value, c.point.rps())
+            }
+            (None, None) if cx.objective.admits(&c.point) => {
+                format!("{}={} {:.1} req/s: too few rounds for an interval", knob, c.value, c.point.rps())
             }
             (None, None) => format!(
                 "{}={} {:.1} req/s: misses the objective{}",
@@ -246,6 +294,23 @@ fn step_evidence(
             ),
         })
         .collect();
+    // A step the run stopped in: only what was measured is reported, nothing is claimed of
+    // the rest. (An adoption already sure before the stop stands, below.)
+    if let Some(why) = cx.cut_short
+        && j.chosen.is_none()
+    {
+        let never = if cx.never_measured.is_empty() {
+            String::new()
+        } else {
+            format!("; never measured: {}", cx.never_measured.join(", "))
+        };
+        return format!(
+            "{knob} stays {before} ({:.1} req/s): not judged, the run stopped after {} interleaved rounds ({why}); kept{again} [{}]{never}",
+            here.rps(),
+            j.rounds,
+            tried.join("; ")
+        );
+    }
     let rounds = format!("{} interleaved rounds", j.rounds);
     if !admitted && j.chosen.is_none() {
         return format!(

@@ -145,6 +145,12 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             });
             say(&mut found, c.to_string(), line);
         }
+        None if t.stopped.is_some() => {
+            let line = format!(
+                "{growth_line}; {limit_line}; not decided, the run stopped before an interval was found{rejected}"
+            );
+            say(&mut found, "0".into(), line);
+        }
         None => {
             let line = format!(
                 "{growth_line}; {limit_line}; no interval to try fits at a cost under {:.0}%{rejected}: use fewer workers or more memory",

@@ -71,6 +71,7 @@ pub fn spares(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         "steady first-byte p99 {steady_p99:.1} ms; a burst after {IDLE_SECS} s idle may reach {allowed:.1} ms; {}",
         table.join("; ")
     );
+    let measured = if t.stopped.is_some() { " measured before the run stopped" } else { "" };
     match good {
         Some((cost, settings, p)) => {
             for k in SPARE_KNOBS {
@@ -79,7 +80,7 @@ pub fn spares(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                         k.into(),
                         v.into(),
                         format!(
-                            "cheapest setting ({cost} idle workers) that keeps the burst near steady state: {head}"
+                            "cheapest setting{measured} ({cost} idle workers) that keeps the burst near steady state: {head}"
                         ),
                     ));
                 }
@@ -102,7 +103,7 @@ pub fn spares(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         None => found.evidence.push((
             "spares".into(),
             "-".into(),
-            format!("no setting kept the burst near steady state: {head}"),
+            format!("no setting{measured} kept the burst near steady state: {head}"),
         )),
     }
     found

@@ -19,6 +19,13 @@ struct Model<F: Fn(&Settings, usize) -> (f64, f64, u64)> {
     pace: Duration,
 }
 
+impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
+    /// A model whose trials each take `pace`, with no memory budget.
+    fn paced(f: F, pace: Duration) -> Model<F> {
+        Model { f, measured: Vec::new(), taken: Default::default(), budget: None, pace }
+    }
+}
+
 impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
     fn measure(&mut self, step: &str, settings: &Settings, _load: &Load, repeats: usize) -> Point {
         self.measured.push(step.to_string());
@@ -207,13 +214,7 @@ fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
 
 #[test]
 fn the_time_budget_stops_with_the_best_so_far() {
-    let mut m = Model {
-        f: |s: &Settings, _| (100.0 * workers_of(s), 10.0, 1000),
-        measured: Vec::new(),
-        taken: Default::default(),
-        budget: None,
-        pace: Duration::from_millis(300),
-    };
+    let mut m = Model::paced(|s: &Settings, _| (100.0 * workers_of(s), 10.0, 1000), Duration::from_millis(300));
     let mut save = |_: &Point| {};
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     // Trials of 300 ms in a 750 ms budget: two fit, a third would end past it.
@@ -226,6 +227,30 @@ fn the_time_budget_stops_with_the_best_so_far() {
     // One pair cannot be judged: the incumbent stays, and the step says so.
     assert_eq!(found.recommended.get("workers"), Some("1"));
     assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided));
+    // The evidence claims nothing of 4 and 8, never measured, nor of 2 beyond its throughput.
+    let e = &found.evidence[0].2;
+    assert!(e.contains("not judged, the run stopped after 0 interleaved rounds (the time budget is spent)"), "{e}");
+    assert!(e.contains("workers=2 200.0 req/s: too few rounds for an interval"), "{e}");
+    assert!(e.ends_with("never measured: 4, 8"), "{e}");
+}
+
+#[test]
+fn a_recycle_search_cut_short_claims_no_interval_fails() {
+    // It leaks, so intervals are to be tried; the budget ends after the first point.
+    let mut m = Model::paced(
+        |_: &Settings, r| (500.0, 10.0, 5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64),
+        Duration::from_millis(300),
+    );
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    t.deadline = Some(std::time::Instant::now() + Duration::from_millis(450));
+    t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
+    let k = knobs("max_requests", &["100", "500", "1000"]);
+    let found = Strategy::Recycle.run(&mut t, &k, &Settings::default(), 0.95);
+    assert_eq!(t.stopped.as_deref(), Some("the time budget is spent"));
+    let e = &found.evidence[0].2;
+    assert!(e.contains("not decided, the run stopped before an interval was found"), "{e}");
+    assert!(!e.contains("no interval to try fits"), "{e}");
 }
 
 #[test]
