@@ -51,12 +51,28 @@ pub fn identity(pid: i32) -> Option<String> {
 }
 
 /// Whether the process an `identity` named is still running. A token without a boot id
-/// (written by an older webtune) is judged by pid and start time alone.
+/// (written by an older webtune) is judged by pid and start time alone. Only what is proven
+/// counts as gone: its /proc entry absent, another start time, another boot. A /proc that
+/// cannot be read just now (out of file descriptors, say) says nothing: the process is taken
+/// as alive, for the callers remove what a dead one left behind.
 pub fn identity_alive(token: &str) -> bool {
     let mut fields = token.split_whitespace();
-    let (Some(pid), Some(start)) = (fields.next().and_then(|p| p.parse().ok()), fields.next()) else { return false };
-    let boot_matches = fields.next().is_none_or(|b| b == boot_id());
-    boot_matches && info(pid).is_some_and(|p| p.start_ticks.to_string() == start)
+    let (Some(pid), Some(start)) = (fields.next().and_then(|p| p.parse::<i32>().ok()), fields.next()) else {
+        return false;
+    };
+    if let Some(b) = fields.next()
+        && let Ok(now) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        && now.trim() != b
+    {
+        return false;
+    }
+    match info(pid) {
+        Some(p) => p.start_ticks.to_string() == start,
+        // stat(2) takes no descriptor: NotFound here is a process that is gone.
+        None => {
+            !matches!(std::fs::symlink_metadata(format!("/proc/{pid}")), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+        }
+    }
 }
 
 /// This boot's random id (empty when the kernel does not say).

@@ -109,8 +109,14 @@ fn check_base(base: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether the directory's owner may still be running: only an owner file read whole that
+/// names a process proven gone makes it stale (an unreadable one, say out of descriptors,
+/// is not proof; a missing one is a crash before the directory was ever used).
 fn alive_owner(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("owner")).is_ok_and(|token| procs::identity_alive(&token))
+    match std::fs::read_to_string(dir.join("owner")) {
+        Ok(token) => procs::identity_alive(&token),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
 }
 
 /// Whether process group `pgid` is still the one this run started: its leader is the very
