@@ -26,6 +26,13 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
     }
 }
 
+impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
+    /// A model measured instantly, under `budget` (KiB) when given.
+    fn new(f: F, budget: Option<u64>) -> Model<F> {
+        Model { f, taken: Default::default(), measured: Vec::new(), budget, pace: Duration::ZERO }
+    }
+}
+
 impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
     fn measure(&mut self, step: &str, settings: &Settings, _load: &Load, repeats: usize) -> Point {
         self.measured.push(step.to_string());
@@ -87,16 +94,13 @@ fn workers_of(s: &Settings) -> f64 {
 #[test]
 fn workers_finds_the_knee_of_a_cpu_bound_server_without_the_whole_grid() {
     // 2 cores, 5 ms of CPU per request: 200/s per worker up to 400/s; a little jitter.
-    let mut m = Model {
-        f: |s: &Settings, r| {
+    let mut m = Model::new(
+        |s: &Settings, r| {
             let w = workers_of(s);
             ((200.0 * w).min(400.0) - w * 0.5 + r as f64, 5.0 * w, 3000)
         },
-        measured: Vec::new(),
-        taken: Default::default(),
-        budget: None,
-        pace: Duration::ZERO,
-    };
+        None,
+    );
     let counts: Vec<String> = (1..=64).map(|n| n.to_string()).collect();
     let counts: Vec<&str> = counts.iter().map(String::as_str).collect();
     let mut save = |_: &Point| {};
@@ -111,13 +115,8 @@ fn workers_finds_the_knee_of_a_cpu_bound_server_without_the_whole_grid() {
 #[test]
 fn workers_never_exceed_the_memory_budget() {
     // I/O bound: the knee is at 32, but 50 MiB fits only 10 workers of 4 MiB.
-    let mut m = Model {
-        f: |s: &Settings, _| (40.0 * workers_of(s).min(32.0), 30.0, 4096),
-        measured: Vec::new(),
-        taken: Default::default(),
-        budget: Some(11_000 + 10 * 4096 + 100),
-        pace: Duration::ZERO,
-    };
+    let mut m =
+        Model::new(|s: &Settings, _| (40.0 * workers_of(s).min(32.0), 30.0, 4096), Some(11_000 + 10 * 4096 + 100));
     let counts = ["1", "2", "4", "8", "10", "16", "32", "64"];
     let mut save = |_: &Point| {};
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
@@ -128,17 +127,14 @@ fn workers_never_exceed_the_memory_budget() {
 
 #[test]
 fn one_at_a_time_adopts_what_helps_and_not_what_does_nothing() {
-    let mut m = Model {
-        f: |s: &Settings, r| {
+    let mut m = Model::new(
+        |s: &Settings, r| {
             let base = if s.get("cache") == Some("on") { 300.0 } else { 200.0 };
             // "debug" does nothing but noise.
             (base + [0.0, 3.0, -3.0][r % 3] + if s.get("debug") == Some("0") { 1.0 } else { 0.0 }, 10.0, 2000)
         },
-        measured: Vec::new(),
-        taken: Default::default(),
-        budget: None,
-        pace: Duration::ZERO,
-    };
+        None,
+    );
     let k: Knobs =
         vec![("debug".into(), vec!["1".into(), "0".into()]), ("cache".into(), vec!["off".into(), "on".into()])];
     let mut saved = 0;
@@ -165,17 +161,14 @@ fn interleaved_rounds_cancel_drift_that_back_to_back_blocks_read_as_an_effect() 
     // The machine slows 4% per window; the knob does nothing. Measured A A A then B B B, B
     // would read 12% slower; in rounds A B, B A..., the pairs see no change.
     let windows = std::cell::Cell::new(0usize);
-    let mut m = Model {
-        f: |_: &Settings, _| {
+    let mut m = Model::new(
+        |_: &Settings, _| {
             let n = windows.get();
             windows.set(n + 1);
             (1000.0 * 0.96f64.powi(n as i32), 10.0, 2000)
         },
-        measured: Vec::new(),
-        taken: Default::default(),
-        budget: None,
-        pace: Duration::ZERO,
-    };
+        None,
+    );
     let k: Knobs = vec![("backlog".into(), vec!["511".into(), "1024".into()])];
     let mut save = |_: &Point| {};
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
@@ -189,18 +182,15 @@ fn interleaved_rounds_cancel_drift_that_back_to_back_blocks_read_as_an_effect() 
 #[test]
 fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
     // 4 workers leak 100 KiB per request each; a fork costs throughput when frequent.
-    let mut m = Model {
-        f: |s: &Settings, r| {
+    let mut m = Model::new(
+        |s: &Settings, r| {
             let every: f64 = s.get("max_requests").unwrap().parse().unwrap();
             let rps = if every == 0.0 { 500.0 } else { 500.0 * (1.0 - 10.0 / every).max(0.02) };
             // Each repeat serves 2500 requests (625 per worker) beyond the warm-up.
             (rps, 10.0, 5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64)
         },
-        measured: Vec::new(),
-        taken: Default::default(),
-        budget: None,
-        pace: Duration::ZERO,
-    };
+        None,
+    );
     let mut save = |_: &Point| {};
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     // Room per worker: (211 MiB - 11000 KiB) / 4 - 5000 KiB fresh, at 100 KiB per request.
@@ -258,17 +248,14 @@ fn one_at_a_time_crosses_the_memory_budget_with_two_knobs_at_once() {
     // Without recycling a worker grows to 20 MiB, recycled every 100 requests it stays at
     // 4 MiB for 10% less throughput. The budget fits one big worker or six small ones: four
     // workers are refused at first, then found again with recycling.
-    let mut m = Model {
-        f: |s: &Settings, r| {
+    let mut m = Model::new(
+        |s: &Settings, r| {
             let recycled = s.get("max_requests") != Some("0");
             let rps = 100.0 * workers_of(s) * if recycled { 0.9 } else { 1.0 } + [0.0, 0.5, -0.5][r % 3];
             (rps, 10.0, if recycled { 4000 } else { 20_000 })
         },
-        measured: Vec::new(),
-        taken: Default::default(),
-        budget: Some(11_000 + 25_000),
-        pace: Duration::ZERO,
-    };
+        Some(11_000 + 25_000),
+    );
     let k: Knobs =
         vec![("workers".into(), vec!["1".into(), "4".into()]), ("max_requests".into(), vec!["0".into(), "100".into()])];
     let mut save = |_: &Point| {};
@@ -291,16 +278,13 @@ fn the_pool_follows_the_memory_budget_when_recycling_shrinks_the_workers() {
         "100" => (323.0, 8_000),
         _ => (379.0, 36_000),
     };
-    let mut m = Model {
-        f: |s: &Settings, r| {
+    let mut m = Model::new(
+        |s: &Settings, r| {
             let (rps, uss) = per_worker(s.get("max_requests").unwrap());
             (rps * workers_of(s) + [0.0, 1.5, -1.5][r % 3], 10.0, uss)
         },
-        measured: Vec::new(),
-        taken: Default::default(),
-        budget: Some(60 * 1024),
-        pace: Duration::ZERO,
-    };
+        Some(60 * 1024),
+    );
     let counts = ["1", "2", "3", "4", "6", "8"];
     let k: Knobs = vec![
         ("workers".into(), counts.iter().map(|c| c.to_string()).collect()),
@@ -321,17 +305,14 @@ fn the_pool_follows_the_memory_budget_when_recycling_shrinks_the_workers() {
 #[test]
 fn over_the_budget_the_best_value_within_it_is_adopted_and_said_to_meet_it() {
     // One big worker does not fit; recycled at 20 it fits at half the speed, at 100 at 80%.
-    let mut m = Model {
-        f: |s: &Settings, _| match s.get("max_requests").unwrap() {
+    let mut m = Model::new(
+        |s: &Settings, _| match s.get("max_requests").unwrap() {
             "0" => (400.0, 10.0, 40_000),
             "20" => (200.0, 10.0, 10_000),
             _ => (320.0, 10.0, 12_000),
         },
-        measured: Vec::new(),
-        taken: Default::default(),
-        budget: Some(11_000 + 30_000),
-        pace: Duration::ZERO,
-    };
+        Some(11_000 + 30_000),
+    );
     let k: Knobs = vec![("max_requests".into(), vec!["0".into(), "100".into(), "20".into()])];
     let mut save = |_: &Point| {};
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
@@ -346,17 +327,14 @@ fn the_knee_is_checked_against_the_best_count_in_interleaved_rounds() {
     // Flat from 2 workers on, but 4 workers serve `gain` more: the tolerance calls 2 the knee;
     // the interleaved check adopts 4 only when its gain clears the threshold.
     for (gain, expect, verdict) in [(1.025, "4", Verdict::Adopted), (1.005, "2", Verdict::NoEffect)] {
-        let mut m = Model {
-            f: move |s: &Settings, r| {
+        let mut m = Model::new(
+            move |s: &Settings, r| {
                 let w = workers_of(s);
                 let rps = (200.0 * w).min(400.0) * if w == 4.0 { gain } else { 1.0 };
                 (rps + [0.0, 0.4, -0.4][r % 3], 5.0, 3000)
             },
-            measured: Vec::new(),
-            taken: Default::default(),
-            budget: None,
-            pace: Duration::ZERO,
-        };
+            None,
+        );
         let mut save = |_: &Point| {};
         let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
         let found = workers(&mut t, &knobs("workers", &["1", "2", "4"]), &Settings::default(), 0.03);
