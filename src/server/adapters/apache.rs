@@ -3,7 +3,12 @@
 //! `startup.pl` (PerlRequire'd in the parent, before the fork), `perl/` (Registry scripts at
 //! /perl/), `htdocs/` (the document root; *.asp by Apache::ASP), `handlers.conf` (included:
 //! Locations with PerlResponseHandler). Any other knob is a directive: "PerlSetVar Debug",
-//! AllowOverride (on the document root), BufferedLogs, MMapFile...
+//! AllowOverride (on the document root), BufferedLogs, MMapFile... A directive the user sets
+//! replaces the adapter's default for it (`"PerlSetVar StateDir"`, `Global`, `LogLevel`...).
+//! `app_config` (htaccess | server) moves the app's own directives (the Apache::ASP handler
+//! and every PerlSetVar) into the document root's .htaccess or its `<Directory>` block.
+
+use std::path::{Component, Path};
 
 use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
 use crate::server::process::Spawn;
@@ -12,6 +17,30 @@ use crate::server::process::Spawn;
 pub struct Apache;
 
 const MODULES: &str = "/usr/lib/apache2/modules";
+/// webtune's knob that moves the app's directives (the seed's ".htaccess yes/no").
+const APP_CONFIG: &str = "app_config";
+const STATE_DIR: &str = "PerlSetVar StateDir";
+/// More entries than this in an app's htdocs are refused (each becomes a link in the run
+/// directory when app_config is set).
+const MAX_DOCROOT_ENTRIES: usize = 10_000;
+
+/// Where the app's directives go: the document root's `.htaccess`, re-read by Apache on
+/// every request, or the server's `<Directory>` block, read once at start.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AppConfig {
+    Htaccess,
+    Server,
+}
+
+impl AppConfig {
+    fn parse(v: &str) -> Result<AppConfig, String> {
+        match v {
+            "htaccess" => Ok(AppConfig::Htaccess),
+            "server" => Ok(AppConfig::Server),
+            _ => Err(format!("{APP_CONFIG} = {v:?}: expected \"htaccess\" or \"server\"")),
+        }
+    }
+}
 
 impl Adapter for Apache {
     fn name(&self) -> &'static str {
@@ -63,27 +92,50 @@ impl Adapter for Apache {
         })
     }
 
+    fn check_value(&self, name: &str, value: &str) -> Result<(), String> {
+        if name == APP_CONFIG {
+            AppConfig::parse(value)?;
+        }
+        if name.eq_ignore_ascii_case(STATE_DIR)
+            && !value.starts_with('/')
+            && (value.is_empty() || Path::new(value).components().any(|c| !matches!(c, Component::Normal(_))))
+        {
+            return Err(format!(
+                "{name} = {value:?}: an absolute path, or a relative one inside the run directory (no .., not empty)"
+            ));
+        }
+        Ok(())
+    }
+
     fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
         if get(values, "preload").is_some() {
             anyhow::bail!(
                 "apache: preload is what startup.pl in the app directory does (PerlRequire, before the fork)"
             );
         }
+        let app_config = get(values, APP_CONFIG).map(AppConfig::parse).transpose().map_err(anyhow::Error::msg)?;
+        if app_config.is_some() && user_sets(values, "AllowOverride") {
+            anyhow::bail!(
+                "apache: app_config sets AllowOverride of the document root itself: drop the AllowOverride knob"
+            );
+        }
         let d = ctx.d();
         let app = ctx.app().map(|a| a.display().to_string());
         let has = |rel: &str| ctx.app().is_some_and(|a| a.join(rel).exists());
-        let docroot = if has("htdocs") {
-            format!("{}/htdocs", app.as_deref().unwrap_or_default())
-        } else {
-            std::fs::create_dir_all(format!("{d}/htdocs"))?;
-            write(ctx.dir, "htdocs/index.html", "webtune apache target\n")?;
-            format!("{d}/htdocs")
+        let docroot = match (ctx.app().filter(|_| has("htdocs")), app_config) {
+            (Some(a), None) => a.join("htdocs").display().to_string(),
+            (Some(a), Some(_)) => linked_docroot(ctx, &a.join("htdocs"))?,
+            (None, _) => {
+                std::fs::create_dir_all(format!("{d}/htdocs"))?;
+                write(ctx.dir, "htdocs/index.html", "webtune apache target\n")?;
+                format!("{d}/htdocs")
+            }
         };
         let m = MODULES;
         let user = if nix::unistd::geteuid().is_root() { "User www-data\nGroup www-data\n" } else { "" };
         let mut conf = format!(
-            "ServerRoot {d}\nServerName localhost\nDefaultRuntimeDir {d}\nPidFile {d}/apache2.pid\n\
-             Listen {}:{}\n{user}ErrorLog {d}/error.log\nLogLevel warn\n\
+            "ServerRoot {d}\n{}DefaultRuntimeDir {d}\nPidFile {d}/apache2.pid\n\
+             Listen {}:{}\n{user}ErrorLog {d}/error.log\n{}\
              LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b\" common\nCustomLog {d}/access.log common\n\
              LoadModule mpm_prefork_module {m}/mod_mpm_prefork.so\n\
              <IfModule !authz_core_module>\nLoadModule authz_core_module {m}/mod_authz_core.so\n</IfModule>\n\
@@ -92,20 +144,59 @@ impl Adapter for Apache {
              <IfModule !mime_module>\nLoadModule mime_module {m}/mod_mime.so\n</IfModule>\n\
              <IfModule !log_config_module>\nLoadModule log_config_module {m}/mod_log_config.so\n</IfModule>\n\
              <IfModule !status_module>\nLoadModule status_module {m}/mod_status.so\n</IfModule>\n\
-             LoadModule perl_module {m}/mod_perl.so\n\
-             TypesConfig /etc/mime.types\nDirectoryIndex index.html index.asp\n",
+             LoadModule perl_module {m}/mod_perl.so\n{}{}",
+            default(values, "ServerName", "localhost"),
             bracket(ctx.host),
-            ctx.port
+            ctx.port,
+            default(values, "LogLevel", "warn"),
+            default(values, "TypesConfig", "/etc/mime.types"),
+            default(values, "DirectoryIndex", "index.html index.asp"),
         );
         conf += &mpm_lines(values)?;
+
+        // The app's own directives: the Apache::ASP handler with its defaults, and every
+        // PerlSetVar knob. app_config puts them in the document root's .htaccess or its
+        // <Directory> block; without it they stay in the server's main configuration.
+        let asp = has("htdocs") && asp_installed();
+        let mut app_lines = String::new();
+        if asp {
+            app_lines +=
+                "<Files ~ \"\\.asp$\">\n  SetHandler perl-script\n  PerlResponseHandler Apache::ASP\n</Files>\n";
+            app_lines += &default(values, "PerlSetVar Global", app.as_deref().unwrap_or_default());
+            if !user_sets(values, STATE_DIR) {
+                app_lines += &format!("PerlSetVar StateDir {}\n", state_dir(ctx, "asp-state")?);
+            }
+        }
+        for (k, v) in directives(values).filter(|(k, _)| is_app_directive(k)) {
+            let v = if k.eq_ignore_ascii_case(STATE_DIR) { state_dir(ctx, v)? } else { v.to_string() };
+            app_lines += &format!("{k} {v}\n");
+        }
+        let allow_override = match app_config {
+            Some(AppConfig::Htaccess) => "All",
+            Some(AppConfig::Server) => "None",
+            None => get(values, "AllowOverride").unwrap_or("None"),
+        };
+        let in_directory = match app_config {
+            Some(AppConfig::Server) => indent(&app_lines),
+            _ => String::new(),
+        };
         conf += &format!(
             "DocumentRoot {docroot}\n<Directory />\n  AllowOverride None\n  Require all denied\n</Directory>\n\
-             <Directory {docroot}>\n  AllowOverride {}\n  Require all granted\n</Directory>\n\
-             <Location /server-status>\n  SetHandler server-status\n  Require all granted\n</Location>\n",
-            get(values, "AllowOverride").unwrap_or("None")
+             <Directory {docroot}>\n  AllowOverride {allow_override}\n  Require all granted\n{in_directory}</Directory>\n\
+             <Location /server-status>\n  SetHandler server-status\n  Require all granted\n</Location>\n"
         );
-        for (k, v) in natives(values).filter(|(k, _)| *k != "AllowOverride") {
+        for (k, v) in directives(values).filter(|(k, _)| !is_app_directive(k) && *k != "AllowOverride") {
             conf += &format!("{k} {v}\n");
+        }
+        if asp {
+            conf += "PerlModule Apache::ASP\n";
+        }
+        match app_config {
+            None => conf += &app_lines,
+            Some(AppConfig::Htaccess) => {
+                write(ctx.dir, "htdocs/.htaccess", &app_lines)?;
+            }
+            Some(AppConfig::Server) => {}
         }
         if let Some(app) = &app {
             if has("startup.pl") {
@@ -115,15 +206,6 @@ impl Adapter for Apache {
                 conf += &format!(
                     "PerlModule ModPerl::Registry\nAlias /perl/ {app}/perl/\n<Location /perl/>\n  SetHandler perl-script\n  \
                      PerlResponseHandler ModPerl::Registry\n  PerlOptions +ParseHeaders\n  Options +ExecCGI\n  Require all granted\n</Location>\n"
-                );
-            }
-            if has("htdocs") && asp_installed() {
-                std::fs::create_dir_all(format!("{d}/asp-state"))?;
-                use std::os::unix::fs::PermissionsExt;
-                let _ = std::fs::set_permissions(format!("{d}/asp-state"), std::fs::Permissions::from_mode(0o777));
-                conf += &format!(
-                    "PerlModule Apache::ASP\n<Files ~ \"\\.asp$\">\n  SetHandler perl-script\n  PerlResponseHandler Apache::ASP\n  \
-                     PerlSetVar Global {app}\n  PerlSetVar StateDir {d}/asp-state\n</Files>\n"
                 );
             }
             if has("handlers.conf") {
@@ -151,8 +233,19 @@ impl Adapter for Apache {
         if let Some(a) = get(values, "AllowOverride") {
             out += &format!("AllowOverride {a}   # in the <Directory> of the document root\n");
         }
-        for (k, v) in natives(values).filter(|(k, _)| *k != "AllowOverride") {
+        for (k, v) in directives(values).filter(|(k, _)| !is_app_directive(k) && *k != "AllowOverride") {
             out += &format!("{k} {v}\n");
+        }
+        let app: String =
+            directives(values).filter(|(k, _)| is_app_directive(k)).map(|(k, v)| format!("{k} {v}\n")).collect();
+        match get(values, APP_CONFIG).and_then(|v| AppConfig::parse(v).ok()) {
+            Some(AppConfig::Server) => {
+                out += &format!("<Directory /path/to/htdocs>\n  AllowOverride None\n{}</Directory>\n", indent(&app))
+            }
+            Some(AppConfig::Htaccess) => {
+                out += &format!("# in htdocs/.htaccess, with AllowOverride All on the document root:\n{app}")
+            }
+            None => out += &app,
         }
         out.trim_end().to_string()
     }
@@ -189,16 +282,18 @@ impl Adapter for Apache {
 }
 
 /// The prefork directives; unset spares follow the pool (all workers started, none retired).
+/// A directive the user sets natively (`StartServers = 3`) replaces the one derived here.
 fn mpm_lines(values: &[(String, String)]) -> anyhow::Result<String> {
     let mut out = String::new();
     let workers = get(values, "workers");
     if let Some(w) = workers {
-        out += &format!("ServerLimit {w}\nMaxRequestWorkers {w}\n");
+        out += &default(values, "ServerLimit", w);
+        out += &format!("MaxRequestWorkers {w}\n");
     }
     let w = workers.unwrap_or("5");
-    out += &format!("StartServers {}\n", get(values, "start_workers").unwrap_or(w));
-    out += &format!("MinSpareServers {}\n", get(values, "min_spare").unwrap_or("1"));
-    out += &format!("MaxSpareServers {}\n", get(values, "max_spare").unwrap_or(w));
+    out += &default(values, "StartServers", get(values, "start_workers").unwrap_or(w));
+    out += &default(values, "MinSpareServers", get(values, "min_spare").unwrap_or("1"));
+    out += &default(values, "MaxSpareServers", get(values, "max_spare").unwrap_or(w));
     if let Some(n) = get(values, "max_requests") {
         out += &format!("MaxConnectionsPerChild {n}\n");
     }
@@ -212,6 +307,68 @@ fn mpm_lines(values: &[(String, String)]) -> anyhow::Result<String> {
         out += &format!("ListenBacklog {b}\n");
     }
     Ok(out)
+}
+
+/// Whether the user's knobs set directive `name` themselves (Apache ignores the case of
+/// directives, mod_perl that of PerlSetVar names).
+fn user_sets(values: &[(String, String)], name: &str) -> bool {
+    directives(values).any(|(k, _)| k.eq_ignore_ascii_case(name))
+}
+
+/// The user's own directives: the knobs that are neither canonical nor webtune's app_config.
+fn directives(values: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> {
+    natives(values).filter(|(k, _)| *k != APP_CONFIG)
+}
+
+/// The adapter's default `name value` line, left out when the user sets `name`: wherever the
+/// adapter writes a default, the user's own value wins.
+fn default(values: &[(String, String)], name: &str, value: &str) -> String {
+    if user_sets(values, name) { String::new() } else { format!("{name} {value}\n") }
+}
+
+/// The app's own configuration, which app_config moves: PerlSetVar lines.
+fn is_app_directive(knob: &str) -> bool {
+    knob.split(' ').next().is_some_and(|w| w.eq_ignore_ascii_case("PerlSetVar"))
+}
+
+fn indent(lines: &str) -> String {
+    lines.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+/// Apache::ASP's StateDir: an absolute path is the user's own, used as named; a relative one
+/// is made inside the run directory (check_value refused `..`), writable by the workers.
+fn state_dir(ctx: &Ctx, value: &str) -> anyhow::Result<String> {
+    if value.starts_with('/') {
+        return Ok(value.to_string());
+    }
+    let path = ctx.dir.join(value);
+    std::fs::create_dir_all(&path)?;
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777));
+    Ok(path.display().to_string())
+}
+
+/// A document root in the run directory whose entries link to the app's htdocs: app_config
+/// writes its .htaccess there, never into the user's files, and both of its values serve
+/// the same tree.
+fn linked_docroot(ctx: &Ctx, htdocs: &Path) -> anyhow::Result<String> {
+    let root = ctx.dir.join("htdocs");
+    std::fs::create_dir_all(&root)?;
+    let entries = std::fs::read_dir(htdocs).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", htdocs.display()))?;
+    for (i, entry) in entries.enumerate() {
+        let entry = entry?;
+        if i >= MAX_DOCROOT_ENTRIES {
+            anyhow::bail!("app_config: {} has more than {MAX_DOCROOT_ENTRIES} entries", htdocs.display());
+        }
+        if entry.file_name() == ".htaccess" {
+            anyhow::bail!(
+                "app_config: {} has its own .htaccess; move its directives into knobs, or drop app_config",
+                htdocs.display()
+            );
+        }
+        std::os::unix::fs::symlink(entry.path(), root.join(entry.file_name()))?;
+    }
+    Ok(root.display().to_string())
 }
 
 fn bracket(host: &str) -> String {

@@ -105,6 +105,11 @@ pub trait Adapter: Sync {
     fn syntax(&self) -> &'static [char] {
         &[]
     }
+    /// The adapter's own rules for one knob's value (a knob of webtune's own, a path that must
+    /// stay inside the run directory), beyond the rules every adapter shares.
+    fn check_value(&self, _name: &str, _value: &str) -> Result<(), String> {
+        Ok(())
+    }
     /// How many workers the server starts with these values (launch waits for them).
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
         get(values, "workers")?.parse().ok()
@@ -157,7 +162,7 @@ pub fn check_knob(adapter: &dyn Adapter, name: &str, value: &str) -> Result<(), 
         let chars: String = adapter.syntax().iter().map(|c| format!(" {c}")).collect();
         return Err(format!("{name} = {value:?}: a value cannot end the directive or open a block ({})", chars.trim()));
     }
-    Ok(())
+    adapter.check_value(name, value)
 }
 
 /// Whether `name` is one of `list`, ignoring case (Apache's directives ignore it).
