@@ -2,6 +2,7 @@
 
 mod support;
 
+mod asp;
 mod bench_errors;
 mod bench_nginx;
 mod bench_pacing;

@@ -26,15 +26,20 @@ impl RunDir {
         let base = base();
         std::fs::create_dir_all(&base).with_context(|| format!("cannot create {}", base.display()))?;
         reap_stale(&base);
-        let path = tempfile::Builder::new()
-            .prefix(&format!("run-{}-", std::process::id()))
+        // Made under a "new-" name and renamed once its owner file is in: another webtune's
+        // reap never sees a run directory without an owner (it would remove it as stale).
+        let new = tempfile::Builder::new()
+            .prefix(&format!("new-{}-", std::process::id()))
             .tempdir_in(&base)
             .with_context(|| format!("cannot create a run directory in {}", base.display()))?
             .keep();
         // Servers may drop privileges (Apache's children run as www-data): let them read it.
         use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755));
-        std::fs::write(path.join("owner"), owner_line(std::process::id() as i32).unwrap_or_default())?;
+        let _ = std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o755));
+        std::fs::write(new.join("owner"), owner_line(std::process::id() as i32).unwrap_or_default())?;
+        let name = new.file_name().unwrap_or_default().to_string_lossy().replacen("new-", "run-", 1);
+        let path = base.join(name);
+        std::fs::rename(&new, &path).with_context(|| format!("cannot rename {}", new.display()))?;
         Ok(RunDir { path })
     }
 
@@ -73,6 +78,10 @@ fn alive_owner(dir: &Path) -> bool {
     owner_line(pid).as_deref() == Some(line.trim())
 }
 
+fn older_than(dir: &Path, age: Duration) -> bool {
+    std::fs::metadata(dir).and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|e| e > age))
+}
+
 /// Stops what dead owners left running and removes their directories. Returns the groups
 /// it stopped.
 pub fn reap_stale(base: &Path) -> Vec<i32> {
@@ -80,7 +89,13 @@ pub fn reap_stale(base: &Path) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir(base) else { return stopped };
     for e in entries.flatten() {
         let dir = e.path();
-        if !dir.is_dir() || !e.file_name().to_string_lossy().starts_with("run-") || alive_owner(&dir) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        // A "new-" directory left by a creator that died before renaming it: nothing ran in it.
+        if name.starts_with("new-") && !alive_owner(&dir) && older_than(&dir, Duration::from_secs(60)) {
+            let _ = std::fs::remove_dir_all(&dir);
+            continue;
+        }
+        if !dir.is_dir() || !name.starts_with("run-") || alive_owner(&dir) {
             continue;
         }
         let groups = std::fs::read_to_string(dir.join("groups")).unwrap_or_default();
