@@ -29,7 +29,9 @@ pub fn before_after(title: &str, before: &Point, after: &Point) -> String {
     grid.rows.push(Row::Label("Configuration".into()));
     configuration(&mut grid, &before.settings, &after.settings);
     let mut out = format!("{title}\n{}", grid.render());
-    for p in [before, after] {
+    // A kept value's step has the same point on both sides: its notes once.
+    let points = if before.step == after.step { vec![before] } else { vec![before, after] };
+    for p in points {
         if let Some(cause) = p.cause() {
             let _ = writeln!(out, "  ({} failed: {cause})", p.step);
         }

@@ -98,7 +98,8 @@ impl Adapter for Apache {
         }
         if name.eq_ignore_ascii_case(STATE_DIR)
             && !value.starts_with('/')
-            && (value.is_empty() || Path::new(value).components().any(|c| !matches!(c, Component::Normal(_))))
+            && (value.is_empty()
+                || Path::new(value).components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)))
         {
             return Err(format!(
                 "{name} = {value:?}: an absolute path, or a relative one inside the run directory (no .., not empty)"
