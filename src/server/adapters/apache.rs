@@ -379,3 +379,77 @@ fn bracket(host: &str) -> String {
 fn asp_installed() -> bool {
     std::path::Path::new("/usr/share/perl5/Apache/ASP.pm").exists()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::TargetFile;
+    use crate::server::rundir::RunDir;
+
+    /// The configuration the adapter writes for the example bookmarks app and these values.
+    fn written(values: &[(&str, &str)]) -> String {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let file = TargetFile::parse(
+            "[target]\nadapter = \"apache\"\napp = \"apps/asp-bookmarks\"\n",
+            &examples.join("test.toml"),
+        )
+        .unwrap();
+        let values: Vec<(String, String)> = values.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let dir = RunDir::create().unwrap();
+        let ctx = Ctx { dir: &dir, host: "127.0.0.1", port: 1, file: &file };
+        let prepared = Apache.prepare(&ctx, &values);
+        dir.remove();
+        prepared.unwrap().config_text
+    }
+
+    fn count(text: &str, directive: &str) -> usize {
+        text.lines().filter(|l| l.trim().to_ascii_lowercase().starts_with(&directive.to_ascii_lowercase())).count()
+    }
+
+    #[test]
+    fn a_directive_the_user_sets_replaces_the_adapters_default() {
+        let defaults = written(&[("workers", "3")]);
+        for d in ["LogLevel warn", "StartServers 3", "ServerLimit 3", "DirectoryIndex", "PerlSetVar Global"] {
+            assert_eq!(count(&defaults, d), 1, "{d} in\n{defaults}");
+        }
+        let users = written(&[
+            ("workers", "3"),
+            ("LogLevel", "info"),
+            ("StartServers", "2"),
+            ("ServerLimit", "8"),
+            ("DirectoryIndex", "index.asp"),
+            ("perlsetvar global", "/srv/asp"),
+            ("PerlSetVar StateDir", "/dev/shm/asp"),
+        ]);
+        for (directive, line) in [
+            ("LogLevel", "LogLevel info"),
+            ("StartServers", "StartServers 2"),
+            ("ServerLimit", "ServerLimit 8"),
+            ("DirectoryIndex", "DirectoryIndex index.asp"),
+            ("PerlSetVar Global", "perlsetvar global /srv/asp"),
+            ("PerlSetVar StateDir", "PerlSetVar StateDir /dev/shm/asp"),
+        ] {
+            assert_eq!(count(&users, directive), 1, "{directive} in\n{users}");
+            assert!(users.lines().any(|l| l.trim() == line), "{line} not in\n{users}");
+        }
+        assert!(!users.contains("asp-state"), "{users}");
+    }
+
+    #[test]
+    fn the_recommendation_says_where_the_apps_directives_go() {
+        let values =
+            |place: &str| vec![("app_config".to_string(), place.to_string()), ("PerlSetVar Debug".into(), "0".into())];
+        let server = Apache.recommend(&values("server"));
+        assert!(
+            server.contains("<Directory /path/to/htdocs>\n  AllowOverride None\n  PerlSetVar Debug 0\n</Directory>"),
+            "{server}"
+        );
+        let htaccess = Apache.recommend(&values("htaccess"));
+        assert!(
+            htaccess
+                .contains("# in htdocs/.htaccess, with AllowOverride All on the document root:\nPerlSetVar Debug 0"),
+            "{htaccess}"
+        );
+        assert!(!htaccess.contains("app_config") && !server.contains("app_config"));
+    }
+}
