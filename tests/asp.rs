@@ -136,6 +136,10 @@ fn app_config_moves_the_apps_directives_between_htaccess_and_the_server() {
     if !have_asp() {
         return;
     }
+    if find_program("strace").is_none() {
+        missing("strace");
+        return;
+    }
     let file = target("\"PerlSetVar Debug\" = \"0\"\n\"PerlSetVar SessionSerialize\" = \"1\"\n");
 
     // htaccess: the app's directives in the linked document root's .htaccess, AllowOverride All.
