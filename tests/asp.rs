@@ -116,10 +116,23 @@ fn a_users_state_dir_and_global_win_over_the_adapters() {
     page(&r);
     let application = names(&inside.join("server"));
     assert!(application.iter().any(|n| n.starts_with("application")), "{}: {application:?}", inside.display());
-    drop(r);
+}
+
+#[test]
+fn a_state_dir_that_leaves_the_run_directory_or_a_bad_app_config_is_bad_input() {
     for bad in ["../escape", "a/../../b", ""] {
         let e = parse_error(&format!("\"PerlSetVar StateDir\" = \"{bad}\"\n"));
         assert!(e.contains("a relative one inside the run directory (no .., not empty)"), "{bad}: {e}");
+    }
+    let e = parse_error("app_config = \"sometimes\"\n");
+    assert!(e.contains("app_config = \"sometimes\": expected \"htaccess\" or \"server\""), "{e}");
+    // The same rules for --set, before anything starts: one line, exit 2.
+    let file = examples().join("asp-bookmarks.toml");
+    for (command, set) in [("launch", "PerlSetVar StateDir=../x"), ("tune", "app_config=sometimes")] {
+        let run = webtune(&[command, file.to_str().unwrap(), "--set", set]);
+        assert_eq!(run.code, 2, "{command} --set {set}: {}", run.stderr);
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+        assert!(run.stderr.starts_with("webtune: --set "), "{}", run.stderr);
     }
 }
 
@@ -181,7 +194,4 @@ fn app_config_moves_the_apps_directives_between_htaccess_and_the_server() {
         "{v:#}"
     );
     drop(r);
-
-    let e = parse_error("app_config = \"sometimes\"\n");
-    assert!(e.contains("app_config = \"sometimes\": expected \"htaccess\" or \"server\""), "{e}");
 }
