@@ -2,6 +2,7 @@
 
 mod support;
 
+mod asp;
 mod bench_errors;
 mod bench_h2;
 mod bench_nginx;

@@ -11,8 +11,13 @@ use crate::input::InputError;
 use crate::server::{self, TargetFile};
 
 /// `knob=value` pairs from --set.
-pub fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>, InputError> {
-    sets.iter().map(|s| crate::input::setting(s)).collect()
+pub fn parse_sets(file: &TargetFile, sets: &[String]) -> Result<Vec<(String, String)>, InputError> {
+    let sets: Vec<(String, String)> = sets.iter().map(|s| crate::input::setting(s)).collect::<Result<_, _>>()?;
+    // Judged as the target file's own knobs are, before anything starts: bad input, exit 2.
+    for (k, v) in &sets {
+        crate::server::adapters::check_knob(file.adapter(), k, v).map_err(|e| InputError(format!("--set {e}")))?;
+    }
+    Ok(sets)
 }
 
 /// --cpus over the file's placement (checked against the CPUs this process may use); then
@@ -31,7 +36,7 @@ pub fn place(file: &mut TargetFile, cpus: Option<&str>) -> anyhow::Result<()> {
 pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
     let mut file = TargetFile::load(&a.file)?;
     place(&mut file, a.cpus.as_deref())?;
-    let sets = parse_sets(&a.set)?;
+    let sets = parse_sets(&file, &a.set)?;
     let limit = a.run_for.as_deref().map(|d| crate::input::duration("--for", d)).transpose()?;
     // Install the signal handler before anything starts, so Ctrl-C always stops the server.
     let interrupt = crate::sys::interrupt_flag();

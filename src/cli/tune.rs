@@ -53,7 +53,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         threshold_pct: threshold * 100.0,
         confidence: 0.99,
     };
-    let sets = super::launch::parse_sets(&a.set)?;
+    let sets = super::launch::parse_sets(&file, &a.set)?;
     let base = file.settings(&sets);
     // A knob fixed by --set is not swept.
     let knobs: Knobs = file.knobs.iter().filter(|(k, _)| !sets.iter().any(|(s, _)| s == k)).cloned().collect();

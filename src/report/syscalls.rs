@@ -29,8 +29,8 @@ pub fn write_text(r: &SyscallReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "Per request: {:.2} missing-file lookups, {:.2} fork/clone/execve, {:.2} writes",
-        r.missing_lookups_per_request, r.spawns_per_request, r.writes_per_request
+        "Per request: {:.2} missing-file lookups, {:.2} .htaccess reads, {:.2} fork/clone/execve, {:.2} writes",
+        r.missing_lookups_per_request, r.htaccess_reads_per_request, r.spawns_per_request, r.writes_per_request
     )?;
     for f in &r.flags {
         writeln!(out, "FLAG: {f}")?;

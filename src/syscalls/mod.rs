@@ -23,6 +23,9 @@ pub struct SyscallReport {
     /// Paths looked up and not found, with how often per request.
     pub missing_files: Vec<MissingFile>,
     pub missing_lookups_per_request: f64,
+    /// .htaccess files opened and read per request (they exist: Apache parses them anew).
+    #[serde(default)]
+    pub htaccess_reads_per_request: f64,
     pub spawns_per_request: f64,
     pub writes_per_request: f64,
     pub flags: Vec<String>,
@@ -85,6 +88,12 @@ pub fn summarize(calls: &[parse::Call], requests: u64, pids: Vec<i32>) -> Syscal
     missing_files.sort_by(|a, b| b.per_request.total_cmp(&a.per_request).then(a.path.cmp(&b.path)));
     let count = |f: fn(&str) -> bool| per(calls.iter().filter(|c| f(&c.name)).count() as f64);
     let missing_lookups_per_request = missing_files.iter().fold(0.0, |sum, m| sum + m.per_request);
+    let htaccess_reads = calls.iter().filter(|c| {
+        matches!(c.name.as_str(), "open" | "openat" | "openat2")
+            && c.errno.is_none()
+            && c.path.as_deref().is_some_and(|p| p.ends_with("/.htaccess"))
+    });
+    let htaccess_reads_per_request = per(htaccess_reads.count() as f64);
     let spawns_per_request = count(parse::is_spawn);
     let writes_per_request = count(parse::is_write);
 
@@ -97,6 +106,12 @@ pub fn summarize(calls: &[parse::Call], requests: u64, pids: Vec<i32>) -> Syscal
             String::new()
         };
         flags.push(format!("{missing_lookups_per_request:.1} lookups of files that do not exist per request{hint}"));
+    }
+    if htaccess_reads_per_request >= 0.5 {
+        flags.push(format!(
+            "{htaccess_reads_per_request:.1} .htaccess files read per request: Apache parses them on every request \
+             (their directives in the server configuration, with AllowOverride None, are read once)"
+        ));
     }
     if spawns_per_request >= 0.5 {
         flags.push(format!("{spawns_per_request:.2} fork/clone/execve per request: a process started per request"));
@@ -113,8 +128,28 @@ pub fn summarize(calls: &[parse::Call], requests: u64, pids: Vec<i32>) -> Syscal
         calls: stats,
         missing_files,
         missing_lookups_per_request,
+        htaccess_reads_per_request,
         spawns_per_request,
         writes_per_request,
         flags,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_htaccess_read_is_counted_and_flagged_apart_from_missing_lookups() {
+        let trace = "\
+7  openat(AT_FDCWD, \"/srv/htdocs/.htaccess\", O_RDONLY|O_CLOEXEC) = 9 <0.000010>
+7  openat(AT_FDCWD, \"/srv/.htaccess\", O_RDONLY|O_CLOEXEC) = -1 ENOENT (No such file or directory) <0.000007>
+7  openat(AT_FDCWD, \"/srv/htdocs/.htaccess\", O_RDONLY|O_CLOEXEC) = 9 <0.000010>
+7  newfstatat(AT_FDCWD, \"/srv/htdocs/.htaccess\", {st_mode=S_IFREG|0644, st_size=3, ...}, 0) = 0 <0.000005>
+";
+        let r = summarize(&parse::parse(trace), 2, vec![7]);
+        assert_eq!(r.htaccess_reads_per_request, 1.0);
+        assert_eq!(r.missing_lookups_per_request, 0.5);
+        assert!(r.flags.iter().any(|f| f.starts_with("1.0 .htaccess files read per request")), "{:?}", r.flags);
     }
 }

@@ -8,16 +8,15 @@ use super::{Outcome, Point, Settings};
 
 /// One table: `title`, then metrics and configuration of `before` and `after`.
 pub fn before_after(title: &str, before: &Point, after: &Point) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "{title}");
-    let _ = writeln!(out, "  {:<22} {:>12} {:>12} {:>9}", "", "Before", "After", "Change");
+    let mut grid = Grid::default();
+    grid.row(' ', ["", "Before", "After", "Change"]);
     let mut metric = |name: &str, b: Option<f64>, a: Option<f64>, digits: usize| {
         let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
         let change = match (b, a) {
             (Some(b), Some(a)) if b != 0.0 => format!("{:+.1}%", (a - b) / b * 100.0),
             _ => String::new(),
         };
-        let _ = writeln!(out, "  {name:<22} {:>12} {:>12} {change:>9}", fmt(b), fmt(a));
+        grid.row(' ', [name, &fmt(b), &fmt(a), &change]);
     };
     let ok = |p: &Point, f: &dyn Fn(&Point) -> f64| p.ok().then(|| f(p));
     metric("Requests/s", ok(before, &|p| p.rps()), ok(after, &|p| p.rps()), 1);
@@ -29,9 +28,12 @@ pub fn before_after(title: &str, before: &Point, after: &Point) -> String {
     metric("Others' CPU, max (%)", others(before), others(after), 1);
     let client = |p: &Point| p.client_share.filter(|_| p.ok()).map(|s| s * 100.0);
     metric("Client CPU, max (%)", client(before), client(after), 1);
-    let _ = writeln!(out, "  Configuration");
-    out += &configuration(&before.settings, &after.settings);
-    for p in [before, after] {
+    grid.rows.push(Row::Label("Configuration".into()));
+    configuration(&mut grid, &before.settings, &after.settings);
+    let mut out = format!("{title}\n{}", grid.render());
+    // A kept value's step has the same point on both sides: its notes once.
+    let points = if before.step == after.step { vec![before] } else { vec![before, after] };
+    for p in points {
         if let Some(cause) = p.cause() {
             let _ = writeln!(out, "  ({} failed: {cause})", p.step);
         }
@@ -43,8 +45,7 @@ pub fn before_after(title: &str, before: &Point, after: &Point) -> String {
 }
 
 /// The configuration of both, one knob per line; a changed knob is marked with '*'.
-fn configuration(before: &Settings, after: &Settings) -> String {
-    let mut out = String::new();
+fn configuration(grid: &mut Grid, before: &Settings, after: &Settings) {
     let mut names: Vec<&String> = before.0.iter().map(|(k, _)| k).collect();
     for (k, _) in &after.0 {
         if !names.contains(&k) {
@@ -53,10 +54,53 @@ fn configuration(before: &Settings, after: &Settings) -> String {
     }
     for k in names {
         let (b, a) = (before.get(k).unwrap_or("-"), after.get(k).unwrap_or("-"));
-        let mark = if a != b { '*' } else { ' ' };
-        let _ = writeln!(out, "{mark} {k:<22} {b:>12} {a:>12}");
+        grid.row(if a != b { '*' } else { ' ' }, [k, b, a, ""]);
     }
-    out
+}
+
+/// A before/after table laid out once every cell is known: a long knob name
+/// ("PerlSetVar SessionSerialize") or value (a path) widens its column for every row
+/// instead of pushing the rest of its own row out of line.
+#[derive(Default)]
+struct Grid {
+    rows: Vec<Row>,
+}
+
+enum Row {
+    /// A mark ('*' for a changed knob), then name, before, after, change.
+    Cells(char, [String; 4]),
+    Label(String),
+}
+
+/// The narrowest each column is (the seeds' tables as webtune always printed them).
+const MIN_WIDTHS: [usize; 4] = [22, 12, 12, 9];
+
+impl Grid {
+    fn row(&mut self, mark: char, cells: [&str; 4]) {
+        self.rows.push(Row::Cells(mark, cells.map(str::to_string)));
+    }
+
+    fn render(&self) -> String {
+        let mut w = MIN_WIDTHS;
+        for row in &self.rows {
+            if let Row::Cells(_, cells) = row {
+                for (w, c) in w.iter_mut().zip(cells) {
+                    *w = (*w).max(c.chars().count());
+                }
+            }
+        }
+        let mut out = String::new();
+        for row in &self.rows {
+            let line = match row {
+                Row::Cells(mark, [name, b, a, change]) => {
+                    format!("{mark} {name:<0$} {b:>1$} {a:>2$} {change:>3$}", w[0], w[1], w[2], w[3])
+                }
+                Row::Label(label) => format!("  {label}"),
+            };
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+        out
+    }
 }
 
 /// The whole text report: each step's table, the start-to-finish table, the recommendation.
@@ -131,5 +175,51 @@ impl Found {
             placement: points.iter().find_map(|p| p.placement.clone()),
             points,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::point::{Sample, Status};
+
+    fn point(rps: f64, settings: &[(&str, &str)]) -> Point {
+        let settings = Settings(settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+        let mut p = Point::failed("p", &settings, String::new(), 1.0);
+        p.status = Status::Ok;
+        p.samples = vec![Sample { rps, p99_ms: 12.5, succeeded: 100, ..Sample::default() }];
+        p
+    }
+
+    #[test]
+    fn long_knob_names_and_values_keep_the_columns_aligned() {
+        let before =
+            point(22.8, &[("workers", "5"), ("PerlSetVar SessionSerialize", "0"), ("PerlSetVar StateDir", ".state")]);
+        let after = point(
+            25.74,
+            &[
+                ("workers", "5"),
+                ("PerlSetVar SessionSerialize", "1"),
+                ("PerlSetVar StateDir", "/dev/shm/webtune-asp-bookmarks"),
+            ],
+        );
+        let table = before_after("Step 5", &before, &after);
+        let lines: Vec<&str> = table.lines().collect();
+        let header = lines[1];
+        let before_end = header.find("Before").unwrap() + "Before".len();
+        let after_end = header.find("After").unwrap() + "After".len();
+        let rows: Vec<&str> = lines[2..].iter().copied().filter(|l| l.trim() != "Configuration").collect();
+        assert_eq!(rows.len(), 6 + 3, "{table}");
+        for row in rows {
+            // Right-aligned values end under their heading; the name column starts at 2.
+            let b = row[..before_end].trim_end();
+            assert_eq!(b.len(), before_end, "{row:?} in\n{table}");
+            assert!(row[before_end..].starts_with(' '), "{row:?} in\n{table}");
+            assert_eq!(row[..after_end].trim_end().len(), after_end, "{row:?} in\n{table}");
+            assert_ne!(&row[2..3], " ", "{row:?}");
+        }
+        assert!(table.contains("* PerlSetVar SessionSerialize "), "{table}");
+        assert!(table.contains(".state /dev/shm/webtune-asp-bookmarks"), "{table}");
+        assert!(table.contains("+12.9%"), "{table}");
     }
 }

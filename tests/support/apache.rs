@@ -117,7 +117,7 @@ impl Drop for Apache {
 }
 
 /// Lets Apache's children (another user when the test runs as root) read the tree.
-fn chmod_tree(root: &std::path::Path) {
+pub fn chmod_tree(root: &std::path::Path) {
     use std::os::unix::fs::PermissionsExt;
     for entry in walk(root) {
         let mode = if entry.is_dir() { 0o777 } else { 0o644 };

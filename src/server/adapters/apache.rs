@@ -7,7 +7,12 @@
 //! document root itself, and `file_cache = "none" | "mmap" | "open"` maps every file of its set
 //! with mod_file_cache (MMapFile or CacheFile). Any other knob is a directive:
 //! "PerlSetVar Debug", AllowOverride (on the document root), BufferedLogs, EnableMMAP,
-//! EnableSendfile, ListenBacklog...
+//! EnableSendfile, ListenBacklog... A directive the user sets replaces the adapter's default
+//! for it (`"PerlSetVar StateDir"`, `Global`, `LogLevel`...). `app_config` (htaccess | server)
+//! moves the app's own directives (the Apache::ASP handler and every PerlSetVar) into the
+//! document root's .htaccess or its `<Directory>` block.
+
+use std::path::{Component, Path};
 
 use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
 use crate::fileset;
@@ -17,6 +22,30 @@ use crate::server::process::Spawn;
 pub struct Apache;
 
 const MODULES: &str = "/usr/lib/apache2/modules";
+/// webtune's knob that moves the app's directives (the seed's ".htaccess yes/no").
+const APP_CONFIG: &str = "app_config";
+const STATE_DIR: &str = "PerlSetVar StateDir";
+/// More entries than this in an app's htdocs are refused (each becomes a link in the run
+/// directory when app_config is set).
+const MAX_DOCROOT_ENTRIES: usize = 10_000;
+
+/// Where the app's directives go: the document root's `.htaccess`, re-read by Apache on
+/// every request, or the server's `<Directory>` block, read once at start.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AppConfig {
+    Htaccess,
+    Server,
+}
+
+impl AppConfig {
+    fn parse(v: &str) -> Result<AppConfig, String> {
+        match v {
+            "htaccess" => Ok(AppConfig::Htaccess),
+            "server" => Ok(AppConfig::Server),
+            _ => Err(format!("{APP_CONFIG} = {v:?}: expected \"htaccess\" or \"server\"")),
+        }
+    }
+}
 
 impl Adapter for Apache {
     fn name(&self) -> &'static str {
@@ -55,6 +84,18 @@ impl Adapter for Apache {
     }
 
     fn check_value(&self, name: &str, value: &str) -> Result<(), String> {
+        if name == APP_CONFIG {
+            AppConfig::parse(value)?;
+        }
+        if name.eq_ignore_ascii_case(STATE_DIR)
+            && !value.starts_with('/')
+            && (value.is_empty()
+                || Path::new(value).components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)))
+        {
+            return Err(format!(
+                "{name} = {value:?}: an absolute path, or a relative one inside the run directory (no .., not empty)"
+            ));
+        }
         if name == "file_cache" && !FILE_CACHE.contains(&value) {
             return Err(format!("file_cache = {value:?}: expected \"none\", \"mmap\" or \"open\""));
         }
@@ -87,25 +128,34 @@ impl Adapter for Apache {
                 "apache: preload is what startup.pl in the app directory does (PerlRequire, before the fork)"
             );
         }
+        let app_config = get(values, APP_CONFIG).map(AppConfig::parse).transpose().map_err(anyhow::Error::msg)?;
+        if app_config.is_some() && natives(values).any(|(k, _)| k.eq_ignore_ascii_case("AllowOverride")) {
+            anyhow::bail!(
+                "apache: app_config sets AllowOverride of the document root itself: drop the AllowOverride knob"
+            );
+        }
         let d = ctx.d();
         let app = ctx.app().map(|a| a.display().to_string());
         let has = |rel: &str| ctx.app().is_some_and(|a| a.join(rel).exists());
         let file_set = ctx.app().and_then(fileset::files);
-        let docroot = if has("htdocs") {
-            format!("{}/htdocs", app.as_deref().unwrap_or_default())
-        } else if file_set.is_some() {
-            app.clone().unwrap_or_default()
-        } else {
-            std::fs::create_dir_all(format!("{d}/htdocs"))?;
-            write(ctx.dir, "htdocs/index.html", "webtune apache target\n")?;
-            format!("{d}/htdocs")
+        let docroot = match (ctx.app().filter(|_| has("htdocs")), app_config) {
+            (Some(a), None) => a.join("htdocs").display().to_string(),
+            (Some(a), Some(_)) => linked_docroot(ctx, &a.join("htdocs"))?,
+            // A file set is the document root itself (linked too when app_config writes into it).
+            (None, None) if file_set.is_some() => app.clone().unwrap_or_default(),
+            (None, Some(_)) if file_set.is_some() => linked_docroot(ctx, ctx.app().unwrap_or(Path::new("/")))?,
+            (None, _) => {
+                std::fs::create_dir_all(format!("{d}/htdocs"))?;
+                write(ctx.dir, "htdocs/index.html", "webtune apache target\n")?;
+                format!("{d}/htdocs")
+            }
         };
         let m = MODULES;
         let mpm = get(values, "mpm").unwrap_or("prefork");
         let user = if nix::unistd::geteuid().is_root() { "User www-data\nGroup www-data\n" } else { "" };
         let mut conf = format!(
-            "ServerRoot {d}\nServerName localhost\nDefaultRuntimeDir {d}\nPidFile {d}/apache2.pid\n\
-             Listen {}:{}\n{user}ErrorLog {d}/error.log\nLogLevel warn\n\
+            "ServerRoot {d}\n{}DefaultRuntimeDir {d}\nPidFile {d}/apache2.pid\n\
+             Listen {}:{}\n{user}ErrorLog {d}/error.log\n{}\
              LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b\" common\nCustomLog {d}/access.log common\n\
              LoadModule mpm_{mpm}_module {m}/mod_mpm_{mpm}.so\n\
              <IfModule !authz_core_module>\nLoadModule authz_core_module {m}/mod_authz_core.so\n</IfModule>\n\
@@ -114,22 +164,61 @@ impl Adapter for Apache {
              <IfModule !mime_module>\nLoadModule mime_module {m}/mod_mime.so\n</IfModule>\n\
              <IfModule !log_config_module>\nLoadModule log_config_module {m}/mod_log_config.so\n</IfModule>\n\
              <IfModule !status_module>\nLoadModule status_module {m}/mod_status.so\n</IfModule>\n\
-             LoadModule perl_module {m}/mod_perl.so\n\
-             TypesConfig /etc/mime.types\nDirectoryIndex index.html index.asp\n",
+             LoadModule perl_module {m}/mod_perl.so\n{}{}",
+            default(values, "ServerName", "localhost"),
             bracket(ctx.host),
-            ctx.port
+            ctx.port,
+            default(values, "LogLevel", "warn"),
+            default(values, "TypesConfig", "/etc/mime.types"),
+            default(values, "DirectoryIndex", "index.html index.asp"),
         );
         conf += &mpm_lines(values)?;
+
+        // The app's own directives: the Apache::ASP handler with its defaults, and every
+        // PerlSetVar knob. app_config puts them in the document root's .htaccess or its
+        // <Directory> block; without it they stay in the server's main configuration.
+        let asp = has("htdocs") && asp_installed();
+        let mut app_lines = String::new();
+        if asp {
+            app_lines +=
+                "<Files ~ \"\\.asp$\">\n  SetHandler perl-script\n  PerlResponseHandler Apache::ASP\n</Files>\n";
+            app_lines += &default(values, "PerlSetVar Global", app.as_deref().unwrap_or_default());
+            if !user_sets(values, STATE_DIR) {
+                app_lines += &format!("PerlSetVar StateDir {}\n", state_dir(ctx, "asp-state")?);
+            }
+        }
+        for (k, v) in directives(values).filter(|(k, _)| is_app_directive(k)) {
+            let v = if k.eq_ignore_ascii_case(STATE_DIR) { state_dir(ctx, v)? } else { v.to_string() };
+            app_lines += &format!("{k} {v}\n");
+        }
+        let allow_override = match app_config {
+            Some(AppConfig::Htaccess) => "All",
+            Some(AppConfig::Server) => "None",
+            None => get(values, "AllowOverride").unwrap_or("None"),
+        };
+        let in_directory = match app_config {
+            Some(AppConfig::Server) => indent(&app_lines),
+            _ => String::new(),
+        };
         conf += &format!(
             "DocumentRoot {docroot}\n<Directory />\n  AllowOverride None\n  Require all denied\n</Directory>\n\
-             <Directory {docroot}>\n  AllowOverride {}\n  Require all granted\n</Directory>\n\
-             <Location /server-status>\n  SetHandler server-status\n  Require all granted\n</Location>\n",
-            get(values, "AllowOverride").unwrap_or("None")
+             <Directory {docroot}>\n  AllowOverride {allow_override}\n  Require all granted\n{in_directory}</Directory>\n\
+             <Location /server-status>\n  SetHandler server-status\n  Require all granted\n</Location>\n"
         );
-        for (k, v) in natives(values).filter(|(k, _)| !OWN_KNOBS.contains(k)) {
+        for (k, v) in directives(values).filter(|(k, _)| !is_app_directive(k)) {
             conf += &format!("{k} {v}\n");
         }
         conf += &file_cache_lines(get(values, "file_cache"), file_set.as_deref())?;
+        if asp {
+            conf += "PerlModule Apache::ASP\n";
+        }
+        match app_config {
+            None => conf += &app_lines,
+            Some(AppConfig::Htaccess) => {
+                write(ctx.dir, "htdocs/.htaccess", &app_lines)?;
+            }
+            Some(AppConfig::Server) => {}
+        }
         if let Some(app) = &app {
             if has("startup.pl") {
                 conf += &format!("PerlSwitches -I{app}/lib\nPerlRequire {app}/startup.pl\n");
@@ -138,15 +227,6 @@ impl Adapter for Apache {
                 conf += &format!(
                     "PerlModule ModPerl::Registry\nAlias /perl/ {app}/perl/\n<Location /perl/>\n  SetHandler perl-script\n  \
                      PerlResponseHandler ModPerl::Registry\n  PerlOptions +ParseHeaders\n  Options +ExecCGI\n  Require all granted\n</Location>\n"
-                );
-            }
-            if has("htdocs") && asp_installed() {
-                std::fs::create_dir_all(format!("{d}/asp-state"))?;
-                use std::os::unix::fs::PermissionsExt;
-                let _ = std::fs::set_permissions(format!("{d}/asp-state"), std::fs::Permissions::from_mode(0o777));
-                conf += &format!(
-                    "PerlModule Apache::ASP\n<Files ~ \"\\.asp$\">\n  SetHandler perl-script\n  PerlResponseHandler Apache::ASP\n  \
-                     PerlSetVar Global {app}\n  PerlSetVar StateDir {d}/asp-state\n</Files>\n"
                 );
             }
             if has("handlers.conf") {
@@ -178,13 +258,24 @@ impl Adapter for Apache {
         if let Some(a) = get(values, "AllowOverride") {
             out += &format!("AllowOverride {a}   # in the <Directory> of the document root\n");
         }
-        for (k, v) in natives(values).filter(|(k, _)| !OWN_KNOBS.contains(k)) {
+        for (k, v) in directives(values).filter(|(k, _)| !is_app_directive(k)) {
             out += &format!("{k} {v}\n");
         }
         match get(values, "file_cache") {
             Some("mmap") => out += "MMapFile <every file of the set>   # mod_file_cache: one line per file\n",
             Some("open") => out += "CacheFile <every file of the set>  # mod_file_cache: one line per file\n",
             _ => {}
+        }
+        let app: String =
+            directives(values).filter(|(k, _)| is_app_directive(k)).map(|(k, v)| format!("{k} {v}\n")).collect();
+        match get(values, APP_CONFIG).and_then(|v| AppConfig::parse(v).ok()) {
+            Some(AppConfig::Server) => {
+                out += &format!("<Directory /path/to/htdocs>\n  AllowOverride None\n{}</Directory>\n", indent(&app))
+            }
+            Some(AppConfig::Htaccess) => {
+                out += &format!("# in htdocs/.htaccess, with AllowOverride All on the document root:\n{app}")
+            }
+            None => out += &app,
         }
         out.trim_end().to_string()
     }
@@ -231,7 +322,7 @@ impl Adapter for Apache {
 const FILE_CACHE: [&str; 3] = ["none", "mmap", "open"];
 
 /// Knobs this adapter writes itself rather than as `Name value` directives.
-const OWN_KNOBS: [&str; 4] = ["AllowOverride", "file_cache", "mpm", "ThreadsPerChild"];
+const OWN_KNOBS: [&str; 5] = ["AllowOverride", "file_cache", "mpm", "ThreadsPerChild", APP_CONFIG];
 
 /// The MPMs the `mpm` knob selects.
 const MPMS: [&str; 3] = ["prefork", "worker", "event"];
@@ -275,6 +366,7 @@ fn file_cache_lines(mode: Option<&str>, files: Option<&[std::path::PathBuf]>) ->
 }
 
 /// The prefork directives; unset spares follow the pool (all workers started, none retired).
+/// A directive the user sets natively (`StartServers = 3`) replaces the one derived here.
 fn mpm_lines(values: &[(String, String)]) -> anyhow::Result<String> {
     let mut out = String::new();
     let workers = get(values, "workers");
@@ -285,20 +377,23 @@ fn mpm_lines(values: &[(String, String)]) -> anyhow::Result<String> {
             Some(w) => w.parse().map_err(|_| anyhow::anyhow!("workers = {w:?}: expected a whole number"))?,
             None => threads,
         };
-        let processes = w.div_ceil(threads).max(1);
-        out +=
-            &format!("ThreadsPerChild {threads}\nServerLimit {processes}\nMaxRequestWorkers {}\n", processes * threads);
-        out += &format!("StartServers {}\n", get(values, "start_workers").unwrap_or(&processes.to_string()));
-        out += &format!("MinSpareThreads {}\n", get(values, "min_spare").unwrap_or(&threads.to_string()));
-        out += &format!("MaxSpareThreads {}\n", get(values, "max_spare").unwrap_or(&(processes * threads).to_string()));
+        let processes = w.div_ceil(threads).max(1).to_string();
+        let all = (w.div_ceil(threads).max(1) * threads).to_string();
+        out += &format!("ThreadsPerChild {threads}\n");
+        out += &default(values, "ServerLimit", &processes);
+        out += &format!("MaxRequestWorkers {all}\n");
+        out += &default(values, "StartServers", get(values, "start_workers").unwrap_or(&processes));
+        out += &default(values, "MinSpareThreads", get(values, "min_spare").unwrap_or(&threads.to_string()));
+        out += &default(values, "MaxSpareThreads", get(values, "max_spare").unwrap_or(&all));
     } else {
         if let Some(w) = workers {
-            out += &format!("ServerLimit {w}\nMaxRequestWorkers {w}\n");
+            out += &default(values, "ServerLimit", w);
+            out += &format!("MaxRequestWorkers {w}\n");
         }
         let w = workers.unwrap_or("5");
-        out += &format!("StartServers {}\n", get(values, "start_workers").unwrap_or(w));
-        out += &format!("MinSpareServers {}\n", get(values, "min_spare").unwrap_or("1"));
-        out += &format!("MaxSpareServers {}\n", get(values, "max_spare").unwrap_or(w));
+        out += &default(values, "StartServers", get(values, "start_workers").unwrap_or(w));
+        out += &default(values, "MinSpareServers", get(values, "min_spare").unwrap_or("1"));
+        out += &default(values, "MaxSpareServers", get(values, "max_spare").unwrap_or(w));
     }
     if let Some(n) = get(values, "max_requests") {
         out += &format!("MaxConnectionsPerChild {n}\n");
@@ -315,10 +410,147 @@ fn mpm_lines(values: &[(String, String)]) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// Whether the user's knobs set directive `name` themselves (Apache ignores the case of
+/// directives, mod_perl that of PerlSetVar names).
+fn user_sets(values: &[(String, String)], name: &str) -> bool {
+    directives(values).any(|(k, _)| k.eq_ignore_ascii_case(name))
+}
+
+/// The user's own directives: the knobs that are neither canonical nor written by the adapter
+/// itself (OWN_KNOBS).
+fn directives(values: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> {
+    natives(values).filter(|(k, _)| !OWN_KNOBS.contains(k))
+}
+
+/// The adapter's default `name value` line, left out when the user sets `name`: wherever the
+/// adapter writes a default, the user's own value wins.
+fn default(values: &[(String, String)], name: &str, value: &str) -> String {
+    if user_sets(values, name) { String::new() } else { format!("{name} {value}\n") }
+}
+
+/// The app's own configuration, which app_config moves: PerlSetVar lines.
+fn is_app_directive(knob: &str) -> bool {
+    knob.split(' ').next().is_some_and(|w| w.eq_ignore_ascii_case("PerlSetVar"))
+}
+
+fn indent(lines: &str) -> String {
+    lines.lines().map(|l| format!("  {l}\n")).collect()
+}
+
+/// Apache::ASP's StateDir: an absolute path is the user's own, used as named; a relative one
+/// is made inside the run directory (check_value refused `..`), writable by the workers.
+fn state_dir(ctx: &Ctx, value: &str) -> anyhow::Result<String> {
+    if value.starts_with('/') {
+        return Ok(value.to_string());
+    }
+    let path = ctx.dir.join(value);
+    std::fs::create_dir_all(&path)?;
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777));
+    Ok(path.display().to_string())
+}
+
+/// A document root in the run directory whose entries link to the app's htdocs: app_config
+/// writes its .htaccess there, never into the user's files, and both of its values serve
+/// the same tree.
+fn linked_docroot(ctx: &Ctx, htdocs: &Path) -> anyhow::Result<String> {
+    let root = ctx.dir.join("htdocs");
+    std::fs::create_dir_all(&root)?;
+    let entries = std::fs::read_dir(htdocs).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", htdocs.display()))?;
+    for (i, entry) in entries.enumerate() {
+        let entry = entry?;
+        if i >= MAX_DOCROOT_ENTRIES {
+            anyhow::bail!("app_config: {} has more than {MAX_DOCROOT_ENTRIES} entries", htdocs.display());
+        }
+        if entry.file_name() == ".htaccess" {
+            anyhow::bail!(
+                "app_config: {} has its own .htaccess; move its directives into knobs, or drop app_config",
+                htdocs.display()
+            );
+        }
+        std::os::unix::fs::symlink(entry.path(), root.join(entry.file_name()))?;
+    }
+    Ok(root.display().to_string())
+}
+
 fn bracket(host: &str) -> String {
     if host.contains(':') { format!("[{host}]") } else { host.to_string() }
 }
 
 fn asp_installed() -> bool {
     std::path::Path::new("/usr/share/perl5/Apache/ASP.pm").exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::TargetFile;
+    use crate::server::rundir::RunDir;
+
+    /// The configuration the adapter writes for the example bookmarks app and these values.
+    fn written(values: &[(&str, &str)]) -> String {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let file = TargetFile::parse(
+            "[target]\nadapter = \"apache\"\napp = \"apps/asp-bookmarks\"\n",
+            &examples.join("test.toml"),
+        )
+        .unwrap();
+        let values: Vec<(String, String)> = values.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let dir = RunDir::create().unwrap();
+        let ctx = Ctx { dir: &dir, host: "127.0.0.1", port: 1, file: &file };
+        let prepared = Apache.prepare(&ctx, &values);
+        dir.remove();
+        prepared.unwrap().config_text
+    }
+
+    fn count(text: &str, directive: &str) -> usize {
+        text.lines().filter(|l| l.trim().to_ascii_lowercase().starts_with(&directive.to_ascii_lowercase())).count()
+    }
+
+    #[test]
+    fn a_directive_the_user_sets_replaces_the_adapters_default() {
+        let defaults = written(&[("workers", "3")]);
+        for d in ["LogLevel warn", "StartServers 3", "ServerLimit 3", "DirectoryIndex", "PerlSetVar Global"] {
+            assert_eq!(count(&defaults, d), 1, "{d} in\n{defaults}");
+        }
+        let users = written(&[
+            ("workers", "3"),
+            ("LogLevel", "info"),
+            ("StartServers", "2"),
+            ("ServerLimit", "8"),
+            ("DirectoryIndex", "index.asp"),
+            ("perlsetvar global", "/srv/asp"),
+            ("PerlSetVar StateDir", "/dev/shm/asp"),
+        ]);
+        for (directive, line) in [
+            ("LogLevel", "LogLevel info"),
+            ("StartServers", "StartServers 2"),
+            ("ServerLimit", "ServerLimit 8"),
+            ("DirectoryIndex", "DirectoryIndex index.asp"),
+            ("PerlSetVar Global", "perlsetvar global /srv/asp"),
+            ("PerlSetVar StateDir", "PerlSetVar StateDir /dev/shm/asp"),
+        ] {
+            assert_eq!(count(&users, directive), 1, "{directive} in\n{users}");
+            assert!(users.lines().any(|l| l.trim() == line), "{line} not in\n{users}");
+        }
+        assert!(!users.contains("asp-state"), "{users}");
+    }
+
+    #[test]
+    fn the_recommendation_says_where_the_apps_directives_go() {
+        let values =
+            |place: &str| vec![("app_config".to_string(), place.to_string()), ("PerlSetVar Debug".into(), "0".into())];
+        let server = Apache.recommend(&values("server"));
+        assert!(
+            server.contains("<Directory /path/to/htdocs>\n  AllowOverride None\n  PerlSetVar Debug 0\n</Directory>"),
+            "{server}"
+        );
+        let htaccess = Apache.recommend(&values("htaccess"));
+        assert!(
+            htaccess
+                .contains("# in htdocs/.htaccess, with AllowOverride All on the document root:\nPerlSetVar Debug 0"),
+            "{htaccess}"
+        );
+        assert!(!htaccess.contains("app_config") && !server.contains("app_config"));
+    }
 }

@@ -105,8 +105,8 @@ pub trait Adapter: Sync {
     fn syntax(&self) -> &'static [char] {
         &[]
     }
-    /// The adapter's own rule for a knob's value, beyond the shared ones (a value of a closed
-    /// set, for a knob the adapter writes itself).
+    /// The adapter's own rules for one knob's value (a knob of webtune's own, a path that must
+    /// stay inside the run directory), beyond the rules every adapter shares.
     fn check_value(&self, _name: &str, _value: &str) -> Result<(), String> {
         Ok(())
     }
