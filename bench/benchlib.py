@@ -30,6 +30,21 @@ def install_signal_handlers():
         signal.signal(sig, handler)
 
 
+def run_main(body):
+    """Runs a bench's `body` (True when every bar passed) under the signal handlers and maps
+    how it ended onto the exit code: 0 passed, 1 a bar failed, 2 a setup error, 130
+    interrupted. `body`'s own finally blocks stop what it started."""
+    install_signal_handlers()
+    try:
+        return 0 if body() else 1
+    except SetupError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except Interrupted as e:
+        print(f"\ninterrupted ({e}); everything started has been stopped", file=sys.stderr)
+        return 130
+
+
 def stop_group(proc, grace=5.0):
     """Stops a child started in its own session and everything in its process group:
     SIGTERM, then SIGKILL after `grace` seconds (webtune itself may take up to 10 s to stop its

@@ -67,7 +67,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from benchlib import Interrupted, SetupError, check, install_signal_handlers, progress, stop_group
+from benchlib import SetupError, check, progress, run_main, stop_group
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NGINX = "/usr/sbin/nginx"
@@ -699,38 +699,35 @@ def print_setup(a, tools, url):
 
 def main(argv=None):
     a = parse_args(argv)
-    install_signal_handlers()
-    try:
-        if not os.access(a.webtune, os.X_OK):
-            raise SetupError(f"no webtune binary at {a.webtune} (cargo build --release)")
-        if not shutil.which("taskset"):
-            raise SetupError("taskset not found (util-linux)")
+    return run_main(lambda: run(a))
+
+
+def run(a):
+    """Every comparison `a` asks for; True when all passed."""
+    if not os.access(a.webtune, os.X_OK):
+        raise SetupError(f"no webtune binary at {a.webtune} (cargo build --release)")
+    if not shutil.which("taskset"):
+        raise SetupError("taskset not found (util-linux)")
+    if not (a.memory or a.h2_only):
+        build_examples()
+    passed = True
+    with Nginx() as nginx:
+        tools = make_tools(a.webtune, a.seconds, a.connections)
+        if a.h2_only:
+            tools = make_h2_tools(a.webtune, a.seconds, a.connections, 1)
+        print_setup(a, tools, nginx.h2_url if a.h2_only else nginx.url)
         if not (a.memory or a.h2_only):
-            build_examples()
-        passed = True
-        with Nginx() as nginx:
-            tools = make_tools(a.webtune, a.seconds, a.connections)
-            if a.h2_only:
-                tools = make_h2_tools(a.webtune, a.seconds, a.connections, 1)
-            print_setup(a, tools, nginx.h2_url if a.h2_only else nginx.url)
-            if not (a.memory or a.h2_only):
-                for keepalive in (True, False):
-                    passed &= compare_mode(tools, nginx.url, keepalive, a.rounds, a.seconds,
-                                           a.connections)
-                    if keepalive:
-                        sleep_costs()
-            if not a.memory:
-                passed &= compare_h2(a.webtune, nginx.h2_url, a.rounds, a.seconds, a.connections)
-            if not (a.no_memory or a.h2_only):
-                passed &= memory_check(a.webtune, nginx.url, a.short_seconds, a.long_seconds,
+            for keepalive in (True, False):
+                passed &= compare_mode(tools, nginx.url, keepalive, a.rounds, a.seconds,
                                        a.connections)
-        return 0 if passed else 1
-    except SetupError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except Interrupted as e:
-        print(f"\ninterrupted ({e}); everything started has been stopped", file=sys.stderr)
-        return 130
+                if keepalive:
+                    sleep_costs()
+        if not a.memory:
+            passed &= compare_h2(a.webtune, nginx.h2_url, a.rounds, a.seconds, a.connections)
+        if not (a.no_memory or a.h2_only):
+            passed &= memory_check(a.webtune, nginx.url, a.short_seconds, a.long_seconds,
+                                   a.connections)
+    return passed
 
 
 if __name__ == "__main__":

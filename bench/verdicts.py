@@ -80,7 +80,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from benchlib import Interrupted, SetupError, check, install_signal_handlers, progress, signal_group, stop_group
+from benchlib import SetupError, check, progress, run_main, signal_group, stop_group
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BODY_BYTES = 1024
@@ -832,12 +832,15 @@ def parse_args(argv=None):
 
 def main(argv=None):
     a = parse_args(argv)
-    install_signal_handlers()
-    ws = None
+    return run_main(lambda: run(a))
+
+
+def run(a):
+    """The parts `a` asks for; True when every bar passed."""
+    if not os.access(a.webtune, os.X_OK):
+        raise SetupError(f"no webtune binary at {a.webtune} (cargo build --release)")
+    ws = Workspace()
     try:
-        if not os.access(a.webtune, os.X_OK):
-            raise SetupError(f"no webtune binary at {a.webtune} (cargo build --release)")
-        ws = Workspace()
         real = real_server(ws, a.real)
         print(f"webtune {a.webtune}; CPUs {os.cpu_count()}; {machine_note('start')}; "
               f"real server: {real.name if real else 'none (nginx and gunicorn missing)'}")
@@ -874,16 +877,9 @@ def main(argv=None):
                                       "windows": [asdict(w) for w in g.windows],
                                       "tuners": [asdict(t) for t in g.tuners],
                                       "grid_wall_s": g.grid_wall_s} for g in grids]}, f, indent=1)
-        return 0 if passed else 1
-    except SetupError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except Interrupted as e:
-        print(f"\ninterrupted ({e}); everything started has been stopped", file=sys.stderr)
-        return 130
+        return passed
     finally:
-        if ws is not None:
-            ws.remove()
+        ws.remove()
 
 
 if __name__ == "__main__":

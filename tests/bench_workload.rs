@@ -47,6 +47,10 @@ fn a_url_file_with_blank_lines_and_comments_is_taken_in_turn() {
     assert_eq!(log.iter().filter(|l| l.method == "HEAD").count(), 100);
     assert_eq!(log.iter().filter(|l| l.body_bytes == 200).count(), 100);
     assert_eq!(v["options"]["order"], "sequential");
+    // Pages of 100 and 200 bytes and a HEAD: lengths vary by design, not counted.
+    assert_eq!(num(&v, "/result/length_differed"), 0);
+    let text = webtune(&["bench", "--urls", f, "-c", "2", "-n", "30", &base]);
+    assert!(text.stdout.contains("Length differed:     not compared"), "{}", text.stdout);
 
     // Random order: every URL is used, the counts add up.
     let (v, run) = bench_json(&["--urls", f, "--order", "random", "--seed", "7", "-n", "300", &base]);

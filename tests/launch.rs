@@ -201,3 +201,30 @@ fn knobs_cannot_rewrite_the_configuration_and_servers_cannot_leave_loopback() {
     let runs: Vec<_> = std::fs::read_dir(dir.path().join("webtune")).map(|d| d.collect()).unwrap_or_default();
     assert!(runs.is_empty(), "the refused server's run directory is gone");
 }
+
+/// `webtune launch FILE | head -1`: the reader goes away after the first line; launch keeps
+/// the server until --for ends, then stops it and exits 0 (it used to panic, exit 101, on
+/// its next line).
+#[test]
+fn a_closed_stdout_neither_panics_nor_leaves_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = lab_file(dir.path());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["launch", file.to_str().unwrap(), "--for", "1s"])
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    assert!(first.contains("ready at http://"), "{first}");
+    drop(out);
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{}: {stderr}", done.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let runs: Vec<_> = std::fs::read_dir(dir.path().join("webtune")).unwrap().collect();
+    assert!(runs.is_empty(), "run directory left");
+}

@@ -176,7 +176,8 @@ pub struct BenchResult {
     pub failed: u64,
     /// Successful requests per second.
     pub requests_per_s: f64,
-    /// Responses whose body length differed from the first one; not failures.
+    /// Responses whose body length differed from the first one; not failures. Not counted
+    /// (0) when the run sends more than one kind of request (--urls, --scenario).
     pub length_differed: u64,
     /// Requests still unanswered when a timed (or interrupted) run ended: in no other figure.
     pub in_flight_at_end: u64,

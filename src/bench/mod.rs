@@ -61,7 +61,7 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
     // Each connection needs a descriptor; leave room for the epoll sets, logs and stdio.
     sys::ensure_fd_limit(ep.connections as u64 + 64).map_err(|e| InputError(e.to_string()))?;
 
-    let shared = Arc::new(Shared::with_interrupt(interrupt.clone()));
+    let shared = Arc::new(Shared::for_run(interrupt.clone(), ep.endpoint.templates.len()));
 
     let origin = Instant::now();
     let wall_origin = SystemTime::now();

@@ -1,5 +1,6 @@
 //! `webtune fileset DIR`: writes the SPECweb96 file set and says how to load it.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use super::args::FilesetArgs;
@@ -9,17 +10,20 @@ use crate::fileset;
 pub fn run(a: &FilesetArgs) -> anyhow::Result<ExitCode> {
     let w = fileset::write(&a.dir, a.ops)?;
     let root = std::fs::canonicalize(&a.dir).unwrap_or_else(|_| a.dir.clone());
-    println!(
-        "{}: SPECweb96 file set for {} ops/s: {} directories, {} files, {:.1} MB",
-        root.display(),
-        w.ops,
-        w.directories,
-        w.files,
-        w.bytes as f64 / 1e6
-    );
     let urls = root.join(fileset::URL_LIST);
-    println!("URL list (weighted, class mix 35/50/14/1 %): {}", urls.display());
-    println!("load it:  webtune bench --urls {} http://127.0.0.1:PORT/", urls.display());
-    println!("tune it:  app = \"{}\" and [load] urls = \"{}\" in a target file", root.display(), urls.display());
+    super::write_stdout(|o| {
+        writeln!(
+            o,
+            "{}: SPECweb96 file set for {} ops/s: {} directories, {} files, {:.1} MB",
+            root.display(),
+            w.ops,
+            w.directories,
+            w.files,
+            w.bytes as f64 / 1e6
+        )?;
+        writeln!(o, "URL list (weighted, class mix 35/50/14/1 %): {}", urls.display())?;
+        writeln!(o, "load it:  webtune bench --urls {} http://127.0.0.1:PORT/", urls.display())?;
+        writeln!(o, "tune it:  app = \"{}\" and [load] urls = \"{}\" in a target file", root.display(), urls.display())
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -103,7 +103,7 @@ pub fn report(db: Option<&Path>, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let run = get(&s, a.id)?;
     let html = crate::report::html::render(&run);
     replace_file(&a.html, html.as_bytes())?;
-    println!("{}", a.html.display());
+    super::write_stdout(|o| writeln!(o, "{}", a.html.display()))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,6 +1,7 @@
 //! `webtune launch FILE`: start a target as the tuner would, show where it is, keep it up
 //! until Ctrl-C (or --for), then stop everything it started.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -47,24 +48,30 @@ pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
     let client = Some(&file.placement.client);
     crate::bench::drive(&url, workers, workers * 20, true, client, &interrupt)
         .with_context(|| format!("warming {url}"))?;
-    println!("{} ({}) ready at {}", file.path.display(), running_name(&file), running.base_url());
-    println!("master pid {}, worker pids {:?}", running.master_pid(), running.worker_pids());
-    println!("run directory {}", running.dir().display());
-    println!("placement: {}", file.placement.describe());
-    if let Some(c) = running.counters() {
-        println!("counters {c}");
-    }
-    println!("Ctrl-C stops it.");
+    // Status lines only: a closed or failing stdout (`| head`) must not end the launch before
+    // Ctrl-C or --for does (nor leave the server running), so their errors are dropped.
+    let _ = super::write_stdout(|o| {
+        writeln!(o, "{} ({}) ready at {}", file.path.display(), running_name(&file), running.base_url())?;
+        writeln!(o, "master pid {}, worker pids {:?}", running.master_pid(), running.worker_pids())?;
+        writeln!(o, "run directory {}", running.dir().display())?;
+        writeln!(o, "placement: {}", file.placement.describe())?;
+        if let Some(c) = running.counters() {
+            writeln!(o, "counters {c}")?;
+        }
+        writeln!(o, "Ctrl-C stops it.")
+    });
     let started = Instant::now();
     while !crate::sys::interrupted() && limit.is_none_or(|l| started.elapsed() < l) {
         std::thread::sleep(Duration::from_millis(50));
     }
     let saturation = running.saturation();
     drop(running);
-    for line in saturation {
-        println!("saturation: {line}");
-    }
-    println!("stopped");
+    let _ = super::write_stdout(|o| {
+        for line in saturation {
+            writeln!(o, "saturation: {line}")?;
+        }
+        writeln!(o, "stopped")
+    });
     Ok(ExitCode::SUCCESS)
 }
 

@@ -203,6 +203,9 @@ pub struct Shared {
     issued: AtomicU64,
     /// Body length of the first successful response; u64::MAX until there is one.
     first_body_len: AtomicU64,
+    /// Whether a body length that differs from the first is counted: only when every request
+    /// is the same one (a URL list's pages differ by design).
+    compare_lengths: bool,
 }
 
 impl Default for Shared {
@@ -211,6 +214,7 @@ impl Default for Shared {
             interrupt: Arc::new(AtomicBool::new(false)),
             issued: AtomicU64::new(0),
             first_body_len: AtomicU64::new(u64::MAX),
+            compare_lengths: true,
         }
     }
 }
@@ -219,6 +223,12 @@ impl Shared {
     /// A run that ends early when `interrupt` is set (by a signal handler, or the caller).
     pub fn with_interrupt(interrupt: Arc<AtomicBool>) -> Shared {
         Shared { interrupt, ..Shared::default() }
+    }
+
+    /// As `with_interrupt`, for a run of `kinds` kinds of request (templates): body lengths
+    /// are compared only when there is one.
+    pub fn for_run(interrupt: Arc<AtomicBool>, kinds: usize) -> Shared {
+        Shared { compare_lengths: kinds == 1, ..Shared::with_interrupt(interrupt) }
     }
 
     pub fn interrupted(&self) -> bool {
@@ -236,11 +246,11 @@ impl Shared {
     fn length_differs(&self, len: u64) -> bool {
         let first = self.first_body_len.load(Ordering::Relaxed);
         if first != u64::MAX {
-            return first != len;
+            return self.compare_lengths && first != len;
         }
         match self.first_body_len.compare_exchange(u64::MAX, len, Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => false,
-            Err(first) => first != len,
+            Err(first) => self.compare_lengths && first != len,
         }
     }
 }

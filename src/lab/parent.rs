@@ -51,8 +51,16 @@ pub fn run(cfg: &LabConfig) -> anyhow::Result<()> {
         pool.spawn()?;
     }
     // The address line is the signal that the server is up (tests and scripts wait for it).
-    println!("webtune lab listening on http://{addr}/ (pid {}, {} workers)", std::process::id(), cfg.start_workers);
-    let _ = std::io::stdout().flush();
+    // A closed stdout must not stop the pool (println! would panic).
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "webtune lab listening on http://{addr}/ (pid {}, {} workers)",
+        std::process::id(),
+        cfg.start_workers
+    )
+    .and_then(|()| out.flush());
+    drop(out);
 
     let mut spawn_rate = 1;
     let mut next_maintenance = Instant::now() + MAINTENANCE;

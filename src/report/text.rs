@@ -90,11 +90,15 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(why) = &r.target.tls_failure {
         writeln!(out, "TLS failure:         {why}")?;
     }
-    writeln!(
-        out,
-        "Length differed:     {} (not failures: the body length varied from the first response)",
-        res.length_differed
-    )?;
+    if r.options.requests_file.is_some() {
+        writeln!(out, "Length differed:     not compared (a URL list's or scenario's bodies vary by request)")?;
+    } else {
+        writeln!(
+            out,
+            "Length differed:     {} (not failures: the body length varied from the first response)",
+            res.length_differed
+        )?;
+    }
     if let Some(late) = &res.late {
         writeln!(
             out,

@@ -300,12 +300,15 @@ impl Placement {
 /// warned about.
 pub const SHARED_CLIENT_WARNING: f64 = 0.10;
 
+/// How that warning starts (combined points keep one, of the largest share).
+pub const SHARED_CLIENT_WARNING_START: &str = "the client took ";
+
 /// The warning for a client that shared the server's CPUs and took `share` (0-1) of them, when
 /// it took more than `SHARED_CLIENT_WARNING`.
 pub fn shared_client_warning(placement: &Placement, share: f64) -> Option<String> {
     (placement.shared && share > SHARED_CLIENT_WARNING).then(|| {
         format!(
-            "the client took {:.0}% of the CPU it shares with the server ({}): seed 001, section 1.6: \"you should not run the clients and the server on the same machine\"; give them apart CPUs (--cpus server=...,client=...) or load from other machines",
+            "{SHARED_CLIENT_WARNING_START}{:.0}% of the CPU it shares with the server ({}): seed 001, section 1.6: \"you should not run the clients and the server on the same machine\"; give them apart CPUs (--cpus server=...,client=...) or load from other machines",
             share * 100.0,
             placement.describe()
         )

@@ -174,6 +174,14 @@ impl Point {
                 p.status = w.status.clone();
             }
         }
+        // One warning about the client's share, of the largest share, rather than one per window.
+        if let (Some(placement), Some(share)) = (&p.placement, p.client_share) {
+            let warning = crate::sys::cpus::shared_client_warning(placement, share);
+            if warning.is_some() {
+                p.notes.retain(|n| !n.starts_with(crate::sys::cpus::SHARED_CLIENT_WARNING_START));
+                p.notes.extend(warning);
+            }
+        }
         Some(p)
     }
 
@@ -242,5 +250,28 @@ pub mod tests {
             placement: None,
             client_share: None,
         }
+    }
+
+    /// Windows of a shared placement, each warned about its client's share: the combined point
+    /// warns once, of the largest share.
+    #[test]
+    fn a_combined_point_warns_once_of_the_clients_largest_share() {
+        use crate::sys::cpus::{CpuSet, Placement};
+        let placement = Placement::shared(&CpuSet::allowed());
+        let windows: Vec<Point> = [0.42, 0.51, 0.47]
+            .iter()
+            .map(|&share| {
+                let mut p = point(&[100.0]);
+                p.placement = Some(placement.clone());
+                p.client_share = Some(share);
+                p.notes = vec![crate::sys::cpus::shared_client_warning(&placement, share).unwrap(), "other".into()];
+                p
+            })
+            .collect();
+        let p = Point::combine("c", &windows).unwrap();
+        let warnings: Vec<&String> = p.notes.iter().filter(|n| n.starts_with("the client took ")).collect();
+        assert_eq!(warnings.len(), 1, "{:?}", p.notes);
+        assert!(warnings[0].starts_with("the client took 51% "), "{}", warnings[0]);
+        assert_eq!(p.notes.iter().filter(|n| *n == "other").count(), 1);
     }
 }
