@@ -217,29 +217,35 @@ fn a_tune_with_remote_hosts_completes_and_its_points_say_where_the_load_came_fro
     }
 }
 
-#[test]
-fn ctrl_c_in_a_tune_with_remote_hosts_keeps_the_points_and_leaves_no_webtune() {
-    let Some((lab, hosts)) = lab_of(&[HostKind::Real]) else { return };
+/// A tune of a lab over workers [1, 2, 3] whose load comes from `host` (and here), with
+/// `args`; returns once its baseline is in the journal and the next trial's load is under way
+/// on the host. The load carries a header unique to the test (`marker`), to find its agents.
+fn tune_under_way(
+    lab: &crate::support::sshd::SshLab,
+    host: &str,
+    name: &str,
+    args: &[&str],
+) -> (std::process::Child, tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lab.toml");
-    // The header marks this test's agents among those of other tests.
-    let marker = format!("tune-interrupted-{}", std::process::id());
+    let marker = format!("{name}-{}", std::process::id());
     std::fs::write(
         &file,
         format!(
             "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2, 3]\n\
-             [load]\nconnections = 2\nduration = \"2s\"\nheader = [\"X-Test: {marker}\"]\nremote = [\"{}\"]\n",
+             [load]\nconnections = 2\nduration = \"2s\"\nheader = [\"X-Test: {marker}\"]\nremote = [\"{host}\"]\n",
             env!("CARGO_BIN_EXE_webtune"),
-            hosts[0]
         ),
     )
     .unwrap();
     let journal = dir.path().join("journal.jsonl");
     let child = lab
-        .webtune(&["tune", file.to_str().unwrap(), "-q", "--repeats", "1", "--journal", journal.to_str().unwrap()])
+        .webtune(
+            &[&["tune", file.to_str().unwrap(), "--repeats", "1", "--journal", journal.to_str().unwrap()], args]
+                .concat(),
+        )
         .spawn()
         .unwrap();
-    // The baseline is in the journal and the next trial's load is under way.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let points = std::fs::read_to_string(&journal).unwrap_or_default().lines().count();
@@ -249,11 +255,41 @@ fn ctrl_c_in_a_tune_with_remote_hosts_keeps_the_points_and_leaves_no_webtune() {
         assert!(Instant::now() < deadline, "no point measured through the host");
         std::thread::sleep(Duration::from_millis(50));
     }
+    (child, dir, marker)
+}
+
+#[test]
+fn ctrl_c_in_a_tune_with_remote_hosts_keeps_the_points_and_leaves_no_webtune() {
+    let Some((lab, hosts)) = lab_of(&[HostKind::Real]) else { return };
+    let (child, dir, marker) = tune_under_way(&lab, &hosts[0], "tune-interrupted", &["-q"]);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let run = crate::support::finish(child, Duration::from_secs(60), &["tune (interrupted)"]);
     assert_eq!(run.code, 130, "stderr: {}", run.stderr);
     assert_no_agent_left(&marker);
-    let text = std::fs::read_to_string(&journal).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
     let baseline: serde_json::Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
     assert_eq!(baseline["load_from"], serde_json::json!(["local", hosts[0]]), "{baseline:#}");
+}
+
+/// A host lost in the middle of a tune: the tune stops at once (every later trial would fail
+/// alike, and the configuration under test did nothing wrong), keeps what it measured, says
+/// why in one line, and exits 1; no trial is charged to a configuration.
+#[test]
+fn a_host_lost_during_a_tune_stops_it_keeping_the_points() {
+    let Some((mut lab, hosts)) = lab_of(&[HostKind::Real]) else { return };
+    let (child, dir, marker) = tune_under_way(&lab, &hosts[0], "tune-host-lost", &["--json"]);
+    let measured_before = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap().lines().count() - 1;
+    lab.hosts[0].kill_all();
+    let run = crate::support::finish(child, Duration::from_secs(90), &["tune (a host lost)"]);
+    assert_eq!(run.code, 1, "stderr: {}", run.stderr);
+    let last = run.stderr.lines().last().unwrap_or("");
+    assert!(last.starts_with("webtune: the tune stopped: the load could not be sent: "), "{}", run.stderr);
+    assert!(last.contains(&hosts[0]), "{last}");
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(v["stopped"].as_str().unwrap().starts_with("the load could not be sent"), "{v:#}");
+    let points = v["points"].as_array().unwrap();
+    // The trial under way when the host went is not a point: nothing failed but the load.
+    assert!(points.iter().all(|p| p["status"]["status"] == "ok"), "{v:#}");
+    assert!(points.len() >= measured_before, "{v:#}");
+    assert_no_agent_left(&marker);
 }

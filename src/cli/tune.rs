@@ -169,6 +169,10 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     if outcome.stopped.as_deref() == Some("interrupted") {
         return Ok(ExitCode::from(130));
     }
+    if let Some(why) = outcome.stopped.as_deref().filter(|w| w.starts_with(crate::tune::trial::LOAD_LOST)) {
+        eprintln!("webtune: the tune stopped: {why}");
+        return Ok(ExitCode::from(1));
+    }
     // A recommendation nothing measured is not one: every trial failed.
     if !outcome.points.is_empty() && !outcome.points.iter().any(Point::ok) {
         eprintln!("webtune: every trial failed (see the causes above); nothing was measured to recommend");

@@ -179,6 +179,11 @@ impl<'a> Tuner<'a> {
             self.stopped = Some("interrupted".into());
             return None;
         }
+        // Not this configuration's failure, and no later trial could be loaded either.
+        if let Some(cause) = p.cause().filter(|c| c.starts_with(trial::LOAD_LOST)) {
+            self.stopped = Some(cause.to_string());
+            return None;
+        }
         self.observer.measured(&p, false);
         self.planned = self.planned.saturating_sub(1);
         self.points.push(p.clone());

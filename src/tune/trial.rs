@@ -115,7 +115,9 @@ impl Sender {
     fn run(&self, interrupt: &Arc<AtomicBool>) -> anyhow::Result<crate::aggregate::BenchReport> {
         match self {
             Sender::Here(plan) => bench::run(plan, interrupt),
-            Sender::Split(remote, spec) => remote.run(spec, interrupt),
+            // Every error of the split load is the load's (a host lost, late or not ready),
+            // never the configuration's.
+            Sender::Split(remote, spec) => remote.run(spec, interrupt).map_err(|e| e.context(LOAD_LOST)),
         }
     }
 
@@ -295,6 +297,10 @@ pub fn run(
         client_share,
     }
 }
+
+/// How the cause of a trial whose load could not be sent (from other hosts) starts: the
+/// configuration did nothing wrong, and every later trial would fail alike, so the tuner stops.
+pub const LOAD_LOST: &str = "the load could not be sent";
 
 /// Recycles of each worker a window must hold when workers are replaced every
 /// `max_requests` requests.
