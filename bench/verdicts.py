@@ -34,7 +34,12 @@ What it measures
            memory sampling). A round's score is its requests/s, or 0 when its workers do not
            fit the budget (the tuner's own admission, recomputed for each budget from the
            window's memory figures: (budget - parent shared - parent USS) / the largest worker
-           USS < the workers seen); a configuration's score is the median over the rounds.
+           USS < the workers seen); a configuration's score is the median over the rounds
+           when it fits in every round, else 0 (a pool seen over the budget once can be there
+           again: the seeds' rule takes the largest process; the tuner admits the same way).
+           The first version of this script took the median with 0 for the rounds that did
+           not fit, which admits a pool over the budget in one round of three; that
+           "lenient" best is printed beside, without a bar.
            Then `webtune tune` one-at-a-time over both knobs with the same --memory, once per
            budget, run between the grid's rounds (after the middle one) so that drift hits
            both alike.
@@ -593,13 +598,24 @@ class GridResult:
     def of(self, config):
         return [w for w in self.windows if all(str(w.config[k]) == str(v) for k, v in config.items())]
 
-    def score(self, config, budget_kib):
+    def score(self, config, budget_kib, lenient=False):
+        """The median of the rounds' requests/s when the configuration fits the budget in every
+        round: a pool seen over the budget once can be there again (the seeds' MaxClients rule
+        takes the largest process; the tuner's admission is the same). `lenient`: the median
+        with 0 for a round that did not fit (the rule of the first version of this script,
+        which admits a pool over the budget in one round of three)."""
         ws = self.of(config)
-        return statistics.median(w.score(budget_kib) for w in ws) if ws else None
+        if not ws:
+            return None
+        if lenient:
+            return statistics.median(w.score(budget_kib) for w in ws)
+        if any(w.score(budget_kib) == 0.0 for w in ws):
+            return 0.0
+        return statistics.median(w.rps for w in ws)
 
-    def best(self, budget_kib):
-        c = max(self.configs(), key=lambda c: self.score(c, budget_kib) or 0.0)
-        return c, self.score(c, budget_kib) or 0.0
+    def best(self, budget_kib, lenient=False):
+        c = max(self.configs(), key=lambda c: self.score(c, budget_kib, lenient) or 0.0)
+        return c, self.score(c, budget_kib, lenient) or 0.0
 
 
 def run_grid(ws, webtune, res, text_of, rounds, tuner_text):
@@ -681,7 +697,7 @@ def report_grid(res, label, rounds):
           f"round(s) against the tuner" + (f"; memory budgets {', '.join(budgets)}" if budgets else ""))
     grid_s = sum(w.seconds for w in res.windows)
     print(f"grid: {len(res.windows)} windows, {grid_s:.0f} s measuring ({res.grid_wall_s:.0f} s wall); "
-          f"score = median over the rounds of req/s, 0 for a round whose workers did not fit; "
+          f"score = median over the rounds of req/s, 0 unless the workers fit in every round; "
           f"* the grid's best, T the tuner's pick")
     keys = list(res.knobs)
     if len(keys) == 2:
@@ -747,6 +763,13 @@ def report_grid(res, label, rounds):
         else:
             print(f"shown: {score_text}")
             print(f"shown: {time_text}")
+        if budget is not None:
+            lenient_c, lenient_best = res.best(budget, lenient=True)
+            if not same(lenient_c, best_c):
+                lenient_true = res.score(rec, budget, lenient=True) if rec else None
+                print(f"shown (lenient rule, no bar): the best would be {fmt_config(lenient_c)} at "
+                      f"{lenient_best:.0f} req/s, fitting in only some rounds; the tuner's pick "
+                      f"scores {100 * (lenient_true or 0) / lenient_best if lenient_best else 0:.1f}% of it")
     return passed
 
 
