@@ -31,7 +31,8 @@ What it measures
            alternate rounds, --grid-rounds rounds (3); a measurement is `webtune tune` with
            no knob and --repeats 1, i.e. exactly one of the tuner's windows (a fresh launch,
            the same warm-up, the same lengthening of windows for recycling workers, the same
-           memory sampling). A round's score is its requests/s, or 0 when its workers do not
+           memory sampling), but without --memory: measured in full even when its workers do
+           not fit (the tuner stops such a window at its first sample over the budget). A round's score is its requests/s, or 0 when its workers do not
            fit the budget (the tuner's own admission, recomputed for each budget from the
            window's memory figures: (budget - parent shared - parent USS) / the largest worker
            USS < the workers seen); a configuration's score is the median over the rounds
@@ -496,7 +497,6 @@ class Window:
     workers_seen: int = 0
     worker_uss_kib: int = 0
     parent_kib: int = 0               # the parent's shared + unique memory
-    workers_fit: Optional[int] = None  # as webtune computed it for the budget it was given
     window_s: float = 0.0
     seconds: float = 0.0
     wall_s: float = 0.0
@@ -533,9 +533,11 @@ def size_kib(text):
     raise SetupError(f"--lab-memory: cannot read {text!r} (e.g. 60MiB)")
 
 
-def measure_window(ws, webtune, text, memory, rnd, config):
-    """One configuration, one window: `webtune tune` with no knob and --repeats 1."""
-    args = ["--repeats", "1"] + (["--memory", memory] if memory else [])
+def measure_window(ws, webtune, text, rnd, config):
+    """One configuration, one whole window: `webtune tune` with no knob and --repeats 1, and
+    no --memory (under a budget the tuner ends a window at its first sample over it; the grid
+    is the truth, measured in full, its fits computed here from the memory figures)."""
+    args = ["--repeats", "1"]
     run = run_tune(ws, webtune, text, args, GRID_WINDOW_TIMEOUT)
     w = Window(dict(config), rnd, wall_s=run.wall_s)
     points = (run.outcome or {}).get("points") or []
@@ -555,7 +557,6 @@ def measure_window(ws, webtune, text, memory, rnd, config):
     if m:
         w.workers_seen, w.worker_uss_kib = m["workers"], m["worker_uss_max_kib"]
         w.parent_kib = m["parent_shared_kib"] + m["parent_uss_kib"]
-        w.workers_fit = m.get("workers_fit")
     return w
 
 
@@ -620,22 +621,20 @@ class GridResult:
 
 def run_grid(ws, webtune, res, text_of, rounds, tuner_text):
     """The grid in interleaved rounds (order reversed on alternate rounds), the tuner runs
-    (res.tuners, one per budget) after the middle round. Each window is measured with the
-    first tuner's budget, if any (the fits under the others are recomputed from the same
-    memory figures)."""
+    (res.tuners, one per budget) after the middle round. The fits under each budget are
+    computed from each window's memory figures."""
     configs = res.configs()
     middle = (rounds + 1) // 2
-    memory = res.tuners[0].memory if res.tuners else None
     grid_s = 0.0
     for r in range(rounds):
         order = configs if r % 2 == 0 else list(reversed(configs))
         start = time.monotonic()
         for i, c in enumerate(order):
-            w = measure_window(ws, webtune, text_of(c), memory, r, c)
+            w = measure_window(ws, webtune, text_of(c), r, c)
             res.windows.append(w)
             what = (f"FAILED: {w.error}" if w.error else
                     f"{w.rps:.0f} req/s, window {w.window_s:.1f} s, worker USS {w.worker_uss_kib} "
-                    f"KiB x {w.workers_seen}, fit {w.workers_fit}")
+                    f"KiB x {w.workers_seen}, fit {w.fit(res.tuners[0].budget_kib) if res.tuners else None}")
             progress(f"  {res.name} round {r + 1}/{rounds} [{i + 1}/{len(configs)}] "
                      f"{fmt_config(c)}: {what}; {w.wall_s:.0f} s, others' CPU up to "
                      f"{100 * w.interference:.0f}% ({w.remeasured} re-measured)")
@@ -709,10 +708,6 @@ def report_grid(res, label, rounds):
         print(f"worker USS, MiB (median, min-max of the grid's windows) by {cols}: " + ", ".join(
             f"{v}: {statistics.median(u) / 1024:.1f} ({min(u) / 1024:.1f}-{max(u) / 1024:.1f})"
             for v, u in uss.items()))
-        mismatched = [w for w in res.windows if w.workers_fit is not None
-                      and res.tuners and w.fit(res.tuners[0].budget_kib) != w.workers_fit]
-        if mismatched:
-            print(f"note: {len(mismatched)} window(s) where the recomputed fit differs from webtune's")
     for w in res.windows:
         if w.error:
             print(f"  grid window FAILED: {fmt_config(w.config)} round {w.round + 1}: {w.error}")

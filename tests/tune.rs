@@ -115,6 +115,40 @@ fn a_binding_memory_budget_caps_the_workers() {
 }
 
 #[test]
+fn a_challenger_over_the_budget_ends_its_window_at_the_first_sample_over_it() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    // Each worker dirties the whole 32 MiB preload in its warm-up: ~32 MiB unique apiece.
+    // 96 MiB holds the parent and one worker; eight cannot fit at any moment.
+    let f = lab_target(
+        dir.path(),
+        "cpu = \"1ms\"\nio_wait = \"5ms\"\npreload_mb = 32\ndirty_kb = 32768",
+        "workers = [1, 8]",
+        "[budget]\nmemory = \"96MiB\"\n",
+    );
+    let text = std::fs::read_to_string(&f).unwrap().replace("duration = \"1500ms\"", "duration = \"4s\"");
+    std::fs::write(&f, text).unwrap();
+    let v = tune(&f, &[], dir.path());
+    assert_eq!(recommended(&v, "workers"), "1", "{}", evidence(&v, "workers"));
+    let points = v["points"].as_array().unwrap();
+    let eight: Vec<&Value> = points
+        .iter()
+        .filter(|p| p["settings"].as_array().unwrap().iter().any(|kv| kv[0] == "workers" && kv[1] == "8"))
+        .collect();
+    // One window settles it: no second round, no lengthening, no repeat.
+    assert_eq!(eight.len(), 1, "{eight:?}");
+    let p = eight[0];
+    let notes = p["notes"].to_string();
+    assert!(notes.contains("did not fit the memory budget"), "{notes}");
+    assert_eq!(p["samples"].as_array().unwrap().len(), 1, "{p}");
+    // Memory is read about once a second: the window stopped well before its 4 s.
+    let measured = p["samples"][0]["window_s"].as_f64().unwrap();
+    assert!(measured < 2.5, "window of {measured} s: {notes}");
+    let fit = p["samples"][0]["memory"]["workers_fit"].as_u64().unwrap();
+    assert!(fit < 8, "fit {fit}");
+}
+
+#[test]
 fn recycling_keeps_a_leaking_pool_within_budget_and_never_every_request() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();

@@ -50,17 +50,26 @@ pub struct Load {
     pub warm: bool,
     /// Leave the server idle this long before the load (spare workers retire meanwhile).
     pub idle_before: Duration,
+    /// End a window at its first memory sample over the budget: for a verdict, one such
+    /// sample settles a configuration. Off where the memory figures themselves are the result
+    /// (the workers strategy's fit), which must come from whole windows.
+    pub stop_over_budget: bool,
 }
 
 impl Load {
     /// The load of `spec`, on a warmed server, at once.
     pub fn of(spec: BenchSpec) -> Load {
-        Load { spec, warm: true, idle_before: Duration::ZERO }
+        Load { spec, warm: true, idle_before: Duration::ZERO, stop_over_budget: false }
     }
 
     /// Connections (closed loop: clients) each repeat opens.
     pub fn connections(&self) -> u64 {
         self.spec.connections.unwrap_or_else(|| self.spec.default_connections())
+    }
+
+    /// A copy whose windows end at their first memory sample over the budget.
+    pub fn settling_over_budget(&self) -> Load {
+        Load { stop_over_budget: true, ..self.clone() }
     }
 
     /// A copy whose windows last `window`.
@@ -185,6 +194,9 @@ pub fn run(
     }
     std::thread::sleep(load.idle_before);
     let workers_at_start = procmem::select(&Selector::Pid(server.master_pid())).ok().map(|p| p.len().saturating_sub(1));
+    // The pool that must fit the budget, as `objective::fits` counts it (at least).
+    let configured = settings.get("workers").and_then(|w| w.parse::<usize>().ok()).unwrap_or(0);
+    let pool = configured.max(workers_at_start.unwrap_or(0));
     // A warmed server under a time-bound load is measured in its steady state; a burst after
     // idle (spares) or a cold start is measured as it is, however unsteady.
     let steady_state =
@@ -203,18 +215,29 @@ pub fn run(
         if opts.interrupt.load(Ordering::Relaxed) {
             return fail("interrupted".into());
         }
-        let mut sample = match measure_once(&*server, &plan, window, budget_kib, cores, &opts.interrupt) {
-            Ok(w) if w.sample.succeeded == 0 => {
-                return fail(format!("no request succeeded ({} failed)", w.sample.failed));
-            }
-            Ok(s) => s,
-            Err(e) => return fail(format!("{e:#}")),
-        };
+        let stop_over = load.stop_over_budget;
+        let mut sample =
+            match measure_once(&*server, &plan, window, budget_kib, stop_over, pool, cores, &opts.interrupt) {
+                Ok(w) if w.sample.succeeded == 0 && w.over_budget.is_none() => {
+                    return fail(format!("no request succeeded ({} failed)", w.sample.failed));
+                }
+                Ok(s) => s,
+                Err(e) => return fail(format!("{e:#}")),
+            };
         // A window measured again comes later in the server's life: a leaking pool has grown
         // meanwhile. Its memory is the one read in the first attempt, at the same moment of the
         // server's life as every other configuration's (others' CPU barely moves memory).
         if let Some(m) = disturbed_memory.take() {
             sample.sample.memory = m;
+        }
+        // Seen over the budget once, the pool can be there again: no longer window, repeat or
+        // re-measurement can admit it, so the trial ends with what settles it.
+        if let Some(after) = sample.over_budget {
+            notes.push(format!(
+                "the window stopped after {after:.1} s: the workers did not fit the memory budget (a pool over it once can be there again)"
+            ));
+            samples.push(sample.sample);
+            break;
         }
         // A window others disturbed measured the machine, not the configuration. (A burst
         // after idle cannot be taken again on the same server: it is kept, with a note.)
@@ -349,6 +372,9 @@ fn recycle_window(
 struct Window {
     sample: Sample,
     trend: Option<String>,
+    /// The window was stopped this many seconds in: a memory sample showed its workers over
+    /// the budget.
+    over_budget: Option<f64>,
 }
 
 /// Memory samples taken during each window: about one a second, at least 3 and at most 10,
@@ -365,52 +391,75 @@ fn memory_sample_times(window: Duration) -> Vec<Duration> {
 }
 
 /// One bench run; memory and counters are read several times under load, and the CPU that
-/// others took meanwhile is measured.
+/// others took meanwhile is measured. With `stop_over`, a memory sample that shows the workers
+/// (a pool of at least `pool`) over `budget` ends the window there.
+#[allow(clippy::too_many_arguments)]
 fn measure_once(
     server: &dyn Launched,
     plan: &Sender,
     duration: Duration,
     budget: Option<u64>,
+    stop_over: bool,
+    pool: usize,
     cores: usize,
     interrupt: &Arc<AtomicBool>,
 ) -> anyhow::Result<Window> {
     let master = server.master_pid();
     let watch = CpuWatch::start(master);
     let done = AtomicBool::new(false);
-    let (report, (memory, counters, refused)) = std::thread::scope(|s| {
+    // The engine's stop: Ctrl-C (relayed by the probe), or the probe's over-budget sample.
+    let stop = Arc::new(AtomicBool::new(interrupt.load(Ordering::Relaxed)));
+    let (report, probed) = std::thread::scope(|s| {
         let done = &done;
         let window_start = Instant::now();
+        let stop_engine = stop.clone();
         let probe = s.spawn(move || {
-            let mut memory: Option<MemUse> = None;
-            let mut counters = None;
-            let mut refused = None;
+            let relay = || {
+                if interrupt.load(Ordering::Relaxed) {
+                    stop_engine.store(true, Ordering::Relaxed);
+                }
+            };
+            let mut probed = Probed::default();
             let times = memory_sample_times(duration);
             let middle = times.len().div_ceil(2);
             for (i, at) in times.into_iter().enumerate() {
-                if !sleep_until(window_start + at, done) {
+                if !sleep_until(window_start + at, done, &relay) {
                     break;
                 }
                 match read_memory(master, budget, done) {
                     // The costliest moment is the conservative one.
-                    Ok(Some(m)) if memory.as_ref().is_none_or(|old| m.worker_uss_max_kib > old.worker_uss_max_kib) => {
-                        memory = Some(m);
+                    Ok(Some(m)) => {
+                        let over = stop_over && m.workers_fit.is_some_and(|fit| (fit as usize) < pool.max(m.workers));
+                        if probed.memory.as_ref().is_none_or(|old| m.worker_uss_max_kib > old.worker_uss_max_kib) {
+                            probed.memory = Some(m);
+                        }
+                        if over {
+                            probed.over_budget = Some(window_start.elapsed().as_secs_f64());
+                            stop_engine.store(true, Ordering::Relaxed);
+                            break;
+                        }
                     }
                     Err(e) => {
-                        refused = Some(e);
+                        probed.refused = Some(e);
                         break;
                     }
-                    _ => {}
+                    Ok(None) => {}
                 }
                 if i + 1 == middle {
-                    counters = server.counters();
+                    probed.counters = server.counters();
                 }
             }
-            (memory, counters, refused)
+            while !done.load(Ordering::Relaxed) {
+                relay();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            probed
         });
-        let report = plan.run(interrupt);
+        let report = plan.run(&stop);
         done.store(true, Ordering::Relaxed);
-        (report, probe.join().unwrap_or((None, None, None)))
+        (report, probe.join().unwrap_or_default())
     });
+    let Probed { memory, counters, refused, over_budget } = probed;
     let interference = watch.finish(cores);
     let report = report?;
     if let Some(refused) = refused {
@@ -439,7 +488,17 @@ fn measure_once(
             client_share: interference.map(|i| i.own),
         },
         trend,
+        over_budget,
     })
+}
+
+/// What the probe beside the load found.
+#[derive(Default)]
+struct Probed {
+    memory: Option<MemUse>,
+    counters: Option<serde_json::Value>,
+    refused: Option<procmem::Refused>,
+    over_budget: Option<f64>,
 }
 
 /// A drift within a window larger than this (% of its mean) and beyond noise (`TREND_T`)
@@ -447,12 +506,13 @@ fn measure_once(
 const TREND_PCT: f64 = 10.0;
 const TREND_T: f64 = 3.0;
 
-/// Sleeps until `until`, unless the run is `done` first (false then).
-fn sleep_until(until: Instant, done: &AtomicBool) -> bool {
+/// Sleeps until `until`, unless the run is `done` first (false then); `tick` runs meanwhile.
+fn sleep_until(until: Instant, done: &AtomicBool, tick: &dyn Fn()) -> bool {
     while Instant::now() < until {
         if done.load(Ordering::Relaxed) {
             return false;
         }
+        tick();
         std::thread::sleep(Duration::from_millis(20).min(until.saturating_duration_since(Instant::now())));
     }
     true

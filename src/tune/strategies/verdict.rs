@@ -101,6 +101,8 @@ pub fn judge_growing(
     grow: &mut Grow,
 ) -> Option<Judgement> {
     let j = t.judging;
+    // A window seen over the budget settles its configuration (see `assess`): it ends there.
+    let settling = load.settling_over_budget();
     // The challengers share the step's error rate (Bonferroni).
     let confidence_of = |k: usize| 1.0 - (1.0 - j.confidence) / k.max(1) as f64;
     let all = |w: &[Option<Point>]| w.iter().flatten().cloned().collect::<Vec<_>>();
@@ -129,7 +131,7 @@ pub fn judge_growing(
                 0 => (round_name(incumbent_name, r), incumbent),
                 _ => (round_name(&name_of(&challengers[i - 1].value), own(&windows[i])), &challengers[i - 1].settings),
             };
-            let Some(p) = t.window(&name, settings, load) else { break 'rounds };
+            let Some(p) = t.window(&name, settings, &settling) else { break 'rounds };
             let ok = p.ok();
             windows[i][r] = Some(p);
             if !ok && i == 0 {
