@@ -288,3 +288,47 @@ fn a_panic_stops_the_server_through_its_drop_guard() {
         assert!(!alive(pid), "pid {pid} outlived the panic");
     }
 }
+
+/// `front = "nginx"` before each pre-forking adapter: the server moves to a port of its own,
+/// nginx takes the target's port and proxies every request to it, the server's keep-alive is
+/// off behind the front, and the stop takes both down.
+#[test]
+fn a_front_proxy_stands_before_apache_gunicorn_uwsgi_and_starman() {
+    if !have(&["nginx", "apache2", "gunicorn", "uwsgi", "starman"]) {
+        return;
+    }
+    let targets = [
+        ("[target]\nadapter = \"apache\"\napp = \"apps/perl\"\nready = \"/hello\"\n", "/hello", "KeepAlive Off"),
+        ("[target]\nadapter = \"gunicorn\"\napp = \"apps/wsgi/app.py\"\n", "/", "--keep-alive 0"),
+        ("[target]\nadapter = \"uwsgi\"\napp = \"apps/wsgi/app.py\"\n", "/", "--processes 2"),
+        ("[target]\nadapter = \"starman\"\napp = \"apps/psgi/app.psgi\"\n", "/", "--disable-keepalive"),
+    ];
+    for (text, path, back_end_line) in targets {
+        let file = target(text);
+        let front =
+            [("workers".into(), "2".into()), ("front".into(), "nginx".into()), ("keepalive".into(), "on".into())];
+        let r = server::launch(&file, &front).unwrap_or_else(|e| panic!("{text}: {e:#}"));
+        let config = r.config_text().to_string();
+        assert!(config.contains(&format!("listen 127.0.0.1:{};", r.port)), "{config}");
+        assert!(config.contains("proxy_buffering on;") && config.contains(back_end_line), "{config}");
+        assert_eq!(r.worker_pids().len(), 2, "{config}");
+        let front_pid = r.front_pid().expect("a front process");
+        assert_ne!(front_pid, r.master_pid());
+        // Every request goes through the front (its own worker and the server's both answer).
+        let (v, run) = bench_json(&["-c", "4", "-n", "200", &format!("{}{path}", r.base_url())]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(v["result"]["status"]["200"], 200, "{text}: {:#}", v["result"]["status"]);
+        let front_tree = webtune::procmem::select(&webtune::procmem::Selector::Pid(front_pid)).unwrap();
+        assert!(front_tree.len() >= 2, "the front's master and its worker: {front_tree:?}");
+        stop_clean(r);
+        for pid in front_tree {
+            assert!(!alive(pid), "front pid {pid} outlived the stop");
+        }
+    }
+    // Not before nginx itself, nor php-fpm (its adapter has a front of its own).
+    let nginx = target("[target]\nadapter = \"nginx\"\napp = \"apps/static\"\n");
+    let e = server::launch(&nginx, &[("front".into(), "nginx".into())]).err().expect("refused");
+    assert!(format!("{e:#}").contains("takes no front proxy"), "{e:#}");
+    let e = server::launch(&nginx, &[("front".into(), "varnish".into())]).err().expect("refused");
+    assert!(format!("{e:#}").contains("expected \"none\" or \"nginx\""), "{e:#}");
+}

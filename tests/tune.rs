@@ -461,3 +461,66 @@ fn issue_17_the_default_placement_on_a_small_machine_is_shared_and_every_point_s
     let ev = evidence(&v, "workers");
     assert!(ev.contains(&format!("the server ran on {server_cpus} CPU(s) ({server}, ")), "{ev}");
 }
+
+/// Seed 001's front-end proxy on a real mod_perl app: with 30% of the clients at 56 kbps,
+/// every slow client holds an Apache worker for its whole transfer unless an nginx front takes
+/// the response off the worker. Same four workers both ways.
+#[test]
+fn a_front_proxy_frees_mod_perl_workers_from_slow_clients() {
+    let _alone = alone();
+    if support::find_program("apache2").is_none()
+        || support::find_program("nginx").is_none()
+        || !std::path::Path::new("/usr/lib/apache2/modules/mod_perl.so").exists()
+    {
+        support::missing("apache2 with mod_perl, and nginx");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apps/perl");
+    let f = dir.path().join("front.toml");
+    // 10 ms of work and an 8 KiB page: a fast client's request holds a worker ~10 ms, a slow
+    // one's (8 KiB at 7 kB/s) over a second, unless a front buffers it.
+    std::fs::write(
+        &f,
+        format!(
+            "[target]\nadapter = \"apache\"\napp = \"{}\"\nready = \"/hello\"\nready_timeout = \"30s\"\n\
+             [target.config]\nworkers = 4\nkeepalive = \"off\"\n[knobs]\nfront = [\"none\", \"nginx\"]\n\
+             [load]\npath = \"/hello?io=10&kb=8\"\nconnections = 10\nduration = \"3s\"\nthrottle = \"56kbps\"\nslow_share = \"30%\"\n",
+            app.display()
+        ),
+    )
+    .unwrap();
+    let v = tune(f.to_str().unwrap(), &[], dir.path());
+    let step = &v["steps"][0];
+    let ev = evidence(&v, "front");
+    assert_eq!(step["verdict"], "adopted", "{ev}");
+    assert_eq!(recommended(&v, "front"), "nginx", "{ev}");
+    assert!(step["effect"]["low_pct"].as_f64().unwrap() > 0.0, "{ev}");
+    let points = v["points"].as_array().unwrap();
+    let of = |front: &str| -> Vec<&Value> {
+        points
+            .iter()
+            .filter(|p| p["settings"].as_array().unwrap().iter().any(|kv| kv[0] == "front" && kv[1] == front))
+            .flat_map(|p| p["samples"].as_array().unwrap())
+            .collect()
+    };
+    // Workers busy per request served, from mod_status on the back end's own port.
+    let occupancy = |front: &str| {
+        let s = of(front);
+        let busy: f64 = s.iter().map(|s| s["counters"]["busy"].as_f64().expect("mod_status busy")).sum();
+        let rps: f64 = s.iter().map(|s| s["rps"].as_f64().unwrap()).sum();
+        busy / rps
+    };
+    let (without, with) = (occupancy("none"), occupancy("nginx"));
+    assert!(with < without / 2.0, "busy workers per req/s: {without:.4} without a front, {with:.4} with: {ev}");
+    // The front's memory is counted with the server's, and shown apart.
+    for s in of("nginx") {
+        let m = &s["memory"];
+        let front = m["front_pss_kib"].as_u64().expect("front memory");
+        assert!(front > 0 && m["pss_total_kib"].as_u64().unwrap() > front, "{m}");
+    }
+    assert!(of("none").iter().all(|s| s["memory"].get("front_pss_kib").is_none()));
+    // The recommendation says how to put the front in place.
+    let text = v["config"].as_str().unwrap_or_default();
+    assert!(text.contains("proxy_buffering on;"), "{text}");
+}

@@ -49,8 +49,12 @@ fn process_ticks(pid: &str) -> u64 {
 }
 
 /// The server tree's CPU ticks now (processes that vanish while being read count nothing).
-fn tree_ticks(master: i32) -> u64 {
-    select(&Selector::Pid(master)).unwrap_or_default().iter().map(|p| process_ticks(&p.to_string())).sum()
+fn tree_ticks(roots: &[i32]) -> u64 {
+    roots
+        .iter()
+        .flat_map(|&r| select(&Selector::Pid(r)).unwrap_or_default())
+        .map(|p| process_ticks(&p.to_string()))
+        .sum()
 }
 
 /// CPU taken by others during a window, as shares of the whole machine (0-1).
@@ -67,7 +71,8 @@ pub struct Interference {
 
 /// A window being watched.
 pub struct CpuWatch {
-    master: i32,
+    /// The server's process trees (the tuned server's master, and a front proxy's).
+    roots: Vec<i32>,
     machine: MachineTicks,
     server: u64,
     own: u64,
@@ -77,12 +82,12 @@ pub struct CpuWatch {
 }
 
 impl CpuWatch {
-    /// Starts watching the server whose master is `master`.
-    pub fn start(master: i32) -> CpuWatch {
+    /// Starts watching the server whose process trees start at `roots`.
+    pub fn start(roots: &[i32]) -> CpuWatch {
         CpuWatch {
-            master,
+            roots: roots.to_vec(),
             machine: machine_ticks().unwrap_or_default(),
-            server: tree_ticks(master),
+            server: tree_ticks(roots),
             own: process_ticks("self"),
             own_times: crate::sys::CpuTimes::now(),
             started: std::time::Instant::now(),
@@ -99,7 +104,7 @@ impl CpuWatch {
         let total = machine.total.checked_sub(self.machine.total).filter(|&t| t > 0)? as f64;
         let busy = machine.busy.saturating_sub(self.machine.busy);
         let steal = machine.steal.saturating_sub(self.machine.steal);
-        let server = tree_ticks(self.master).saturating_sub(self.server);
+        let server = tree_ticks(&self.roots).saturating_sub(self.server);
         let own = process_ticks("self").saturating_sub(self.own);
         let others = busy.saturating_sub(server + own) + steal;
         Some(Interference {
@@ -129,7 +134,7 @@ mod tests {
         // A shell spinning on a core is neither the watched server (no process has that pid)
         // nor this process: it is others.
         let mut spin = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
-        let watch = CpuWatch::start(i32::MAX);
+        let watch = CpuWatch::start(&[i32::MAX]);
         // This thread spins too, for a third of the window: its own share of one core.
         let spin_until = std::time::Instant::now() + std::time::Duration::from_millis(200);
         while std::time::Instant::now() < spin_until {

@@ -6,6 +6,7 @@
 
 pub mod adapters;
 pub mod file;
+pub mod front;
 pub mod http;
 pub mod process;
 pub mod rundir;
@@ -32,6 +33,8 @@ pub struct Running {
     adapter: &'static dyn Adapter,
     pub host: String,
     pub port: u16,
+    /// The server's own port: `port` unless a front proxy listens there.
+    back_port: u16,
     dir: RunDir,
     children: Vec<(String, Child)>,
     master: usize,
@@ -47,7 +50,11 @@ impl TargetFile {
 
     /// The configuration lines for these values, in the server's own syntax.
     pub fn recommend(&self, values: &[(String, String)]) -> String {
-        self.adapter().recommend(values)
+        let server = self.adapter().recommend(&front::back_values(values));
+        match front::recommend(values) {
+            Some(f) => format!("{server}\n{f}"),
+            None => server,
+        }
     }
 }
 
@@ -74,9 +81,18 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
             p
         }
     };
+    // Behind a front, the server listens on a private port of its own.
+    let back_port = if front::wanted(&values) { free_port(&file.host)? } else { port };
+    let back_values = front::back_values(&values);
     let dir = RunDir::create()?;
     let ctx = Ctx { dir: &dir, host: &file.host, port, file };
-    let prepared = match adapter.prepare(&ctx, &values) {
+    let prepared = adapter.prepare(&Ctx { port: back_port, ..ctx }, &back_values).and_then(|mut p| {
+        if back_port != port {
+            front::add(&ctx, &values, back_port, &mut p)?;
+        }
+        Ok(p)
+    });
+    let prepared = match prepared {
         Ok(p) => p,
         Err(e) => {
             dir.remove();
@@ -87,6 +103,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
         adapter,
         host: file.host.clone(),
         port,
+        back_port,
         dir,
         children: Vec::new(),
         master: prepared.master,
@@ -104,7 +121,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
     }
     running.wait_ready(&file.ready, file.ready_timeout, stop)?;
     running.check_listening(file)?;
-    if let Some(n) = adapter.expected_workers(&values) {
+    if let Some(n) = adapter.expected_workers(&back_values) {
         running.wait_workers(n, Duration::from_secs(10), stop);
     }
     Ok(running)
@@ -123,6 +140,12 @@ impl Running {
     /// The tuned server's master process.
     pub fn master_pid(&self) -> i32 {
         self.children[self.master].1.id() as i32
+    }
+
+    /// The front proxy's master process, when one stands before the server (its memory and
+    /// CPU count with the server's).
+    pub fn front_pid(&self) -> Option<i32> {
+        self.prepared.front.map(|i| self.children[i].1.id() as i32)
     }
 
     /// Its worker processes (the master's descendants).
@@ -147,7 +170,7 @@ impl Running {
     pub fn counters(&self) -> Option<serde_json::Value> {
         self.adapter.read_counters(&Where {
             host: &self.host,
-            port: self.port,
+            port: self.back_port,
             dir: &self.dir.path,
             status_path: self.prepared.status_path.as_deref(),
         })

@@ -31,6 +31,9 @@ impl Launched for Running {
     fn master_pid(&self) -> i32 {
         Running::master_pid(self)
     }
+    fn front_pid(&self) -> Option<i32> {
+        Running::front_pid(self)
+    }
     fn counters(&self) -> Option<serde_json::Value> {
         Running::counters(self)
     }

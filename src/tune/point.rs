@@ -20,8 +20,11 @@ pub struct MemUse {
     pub parent_uss_kib: u64,
     /// The master's memory shared with other processes (its workers, mostly).
     pub parent_shared_kib: u64,
-    /// The whole server's real footprint: the sum of PSS.
+    /// The whole server's real footprint: the sum of PSS (a front proxy's included).
     pub pss_total_kib: u64,
+    /// A front proxy's share of it (the sum of its processes' PSS); None without a front.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub front_pss_kib: Option<u64>,
     /// Workers that fit the budget, by the seeds' arithmetic with these figures.
     /// None without a memory budget, or without a worker to measure.
     pub workers_fit: Option<u64>,

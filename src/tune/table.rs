@@ -24,6 +24,11 @@ pub fn before_after(title: &str, before: &Point, after: &Point) -> String {
     let mem = |p: &Point, f: &dyn Fn(&super::point::MemUse) -> u64| p.memory().map(|m| f(m) as f64);
     metric("Worker USS (KiB)", mem(before, &|m| m.worker_uss_max_kib), mem(after, &|m| m.worker_uss_max_kib), 0);
     metric("Server PSS (KiB)", mem(before, &|m| m.pss_total_kib), mem(after, &|m| m.pss_total_kib), 0);
+    // A front proxy's part of that, when either side has one (0 for the side without).
+    let front = |p: &Point| p.memory().map(|m| m.front_pss_kib.unwrap_or(0) as f64);
+    if [before, after].iter().any(|p| p.memory().is_some_and(|m| m.front_pss_kib.is_some())) {
+        metric("  of it the front's", front(before), front(after), 0);
+    }
     let others = |p: &Point| p.ok().then_some(p.interference * 100.0);
     metric("Others' CPU, max (%)", others(before), others(after), 1);
     let client = |p: &Point| p.client_share.filter(|_| p.ok()).map(|s| s * 100.0);

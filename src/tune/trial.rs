@@ -27,6 +27,11 @@ pub trait Launched: Sync {
     fn base_url(&self) -> String;
     /// The master process (its descendants are the workers).
     fn master_pid(&self) -> i32;
+    /// A front proxy's master, when one stands before the server: its processes' memory and
+    /// CPU are the server's too.
+    fn front_pid(&self) -> Option<i32> {
+        None
+    }
     /// The server's own counters (mod_status, stub_status...), when it has them.
     fn counters(&self) -> Option<serde_json::Value> {
         None
@@ -405,7 +410,8 @@ fn measure_once(
     interrupt: &Arc<AtomicBool>,
 ) -> anyhow::Result<Window> {
     let master = server.master_pid();
-    let watch = CpuWatch::start(master);
+    let front = server.front_pid();
+    let watch = CpuWatch::start(&[Some(master), front].into_iter().flatten().collect::<Vec<_>>());
     let done = AtomicBool::new(false);
     // The engine's stop: Ctrl-C (relayed by the probe), or the probe's over-budget sample.
     let stop = Arc::new(AtomicBool::new(interrupt.load(Ordering::Relaxed)));
@@ -426,7 +432,7 @@ fn measure_once(
                 if !sleep_until(window_start + at, done, &relay) {
                     break;
                 }
-                match read_memory(master, budget, done) {
+                match read_memory(master, front, budget, done) {
                     // The costliest moment is the conservative one.
                     Ok(Some(m)) => {
                         let over = stop_over && m.workers_fit.is_some_and(|fit| (fit as usize) < pool.max(m.workers));
@@ -521,11 +527,20 @@ fn sleep_until(until: Instant, done: &AtomicBool, tick: &dyn Fn()) -> bool {
 /// One memory sample of the server. A sample that finds no readable worker while the master
 /// has workers (one was being replaced) is taken again, a few times. A process the kernel
 /// refuses to show makes every figure wrong: that is an error, not a sample.
-fn read_memory(master: i32, budget: Option<u64>, done: &AtomicBool) -> Result<Option<MemUse>, procmem::Refused> {
+fn read_memory(
+    master: i32,
+    front: Option<i32>,
+    budget: Option<u64>,
+    done: &AtomicBool,
+) -> Result<Option<MemUse>, procmem::Refused> {
+    let front = match front {
+        Some(f) => Some(procmem::sample(&procmem::select(&Selector::Pid(f)).unwrap_or_default()).complete()?),
+        None => None,
+    };
     for _ in 0..5 {
         let pids = procmem::select(&Selector::Pid(master)).unwrap_or_default();
         let has_workers = pids.len() > 1;
-        match mem_use(&procmem::sample(&pids).complete()?, budget) {
+        match mem_use(&procmem::sample(&pids).complete()?, front.as_deref(), budget) {
             Some(m) if m.workers > 0 || !has_workers => return Ok(Some(m)),
             _ if done.load(Ordering::Relaxed) => return Ok(None),
             _ => std::thread::sleep(Duration::from_millis(20)),
@@ -551,12 +566,19 @@ fn aimed_at(base: &str, plan: BenchPlan) -> anyhow::Result<BenchPlan> {
     Ok(plan)
 }
 
-/// The memory figures the tuner uses, from one sample of the server's processes; a worker
-/// whose memory could not be read (it was exiting) is left out rather than counted as 0.
-pub fn mem_use(procs: &[procmem::ProcMem], budget_kib: Option<u64>) -> Option<MemUse> {
+/// The memory figures the tuner uses, from one sample of the server's processes (and of a
+/// front proxy's, which the budget pays for before any worker); a worker whose memory could
+/// not be read (it was exiting) is left out rather than counted as 0.
+pub fn mem_use(
+    procs: &[procmem::ProcMem],
+    front: Option<&[procmem::ProcMem]>,
+    budget_kib: Option<u64>,
+) -> Option<MemUse> {
     let workers: Vec<_> = procs.iter().filter(|p| p.role == Role::Worker && p.mem.rss > 0).collect();
     let parent = procs.iter().find(|p| p.role == Role::Parent)?;
     let n = workers.len().max(1) as u64;
+    let front_pss = front.map(|f| f.iter().map(|p| p.mem.pss).sum::<u64>());
+    let budget_kib = budget_kib.map(|b| b.saturating_sub(front_pss.unwrap_or(0)));
     Some(MemUse {
         workers: workers.len(),
         worker_uss_max_kib: workers.iter().map(|w| w.uss).max().unwrap_or(0),
@@ -564,7 +586,8 @@ pub fn mem_use(procs: &[procmem::ProcMem], budget_kib: Option<u64>) -> Option<Me
         worker_shared_mean_kib: workers.iter().map(|w| w.shared).sum::<u64>() / n,
         parent_uss_kib: parent.uss,
         parent_shared_kib: parent.shared,
-        pss_total_kib: procs.iter().map(|p| p.mem.pss).sum(),
+        pss_total_kib: procs.iter().map(|p| p.mem.pss).sum::<u64>() + front_pss.unwrap_or(0),
+        front_pss_kib: front_pss,
         workers_fit: budget_kib.and_then(|b| procmem::capacity::capacity(procs, b)).map(|c| c.workers_fit),
     })
 }

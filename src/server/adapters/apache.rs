@@ -246,6 +246,7 @@ impl Adapter for Apache {
             master: 0,
             error_logs: vec![ctx.dir.join("error.log"), ctx.dir.join("apache2.log")],
             status_path: Some("/server-status?auto".into()),
+            front: None,
         })
     }
 

@@ -51,6 +51,7 @@ impl Adapter for Command {
             master: 0,
             error_logs: vec![ctx.dir.join("command.log")],
             status_path: None,
+            front: None,
         })
     }
 

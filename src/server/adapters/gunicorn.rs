@@ -64,6 +64,7 @@ impl Adapter for Gunicorn {
             master: 0,
             error_logs: vec![ctx.dir.join("gunicorn.log")],
             status_path: None,
+            front: None,
         })
     }
 

@@ -51,6 +51,7 @@ impl Adapter for Lab {
             master: 0,
             error_logs: vec![ctx.dir.join("lab.log")],
             status_path: Some("/server-status?json".into()),
+            front: None,
         })
     }
 

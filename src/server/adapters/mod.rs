@@ -59,8 +59,11 @@ pub struct Prepared {
     /// The configuration as written, for the evidence.
     pub config_text: String,
     pub error_logs: Vec<PathBuf>,
-    /// Path of the server's own status page on the load port, when it has one.
+    /// Path of the server's own status page on its port, when it has one.
     pub status_path: Option<String>,
+    /// Which of `spawns` is a front proxy before the tuned server (its memory and CPU count
+    /// with the server's), if any.
+    pub front: Option<usize>,
 }
 
 /// Where a running server is, for its counters.
@@ -110,6 +113,11 @@ pub trait Adapter: Sync {
     fn check_value(&self, _name: &str, _value: &str) -> Result<(), String> {
         Ok(())
     }
+    /// Whether a `front = "nginx"` proxy may stand before this server (not before nginx itself,
+    /// nor where the adapter starts a front of its own).
+    fn takes_front(&self) -> bool {
+        true
+    }
     /// How many workers the server starts with these values (launch waits for them).
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
         get(values, "workers")?.parse().ok()
@@ -152,6 +160,13 @@ pub fn check_knob(adapter: &dyn Adapter, name: &str, value: &str) -> Result<(), 
     }
     if value.len() > 1024 || value.chars().any(|c| c.is_control()) {
         return Err(format!("{name}: value {value:?} must be one line of at most 1 KiB"));
+    }
+    if name == super::front::KNOB {
+        super::front::check(value)?;
+        if value != "none" && !adapter.takes_front() {
+            return Err(format!("{name} = {value:?}: {} takes no front proxy of webtune's", adapter.name()));
+        }
+        return Ok(());
     }
     if is_one_of(name, adapter.reserved()) {
         return Err(format!(

@@ -31,6 +31,10 @@ impl Adapter for Nginx {
         "nginx"
     }
 
+    fn takes_front(&self) -> bool {
+        false
+    }
+
     fn reserved(&self) -> &'static [&'static str] {
         &[
             "include",
@@ -85,6 +89,7 @@ impl Adapter for Nginx {
             master: 0,
             error_logs: vec![ctx.dir.join("error.log"), ctx.dir.join("nginx.log")],
             status_path: Some("/nginx_status".into()),
+            front: None,
         })
     }
 

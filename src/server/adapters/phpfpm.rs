@@ -50,6 +50,10 @@ impl Adapter for PhpFpm {
         "php-fpm"
     }
 
+    fn takes_front(&self) -> bool {
+        false
+    }
+
     fn reserved(&self) -> &'static [&'static str] {
         &[
             "include",
@@ -126,6 +130,7 @@ impl Adapter for PhpFpm {
             master: 0,
             error_logs: vec![ctx.dir.join("php-fpm.err"), ctx.dir.join("php-fpm.log"), ctx.dir.join("error.log")],
             status_path: Some("/fpm-status?json".into()),
+            front: Some(1),
         })
     }
 

@@ -59,6 +59,7 @@ impl Adapter for Starman {
             master: 0,
             error_logs: vec![ctx.dir.join("starman.log")],
             status_path: None,
+            front: None,
         })
     }
 

@@ -74,6 +74,7 @@ impl Adapter for Uwsgi {
             master: 0,
             error_logs: vec![ctx.dir.join("uwsgi.log")],
             status_path: None,
+            front: None,
         })
     }
 

@@ -3,41 +3,62 @@
 
 use super::verdict::{Challenger, effect_text, judge};
 use super::{Found, Knobs, value};
+use crate::server::front;
 use crate::tune::strategies::one_at_a_time::pct;
 use crate::tune::{Settings, Step, Tuner};
 
-/// Measures each keepalive value (on and off by default) under the tuner's load plus slow
-/// clients (a fifth at 33.6 kbps unless the load throttles already); the objective picks.
+/// Measures each keepalive value (on and off by default), with and without a front proxy when
+/// the knobs list `front`, under the tuner's load plus slow clients (a fifth at 33.6 kbps
+/// unless the load throttles already); the objective picks.
 pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
-    let values: Vec<String> = knobs
-        .iter()
-        .find(|(k, _)| k == "keepalive")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| vec!["on".into(), "off".into()]);
+    let listed = |knob: &str| knobs.iter().find(|(k, _)| k == knob).map(|(_, v)| v.clone());
+    let values: Vec<String> = listed("keepalive").unwrap_or_else(|| vec!["on".into(), "off".into()]);
+    // With a `front` knob, every keep-alive value is measured with and without the front (a
+    // front takes the clients' keep-alive off the workers), all in the same rounds.
+    let fronts: Vec<Option<String>> = match listed(front::KNOB) {
+        Some(f) if !f.is_empty() => f.into_iter().map(Some).collect(),
+        _ => vec![None],
+    };
     let mut load = t.load.clone();
     if load.spec.throttle.is_none() {
         // A modem's 33.6 kbps for a fifth of the clients: the slow clients the seeds mean.
         load.spec.throttle = Some(33_600.0 / 8.0);
         load.spec.slow_share = Some(0.2);
     }
-    let Some(first_v) = values.first().cloned() else { return found };
-    let challengers: Vec<Challenger> = values[1..]
-        .iter()
-        .filter(|v| **v != first_v)
-        .map(|v| Challenger { value: v.clone(), settings: base.with("keepalive", v) })
-        .collect();
-    let name_of = |v: &str| format!("keepalive={v}");
-    let Some(j) = judge(t, &load, &name_of(&first_v), &base.with("keepalive", &first_v), &challengers, &name_of) else {
+    let mut combos: Vec<(String, Option<String>)> = Vec::new();
+    for f in &fronts {
+        for v in &values {
+            if !combos.contains(&(v.clone(), f.clone())) {
+                combos.push((v.clone(), f.clone()));
+            }
+        }
+    }
+    let Some(first) = combos.first().cloned() else { return found };
+    let settings_of = |(v, f): &(String, Option<String>)| {
+        let s = base.with("keepalive", v);
+        match f {
+            Some(f) => s.with(front::KNOB, f),
+            None => s,
+        }
+    };
+    let label = |(v, f): &(String, Option<String>)| match f {
+        Some(f) => format!("{v}, front {f}"),
+        None => v.clone(),
+    };
+    let challengers: Vec<Challenger> =
+        combos[1..].iter().map(|c| Challenger { value: label(c), settings: settings_of(c) }).collect();
+    let name_of = |v: &str| format!("keepalive={}", v.replace(", front ", " front="));
+    let Some(j) = judge(t, &load, &name_of(&label(&first)), &settings_of(&first), &challengers, &name_of) else {
         return found;
     };
-    let first = j.incumbent.clone();
-    found.baseline = Some(first.clone());
-    let best = match j.chosen {
-        Some(i) => (j.challengers[i].value.clone(), j.challengers[i].point.clone()),
-        None => (first_v.clone(), first.clone()),
+    let first_point = j.incumbent.clone();
+    found.baseline = Some(first_point.clone());
+    let (best, best_point) = match j.chosen {
+        Some(i) => (combos[i + 1].clone(), j.challengers[i].point.clone()),
+        None => (first.clone(), first_point.clone()),
     };
-    let points: Vec<(String, crate::tune::Point)> = std::iter::once((first_v.clone(), first.clone()))
+    let points: Vec<(String, crate::tune::Point)> = std::iter::once((label(&first), first_point.clone()))
         .chain(j.challengers.iter().map(|c| (c.value.clone(), c.point.clone())))
         .collect();
     let occupancy = |p: &crate::tune::Point| {
@@ -63,29 +84,35 @@ pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let share = load.spec.slow_share.map_or("all".to_string(), |s| format!("{}%", short(s * 100.0)));
     let slow = format!("with {share} of clients at {}kbps", short(load.spec.throttle.unwrap_or(0.0) * 8.0 / 1000.0));
     let lead = j.lead();
-    let change =
-        lead.and_then(|c| c.effect).map_or(format!("{:+.1}%", pct(best.1.rps(), first.rps())), |e| effect_text(&e));
+    let change = lead
+        .and_then(|c| c.effect)
+        .map_or(format!("{:+.1}%", pct(best_point.rps(), first_point.rps())), |e| effect_text(&e));
     let line = format!(
-        "keepalive {}: {change} against {first_v} {slow}, {} over {} interleaved rounds [{}]",
-        best.0,
+        "keepalive {}: {change} against {} {slow}, {} over {} interleaved rounds [{}]",
+        label(&best),
+        label(&first),
         j.verdict.word(),
         j.rounds,
         rows.join("; ")
     );
+    let knob = if best.1.is_some() { "keepalive, front" } else { "keepalive" };
     found.steps.push(Step {
-        knob: "keepalive".into(),
-        before_value: first_v.clone(),
-        after_value: best.0.clone(),
+        knob: knob.into(),
+        before_value: label(&first),
+        after_value: label(&best),
         adopted: j.chosen.is_some(),
         verdict: Some(j.verdict),
         effect: lead.and_then(|c| c.effect),
         rounds: j.rounds,
-        before: first,
-        after: best.1.clone(),
+        before: first_point,
+        after: best_point,
         candidates: points.iter().map(|(_, p)| p.clone()).collect(),
         evidence: line.clone(),
     });
-    found.recommended = base.with("keepalive", &best.0);
-    found.evidence.push(("keepalive".into(), value(&found.recommended, "keepalive"), line));
+    found.recommended = settings_of(&best);
+    found.evidence.push(("keepalive".into(), value(&found.recommended, "keepalive"), line.clone()));
+    if best.1.is_some() {
+        found.evidence.push((front::KNOB.into(), value(&found.recommended, front::KNOB), line));
+    }
     found
 }
