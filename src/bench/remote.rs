@@ -206,8 +206,18 @@ impl Remote {
                 s.spawn(move || super::run(p, &stop))
             });
             let reports = collect(&mut agents, &inbox, interrupt, &stop, report_by);
-            // Whatever happened to the hosts, this machine's share ends too.
-            stop.store(true, Ordering::SeqCst);
+            // A host lost ends this machine's share too; otherwise it runs its own course (its
+            // requests or its duration: the hosts may have finished first), but Ctrl-C still
+            // ends it.
+            if reports.is_err() {
+                stop.store(true, Ordering::SeqCst);
+            }
+            while local.as_ref().is_some_and(|h| !h.is_finished()) {
+                if interrupt.load(Ordering::SeqCst) {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
             let local = match local {
                 Some(h) => Some(h.join().map_err(|_| anyhow::anyhow!("the local bench panicked"))??),
                 None => None,
