@@ -332,3 +332,37 @@ fn a_front_proxy_stands_before_apache_gunicorn_uwsgi_and_starman() {
     let e = server::launch(&nginx, &[("front".into(), "varnish".into())]).err().expect("refused");
     assert!(format!("{e:#}").contains("expected \"none\" or \"nginx\""), "{e:#}");
 }
+
+/// `http2 = "on"` loads mod_http2 (h2c, HTTP/1.1 kept): `bench --h2` is served over HTTP/2,
+/// every request logged as HTTP/2.0 by Apache itself, and the readiness probe's HTTP/1.1 still
+/// answered. Without the knob, HTTP/2 with prior knowledge is not spoken.
+#[test]
+fn apache_serves_http2_with_its_knob() {
+    if !have(&["apache2"]) || !Path::new("/usr/lib/apache2/modules/mod_http2.so").exists() {
+        missing("apache2 with mod_http2");
+        return;
+    }
+    let file = target("[target]\nadapter = \"apache\"\napp = \"apps/perl\"\nready = \"/hello\"\n");
+    let on = [("workers".into(), "2".into()), ("http2".into(), "on".into())];
+    let r = server::launch(&file, &on).unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(r.config_text().contains("Protocols h2c http/1.1"), "{}", r.config_text());
+    let (v, run) = bench_json(&["--h2", "-c", "2", "-n", "300", &format!("{}/hello", r.base_url())]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(v["result"]["status"]["200"], 300, "{:#}", v["result"]);
+    let log = || std::fs::read_to_string(r.dir().join("access.log")).unwrap_or_default();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while log().lines().filter(|l| l.contains("\"GET /hello HTTP/2.0\" 200")).count() < 300
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(log().lines().filter(|l| l.contains("\"GET /hello HTTP/2.0\" 200")).count(), 300);
+    stop_clean(r);
+    let r = server::launch(&file, &[("workers".into(), "1".into()), ("http2".into(), "off".into())]).unwrap();
+    assert!(!r.config_text().contains("Protocols"), "{}", r.config_text());
+    let (v, _) = bench_json(&["--h2", "-c", "1", "-n", "5", "--timeout", "2s", &format!("{}/hello", r.base_url())]);
+    assert_eq!(v["result"]["succeeded"], 0, "{:#}", v["result"]);
+    stop_clean(r);
+    let e = server::launch(&file, &[("http2".into(), "maybe".into())]).err().expect("refused");
+    assert!(format!("{e:#}").contains("expected on or off"), "{e:#}");
+}

@@ -30,6 +30,13 @@ pub fn check(value: &str) -> Result<(), String> {
     if VALUES.contains(&value) { Ok(()) } else { Err(format!("{KNOB} = {value:?}: expected \"none\" or \"nginx\"")) }
 }
 
+/// What `values` cannot have beside a front: HTTP/2 from the clients (this front speaks
+/// HTTP/1.1 to them, and nginx before 1.25 cannot serve both on one cleartext port).
+pub fn conflict(values: &[(String, String)]) -> Option<String> {
+    (wanted(values) && get(values, "http2").is_some_and(on))
+        .then(|| format!("{KNOB} = \"nginx\" with http2 on: the front speaks HTTP/1.1 to the clients"))
+}
+
 /// The values the back end gets: without the front knob, and, behind a front, with its
 /// keep-alive off (the front's own connections carry one request each).
 pub fn back_values(values: &[(String, String)]) -> Vec<(String, String)> {

@@ -72,6 +72,9 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
     for (k, v) in values.iter() {
         adapters::check_knob(adapter, k, v).map_err(|e| anyhow::anyhow!(e))?;
     }
+    if let Some(e) = front::conflict(&values) {
+        anyhow::bail!(e);
+    }
     let port = match file.port {
         0 => free_port(&file.host)?,
         p => {

@@ -99,6 +99,9 @@ impl Adapter for Apache {
         if name == "file_cache" && !FILE_CACHE.contains(&value) {
             return Err(format!("file_cache = {value:?}: expected \"none\", \"mmap\" or \"open\""));
         }
+        if name == "http2" && !["on", "off", "true", "false"].contains(&value) {
+            return Err(format!("http2 = {value:?}: expected on or off"));
+        }
         if name == "mpm" && !MPMS.contains(&value) {
             return Err(format!("mpm = {value:?}: expected \"prefork\", \"worker\" or \"event\""));
         }
@@ -173,6 +176,7 @@ impl Adapter for Apache {
             default(values, "DirectoryIndex", "index.html index.asp"),
         );
         conf += &mpm_lines(values)?;
+        conf += &http2_lines(values, &format!("{m}/mod_http2.so"));
 
         // The app's own directives: the Apache::ASP handler with its defaults, and every
         // PerlSetVar knob. app_config puts them in the document root's .htaccess or its
@@ -256,6 +260,7 @@ impl Adapter for Apache {
             None => String::new(),
         };
         out += &mpm_lines(values).unwrap_or_default();
+        out += &http2_lines(values, "modules/mod_http2.so");
         if let Some(a) = get(values, "AllowOverride") {
             out += &format!("AllowOverride {a}   # in the <Directory> of the document root\n");
         }
@@ -323,7 +328,7 @@ impl Adapter for Apache {
 const FILE_CACHE: [&str; 3] = ["none", "mmap", "open"];
 
 /// Knobs this adapter writes itself rather than as `Name value` directives.
-const OWN_KNOBS: [&str; 5] = ["AllowOverride", "file_cache", "mpm", "ThreadsPerChild", APP_CONFIG];
+const OWN_KNOBS: [&str; 6] = ["AllowOverride", "file_cache", "mpm", "ThreadsPerChild", "http2", APP_CONFIG];
 
 /// The MPMs the `mpm` knob selects.
 const MPMS: [&str; 3] = ["prefork", "worker", "event"];
@@ -421,6 +426,19 @@ fn user_sets(values: &[(String, String)], name: &str) -> bool {
 /// itself (OWN_KNOBS).
 fn directives(values: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> {
     natives(values).filter(|(k, _)| !OWN_KNOBS.contains(k))
+}
+
+/// mod_http2 for `http2 = "on"`: HTTP/2 over cleartext, with prior knowledge (what `bench
+/// --h2` speaks without TLS) or by upgrade, HTTP/1.1 kept for everything else. Under prefork
+/// a connection's streams are served one at a time; the event MPM (`mpm = "event"`) serves
+/// them side by side.
+fn http2_lines(values: &[(String, String)], module: &str) -> String {
+    match get(values, "http2") {
+        Some(v) if on(v) => {
+            format!("<IfModule !http2_module>\nLoadModule http2_module {module}\n</IfModule>\nProtocols h2c http/1.1\n")
+        }
+        _ => String::new(),
+    }
 }
 
 /// The adapter's default `name value` line, left out when the user sets `name`: wherever the
