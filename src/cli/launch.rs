@@ -53,6 +53,9 @@ pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
     let _ = super::write_stdout(|o| {
         writeln!(o, "{} ({}) ready at {}", file.path.display(), running_name(&file), running.base_url())?;
         writeln!(o, "master pid {}, worker pids {:?}", running.master_pid(), running.worker_pids())?;
+        if let Some(front) = running.front_pid() {
+            writeln!(o, "front nginx pid {front} (the server behind it on port {})", running.back_port())?;
+        }
         writeln!(o, "run directory {}", running.dir().display())?;
         writeln!(o, "placement: {}", file.placement.describe())?;
         if let Some(c) = running.counters() {

@@ -85,12 +85,16 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
         }
     };
     // Behind a front, the server listens on a private port of its own.
-    let back_port = if front::wanted(&values) { free_port(&file.host)? } else { port };
+    let with_front = front::wanted(&values);
+    let mut back_port = port;
+    while with_front && back_port == port {
+        back_port = free_port(&file.host)?;
+    }
     let back_values = front::back_values(&values);
     let dir = RunDir::create()?;
     let ctx = Ctx { dir: &dir, host: &file.host, port, file };
     let prepared = adapter.prepare(&Ctx { port: back_port, ..ctx }, &back_values).and_then(|mut p| {
-        if back_port != port {
+        if with_front {
             front::add(&ctx, &values, back_port, &mut p)?;
         }
         Ok(p)
@@ -149,6 +153,11 @@ impl Running {
     /// CPU count with the server's).
     pub fn front_pid(&self) -> Option<i32> {
         self.prepared.front.map(|i| self.children[i].1.id() as i32)
+    }
+
+    /// The server's own port (behind a front, not the one the clients use).
+    pub fn back_port(&self) -> u16 {
+        self.back_port
     }
 
     /// Its worker processes (the master's descendants).

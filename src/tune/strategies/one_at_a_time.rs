@@ -78,6 +78,8 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     // later knobs: one of them (recycling, say) may bring it within the budget, which no
     // change of one knob at a time could find.
     let mut blocked: Vec<(String, String)> = Vec::new();
+    // The operating points, oldest first.
+    let mut path = vec![current.clone()];
     'passes: for pass in 0..MAX_PASSES {
         let mut stale = Vec::new();
         for (knob, values) in knobs.iter().filter(|(k, _)| due.contains(k)) {
@@ -187,6 +189,7 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             });
             if j.chosen.is_some() {
                 current = current.with_all(&adopted_set);
+                path.push(current.clone());
             }
             for (k, _) in adopted_set.iter().filter(|(k, _)| k != knob) {
                 found.evidence.retain(|(e, _, _)| e != k);
@@ -247,10 +250,44 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             ));
         }
     }
+    // A configuration adopted in one pass may be seen over the budget (or missing an SLO) when
+    // it is measured again in a later one: once seen there, it can be there again. The
+    // recommendation is then the newest configuration on the path that met the objective in
+    // every window it had.
+    if let Some(back) = fall_back(t, &path, &current) {
+        for (knob, value) in back.iter().filter(|(k, v)| current.get(k) != Some(v.as_str())) {
+            let why = format!(
+                "{knob} back to {value}: {} missed the objective in a later window (seen over the memory budget, or \
+                 beyond the SLO, it can be there again); {} met it in every window",
+                current.label(),
+                back.label()
+            );
+            found.evidence.retain(|(k, _, _)| k != knob);
+            found.evidence.push((knob.clone(), value.clone(), why));
+        }
+        t.note(&format!("{} missed the objective at its revisit: falling back to {}", current.label(), back.label()));
+        current = back;
+    }
     // The evidence in the file's order.
     found.evidence.sort_by_key(|(k, _, _)| knobs.iter().position(|(n, _)| n == k));
     found.recommended = current;
     found
+}
+
+/// The newest configuration of `path` (the operating points, oldest first) that meets the
+/// objective over all its windows (as a step judges it: the costliest memory sample, the
+/// median p99), when `current` does not; None when `current` does, or when none does (then
+/// nothing better can be said than what the evidence says).
+fn fall_back(t: &Tuner, path: &[Settings], current: &Settings) -> Option<Settings> {
+    let all = |s: &Settings| {
+        let windows: Vec<Point> = t.points.iter().filter(|p| p.settings == *s && p.ok()).cloned().collect();
+        Point::combine("", &windows)
+    };
+    let admitted = |s: &Settings| all(s).is_some_and(|p| t.objective.admits(&p));
+    if all(current).is_none() || admitted(current) {
+        return None;
+    }
+    path.iter().rev().find(|s| *s != current && admitted(s)).cloned()
 }
 
 /// What the evidence of a step needs besides the judgement.

@@ -344,3 +344,31 @@ fn the_knee_is_checked_against_the_best_count_in_interleaved_rounds() {
         assert!(check.effect.is_some_and(|e| e.low_pct < (gain - 1.0) * 100.0 && e.high_pct > (gain - 1.0) * 100.0));
     }
 }
+
+#[test]
+fn a_configuration_seen_over_the_budget_at_its_revisit_is_not_recommended() {
+    // Three workers fit while young (their first three windows) and not after: the first
+    // pass adopts them, a later window shows them over the budget, and the recommendation
+    // falls back to the newest configuration that fitted in every window, two workers.
+    let mut m = Model::new(
+        |s: &Settings, r| {
+            let w = workers_of(s);
+            let mode = if s.get("mode") == Some("b") { 1.1 } else { 1.0 };
+            // Mode b makes three workers too large from the start.
+            let uss = if w > 2.0 && (r >= 3 || mode > 1.0) { 20_000 } else { 10_000 };
+            (100.0 * w * mode + r as f64 % 2.0, 10.0, uss)
+        },
+        Some(11_000 + 3 * 10_000 + 100),
+    );
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let k = vec![
+        ("workers".to_string(), vec!["2".to_string(), "3".to_string()]),
+        ("mode".to_string(), vec!["a".to_string(), "b".to_string()]),
+    ];
+    let found = one_at_a_time(&mut t, &k, &Settings::default());
+    assert!(found.steps.iter().any(|s| s.knob == "workers" && s.after_value == "3"), "{:?}", found.evidence);
+    assert_eq!(found.recommended.get("workers"), Some("2"), "{:?}", found.evidence);
+    let why = &found.evidence.iter().find(|(k, _, _)| k == "workers").unwrap().2;
+    assert!(why.contains("workers back to 2"), "{why}");
+}
