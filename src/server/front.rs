@@ -7,7 +7,7 @@
 //! HTTP/1.0 to upstreams), so the back end runs with its own keep-alive off, as the guide
 //! advises.
 
-use super::adapters::{Ctx, Prepared, get, on, seconds, write};
+use super::adapters::{Ctx, Prepared, bracket, get, on, seconds, write};
 use super::process::Spawn;
 
 /// The knob's name.
@@ -76,16 +76,8 @@ fn proxy_location(upstream: &str) -> String {
 /// (`front-nginx.conf`), its process (started last, stopped first) and its log.
 pub fn add(ctx: &Ctx, values: &[(String, String)], back_port: u16, prepared: &mut Prepared) -> anyhow::Result<()> {
     let d = ctx.d();
-    let upstream = if ctx.host.contains(':') {
-        format!("[{}]:{back_port}", ctx.host)
-    } else {
-        format!("{}:{back_port}", ctx.host)
-    };
-    let listen = if ctx.host.contains(':') {
-        format!("[{}]:{}", ctx.host, ctx.port)
-    } else {
-        format!("{}:{}", ctx.host, ctx.port)
-    };
+    let upstream = format!("{}:{back_port}", bracket(ctx.host));
+    let listen = format!("{}:{}", bracket(ctx.host), ctx.port);
     let user = if nix::unistd::geteuid().is_root() { "user root;\n" } else { "" };
     let conf = format!(
         "# nginx front (webtune front = \"nginx\"): clients here, the server on {upstream}\n\

@@ -137,11 +137,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
 impl Running {
     /// `http://host:port` of the server, brackets around an IPv6 host; no trailing slash.
     pub fn base_url(&self) -> String {
-        if self.host.contains(':') {
-            format!("http://[{}]:{}", self.host, self.port)
-        } else {
-            format!("http://{}:{}", self.host, self.port)
-        }
+        format!("http://{}:{}", adapters::bracket(&self.host), self.port)
     }
 
     /// The tuned server's master process.

@@ -92,11 +92,21 @@ impl Objective {
 /// MaxClients rule), or more if more were seen; never only the workers alive at the moment of
 /// the costliest sample, which in a recycling pool may be one of eight.
 pub fn fits(p: &Point) -> bool {
-    let Some(fit) = p.memory().and_then(|m| m.workers_fit) else { return true };
     let seen = p.samples.iter().filter_map(|s| s.memory.as_ref()).map(|m| m.workers).max().unwrap_or(0);
-    let configured = p.settings.get("workers").and_then(|w| w.parse::<usize>().ok()).unwrap_or(0);
-    let pool = seen.max(configured).max(p.workers_at_start.unwrap_or(0));
-    fit >= pool as u64
+    p.memory().is_none_or(|m| pool_fits(m, pool(&p.settings, p.workers_at_start).max(seen)))
+}
+
+/// The pool that must fit: its configured size, or more if more workers were there at the
+/// start of the load.
+pub fn pool(settings: &crate::server::Settings, workers_at_start: Option<usize>) -> usize {
+    let configured = settings.get("workers").and_then(|w| w.parse::<usize>().ok()).unwrap_or(0);
+    configured.max(workers_at_start.unwrap_or(0))
+}
+
+/// Whether a pool of `pool` workers (or the workers `m` saw, if more) fits by `m`'s figures
+/// (true without a budget or a worker to measure).
+pub fn pool_fits(m: &super::point::MemUse, pool: usize) -> bool {
+    m.workers_fit.is_none_or(|fit| fit >= pool.max(m.workers) as u64)
 }
 
 #[cfg(test)]

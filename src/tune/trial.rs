@@ -199,9 +199,7 @@ pub fn run(
     }
     std::thread::sleep(load.idle_before);
     let workers_at_start = procmem::select(&Selector::Pid(server.master_pid())).ok().map(|p| p.len().saturating_sub(1));
-    // The pool that must fit the budget, as `objective::fits` counts it (at least).
-    let configured = settings.get("workers").and_then(|w| w.parse::<usize>().ok()).unwrap_or(0);
-    let pool = configured.max(workers_at_start.unwrap_or(0));
+    let pool = super::objective::pool(settings, workers_at_start);
     // A warmed server under a time-bound load is measured in its steady state; a burst after
     // idle (spares) or a cold start is measured as it is, however unsteady.
     let steady_state =
@@ -435,7 +433,7 @@ fn measure_once(
                 match read_memory(master, front, budget, done) {
                     // The costliest moment is the conservative one.
                     Ok(Some(m)) => {
-                        let over = stop_over && m.workers_fit.is_some_and(|fit| (fit as usize) < pool.max(m.workers));
+                        let over = stop_over && !super::objective::pool_fits(&m, pool);
                         if probed.memory.as_ref().is_none_or(|old| m.worker_uss_max_kib > old.worker_uss_max_kib) {
                             probed.memory = Some(m);
                         }

@@ -14,7 +14,7 @@
 
 use std::path::{Component, Path};
 
-use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
+use super::{Adapter, Ctx, Prepared, bracket, get, natives, on, seconds, write};
 use crate::fileset;
 use crate::server::process::Spawn;
 
@@ -490,10 +490,6 @@ fn linked_docroot(ctx: &Ctx, htdocs: &Path) -> anyhow::Result<String> {
         std::os::unix::fs::symlink(entry.path(), root.join(entry.file_name()))?;
     }
     Ok(root.display().to_string())
-}
-
-fn bracket(host: &str) -> String {
-    if host.contains(':') { format!("[{host}]") } else { host.to_string() }
 }
 
 fn asp_installed() -> bool {

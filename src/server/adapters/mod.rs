@@ -203,6 +203,11 @@ pub fn native_flags(values: &[(String, String)]) -> Vec<String> {
     out
 }
 
+/// A host as it goes before `:port` in a configuration: an IPv6 address in brackets.
+pub fn bracket(host: &str) -> String {
+    if host.contains(':') { format!("[{host}]") } else { host.to_string() }
+}
+
 /// Writes a file of the run directory, readable by servers that drop privileges.
 pub fn write(dir: &RunDir, name: &str, text: &str) -> anyhow::Result<PathBuf> {
     let p = dir.join(name);

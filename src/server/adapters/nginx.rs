@@ -134,11 +134,7 @@ pub fn server_conf(ctx: &Ctx, values: &[(String, String)], server_body: &str) ->
     let workers = get(values, "workers").unwrap_or("1");
     let user = if nix::unistd::geteuid().is_root() { "user root;\n" } else { "" };
     let backlog = get(values, "backlog").map_or(String::new(), |b| format!(" backlog={b}"));
-    let listen = if ctx.host.contains(':') {
-        format!("[{}]:{}", ctx.host, ctx.port)
-    } else {
-        format!("{}:{}", ctx.host, ctx.port)
-    };
+    let listen = format!("{}:{}", super::bracket(ctx.host), ctx.port);
     let http = http_directives(values)?.join("\n  ");
     // access_log "off" or its options ("buffer=32k flush=5s"); the file is the run directory's.
     let access = match get(values, "access_log") {
