@@ -92,6 +92,43 @@ fn post_body_headers_and_head_over_h2() {
     assert!(ng.access_log(22).iter().filter(|l| l.method == "HEAD").all(|l| l.protocol == "HTTP/2.0"));
 }
 
+/// Several URLs on connections that keep going: each connection's first request puts the
+/// fields all requests share in nginx's HPACK table and the rest name them by index (a
+/// wrong index is a COMPRESSION_ERROR, a failed run); nginx sees every header whole.
+#[test]
+fn requests_share_their_common_headers_through_the_servers_table() {
+    let Some(ng) = h2c_nginx("location /echo/ { return 200 \"$http_x_test|$http_user_agent|$host|$uri\"; }") else {
+        return;
+    };
+    let file = ng.path("urls.txt");
+    std::fs::write(&file, format!("{}\n{}\n", ng.url("/echo/a"), ng.url("/echo/bbb"))).unwrap();
+    let (v, run) = bench_json(&[
+        "--h2",
+        "--streams",
+        "5",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-n",
+        "400",
+        "-H",
+        "X-Test: shared-value",
+        "--urls",
+        file.to_str().unwrap(),
+        &ng.url("/"),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(num(&v, "/result/succeeded"), 400, "{v:#}");
+    assert_eq!(num(&v, "/result/failed"), 0);
+    assert_eq!(num(&v, "/result/connections/opened"), 2);
+    let agent = concat!("webtune/", env!("CARGO_PKG_VERSION"));
+    let body = |uri: &str| format!("shared-value|{agent}|127.0.0.1|{uri}").len() as u64;
+    assert_eq!(num(&v, "/result/bytes/body"), 200 * body("/echo/a") + 200 * body("/echo/bbb"), "{v:#}");
+    let log = ng.access_log(400);
+    assert!(log.iter().all(|l| l.protocol == "HTTP/2.0" && l.status == 200));
+}
+
 #[test]
 fn tls_alpn_h2_and_a_server_without_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -221,6 +258,26 @@ fn goaway_with_an_error_is_its_own_class() {
     assert_eq!(run.code, 1, "nothing succeeded: {}", run.stderr);
     assert_eq!(errors(&v, "goaway"), 12, "{v:#}");
     assert_eq!(num(&v, "/result/connections/opened"), 12);
+
+    // The same after the request was taken (its stream at the GOAWAY's last): no answer can
+    // come on that connection, so it fails at once, not at its timeout.
+    let rogue = Rogue::start(|mut s, _| {
+        if !h2::read_preface(&mut s) {
+            return;
+        }
+        let Some(stream) = h2::next_request(&mut s) else { return };
+        let mut goaway = stream.to_be_bytes().to_vec();
+        goaway.extend(0x9u32.to_be_bytes()); // COMPRESSION_ERROR
+        let mut out = h2::settings();
+        out.extend(h2::frame(h2::GOAWAY, 0, 0, &goaway));
+        h2::send(&mut s, &out);
+        while h2::read_frame(&mut s).is_some() {}
+    });
+    let started = Instant::now();
+    let (v, run) = bench_json(&["--h2", "-c", "2", "-n", "6", "--timeout", "20s", &rogue.url("/")]);
+    assert_eq!(run.code, 1, "nothing succeeded: {}", run.stderr);
+    assert_eq!(errors(&v, "goaway"), 6, "{v:#}");
+    assert!(started.elapsed() < Duration::from_secs(10), "waited for the timeout: {:?}", started.elapsed());
 }
 
 /// A header block continued without end is malformed, not memory without bound.

@@ -383,7 +383,7 @@ impl BenchSpec {
                 .collect();
         }
         layout.clients = throttle.is_some_and(|t| t.share < 1.0);
-        if http2.is_some() && work.templates.iter().any(|t| crate::engine::h2::frame::body_len(&t.h2) > MAX_H2_BODY) {
+        if http2.is_some() && work.templates.iter().any(|t| t.h2.body.len() > MAX_H2_BODY) {
             return Err(usage(format!("--h2: a request body may be at most {MAX_H2_BODY} bytes")));
         }
         let tls = work.origin.tls.as_ref().map(|t| if http2.is_some() { t.for_h2() } else { t.clone() });

@@ -159,7 +159,7 @@ fn template(origin: &Origin, method: &str, url: &Url, common: &Common, extra: St
     };
     let bytes = spec.render();
     let head_end = bytes.windows(4).position(|w| w == b"\r\n\r\n").map_or(bytes.len(), |p| p + 2);
-    let h2 = crate::engine::h2::frame::render_request(&spec, origin.scheme == "https").into();
+    let h2 = crate::engine::h2::frame::request_fields(&spec, origin.scheme == "https").into();
     Template { bytes: bytes.into(), h2, head_end, head_request: method == "HEAD", url: url.clone(), think: extra.think }
 }
 

@@ -36,8 +36,8 @@ pub use transport::TlsSettings;
 pub struct Template {
     /// The full request, rendered once.
     pub bytes: Arc<[u8]>,
-    /// The same request as HTTP/2 frames (stream id 0, written in per request).
-    pub h2: Arc<[u8]>,
+    /// The same request's HTTP/2 header fields and body (rendered by the HTTP/2 worker).
+    pub h2: Arc<h2::frame::Fields>,
     /// Where the head's final blank line starts: a Cookie header goes in there.
     pub head_end: usize,
     /// HEAD responses carry no body whatever their headers say.

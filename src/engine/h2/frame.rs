@@ -131,7 +131,7 @@ pub fn put_goaway(out: &mut Vec<u8>, last_stream: u32, error: u32) {
     out.extend_from_slice(&error.to_be_bytes());
 }
 
-/// Appends a prepared request (`render_request`) as stream `stream`: the bytes are copied and
+/// Appends a prepared request (`prepare`) as stream `stream`: the bytes are copied and
 /// each frame's stream id written in.
 #[inline]
 pub fn put_request(out: &mut Vec<u8>, request: &[u8], stream: u32) {
@@ -143,20 +143,6 @@ pub fn put_request(out: &mut Vec<u8>, request: &[u8], stream: u32) {
         out[at + 5..at + 9].copy_from_slice(&stream.to_be_bytes());
         at += HEADER_LEN + len;
     }
-}
-
-/// The request's body length in DATA frames (what flow control counts).
-pub fn body_len(request: &[u8]) -> usize {
-    let mut at = 0;
-    let mut body = 0;
-    while at + HEADER_LEN <= request.len() {
-        let h = Head::parse(&request[at..]);
-        if h.kind == kind::DATA {
-            body += h.len;
-        }
-        at += HEADER_LEN + h.len;
-    }
-    body
 }
 
 /// Headers that describe an HTTP/1 connection and have no place in HTTP/2 (RFC 9113
@@ -183,47 +169,159 @@ const STATIC_NAMES: [(&str, u8); 14] = [
     ("user-agent", 58),
 ];
 
-/// The request as frames with stream id 0: HEADERS (and CONTINUATIONs when the block is
-/// larger than a frame), then DATA frames for the body, END_STREAM on the last. The header
-/// block uses static-table indices and literals without indexing, so it never touches the
-/// server's dynamic table and the same bytes serve every request.
-pub fn render_request(spec: &RequestSpec, https: bool) -> Vec<u8> {
-    let mut block = Vec::with_capacity(128);
-    match spec.method.as_str() {
-        "GET" => block.push(0x80 | 2),
-        "POST" => block.push(0x80 | 3),
-        m => literal(&mut block, ":method", m),
-    }
-    block.push(0x80 | if https { 7 } else { 6 });
-    match spec.path.as_str() {
-        "/" => block.push(0x80 | 4),
-        p => literal(&mut block, ":path", p),
-    }
+/// Whole fields of the static table: one byte each, never worth the dynamic table.
+const STATIC_FIELDS: [(&str, &str, u8); 6] = [
+    (":method", "GET", 2),
+    (":method", "POST", 3),
+    (":path", "/", 4),
+    (":scheme", "http", 6),
+    (":scheme", "https", 7),
+    ("accept-encoding", "gzip, deflate", 16),
+];
+
+/// The HPACK dynamic table size every decoder starts with (SETTINGS_HEADER_TABLE_SIZE's
+/// default): what this client's requests may fill, and all it ever uses.
+pub const TABLE_SIZE: u32 = 4096;
+
+/// The first entry of the dynamic table in HPACK's index space (after the static table).
+const FIRST_DYNAMIC: u64 = 62;
+
+/// A request as HTTP/2 sends it, before rendering: its header fields in order (the
+/// pseudo-headers first, names in lower case) and its body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Fields {
+    pub fields: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// The request's fields: the pseudo-headers, the defaults the user did not override, the
+/// user's headers without the HTTP/1 connection ones.
+pub fn request_fields(spec: &RequestSpec, https: bool) -> Fields {
+    let mut fields = Vec::new();
+    let mut add = |name: &str, value: &str| fields.push((name.to_string(), value.to_string()));
     let given = |name: &str| spec.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
-    literal(&mut block, ":authority", given("host").unwrap_or(&spec.host));
+    add(":method", &spec.method);
+    add(":scheme", if https { "https" } else { "http" });
+    add(":path", &spec.path);
+    add(":authority", given("host").unwrap_or(&spec.host));
     if given("user-agent").is_none() {
-        literal(&mut block, "user-agent", concat!("webtune/", env!("CARGO_PKG_VERSION")));
+        add("user-agent", concat!("webtune/", env!("CARGO_PKG_VERSION")));
     }
     if given("accept").is_none() {
-        literal(&mut block, "accept", "*/*");
+        add("accept", "*/*");
     }
     if let Some(body) = &spec.body {
         if given("content-length").is_none() {
-            literal(&mut block, "content-length", &body.len().to_string());
+            add("content-length", &body.len().to_string());
         }
         if let Some(ct) = &spec.content_type
             && given("content-type").is_none()
         {
-            literal(&mut block, "content-type", ct);
+            add("content-type", ct);
         }
     }
     for (name, value) in &spec.headers {
         let lower = name.to_ascii_lowercase();
         if !CONNECTION_SPECIFIC.contains(&lower.as_str()) {
-            literal(&mut block, &lower, value);
+            add(&lower, value);
         }
     }
-    let body = spec.body.as_deref().unwrap_or_default();
+    Fields { fields, body: spec.body.clone().unwrap_or_default() }
+}
+
+/// One request in the three forms a connection sends it, as frames with stream id 0
+/// (`put_request` writes the id in).
+///
+/// Real clients (browsers, h2load) let HPACK's dynamic table carry what every request
+/// repeats, and servers are built for that: a load of literals only would cost the server
+/// work no real client makes it do. So a connection's first request after the server's SETTINGS
+/// inserts the fields all the run's requests share (`priming`), and later ones name them by
+/// index (`indexed`); before those SETTINGS, or when the server's table is smaller than the
+/// default, literals only (`plain`), which never touch the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    pub plain: Vec<u8>,
+    pub priming: Vec<u8>,
+    pub indexed: Vec<u8>,
+    /// Body bytes in DATA frames (what flow control counts).
+    pub body: usize,
+}
+
+/// How one field goes into a header block.
+#[derive(Clone, Copy)]
+enum Form {
+    /// The whole field is in the static table.
+    Static(u8),
+    /// A literal without indexing (RFC 7541 §6.2.2).
+    Plain,
+    /// A literal with incremental indexing (§6.2.1): the server's table keeps it.
+    Insert,
+    /// An indexed field (§6.1).
+    Indexed(u64),
+}
+
+/// Renders every request of a run, all of whose shared fields (same name and value, the
+/// name once in each) go into the dynamic table in one order, as far as `TABLE_SIZE` holds:
+/// whichever request opens a connection fills the table the others refer to.
+pub fn prepare(requests: &[&Fields]) -> Vec<Prepared> {
+    let static_index =
+        |(n, v): &(String, String)| STATIC_FIELDS.iter().find(|(sn, sv, _)| sn == n && sv == v).map(|f| f.2);
+    let once_in = |r: &Fields, f: &(String, String)| {
+        r.fields.contains(f) && r.fields.iter().filter(|(n, _)| *n == f.0).count() == 1
+    };
+    let mut shared: Vec<&(String, String)> = Vec::new();
+    let mut size = 0;
+    if let Some(first) = requests.first() {
+        for f in &first.fields {
+            let entry = f.0.len() + f.1.len() + 32;
+            if static_index(f).is_none()
+                && requests.iter().all(|r| once_in(r, f))
+                && size + entry <= TABLE_SIZE as usize
+            {
+                shared.push(f);
+                size += entry;
+            }
+        }
+    }
+    let k = shared.len() as u64;
+    requests
+        .iter()
+        .map(|r| {
+            // Pseudo-headers must come first: the request's own, then the shared ones, then
+            // the same for the regular headers.
+            let pseudo = |f: &&(String, String)| f.0.starts_with(':');
+            let own = |f: &&(String, String)| !shared.contains(f);
+            let ordered: Vec<&(String, String)> = (r.fields.iter().filter(|f| pseudo(f) && own(f)))
+                .chain(shared.iter().copied().filter(pseudo))
+                .chain(r.fields.iter().filter(|f| !pseudo(f) && own(f)))
+                .chain(shared.iter().copied().filter(|f| !pseudo(f)))
+                .collect();
+            let render = |shared_form: &dyn Fn(u64) -> Form| {
+                let mut block = Vec::with_capacity(128);
+                for f in &ordered {
+                    let form = match (static_index(f), shared.iter().position(|s| s == f)) {
+                        (Some(index), _) => Form::Static(index),
+                        (None, Some(j)) => shared_form(j as u64),
+                        (None, None) => Form::Plain,
+                    };
+                    field(&mut block, &f.0, &f.1, form);
+                }
+                frames(&block, &r.body)
+            };
+            Prepared {
+                plain: render(&|_| Form::Plain),
+                priming: render(&|_| Form::Insert),
+                // The newest entry has the lowest index.
+                indexed: render(&|j| Form::Indexed(FIRST_DYNAMIC + k - 1 - j)),
+                body: r.body.len(),
+            }
+        })
+        .collect()
+}
+
+/// A header block and a body as frames with stream id 0: HEADERS (and CONTINUATIONs when
+/// the block is larger than a frame), then DATA frames, END_STREAM on the last.
+fn frames(block: &[u8], body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(block.len() + body.len() + 4 * HEADER_LEN);
     let chunks: Vec<&[u8]> = block.chunks(MAX_FRAME).collect();
     for (i, chunk) in chunks.iter().enumerate() {
@@ -244,13 +342,19 @@ pub fn render_request(spec: &RequestSpec, https: bool) -> Vec<u8> {
     out
 }
 
-/// A literal header field without indexing (RFC 7541 §6.2.2), its name indexed when the
-/// static table has it; strings are sent raw (no Huffman: rendered once, size hardly matters).
-fn literal(block: &mut Vec<u8>, name: &str, value: &str) {
+/// One field in `form`; a literal's name is indexed when the static table has it, and
+/// strings are sent raw (no Huffman: rendered once, their size hardly matters).
+fn field(block: &mut Vec<u8>, name: &str, value: &str, form: Form) {
+    let (prefix, pattern) = match form {
+        Form::Static(index) => return block.push(0x80 | index),
+        Form::Indexed(index) => return integer(block, 7, 0x80, index),
+        Form::Plain => (4, 0x00),
+        Form::Insert => (6, 0x40),
+    };
     match STATIC_NAMES.iter().find(|(n, _)| *n == name) {
-        Some(&(_, index)) => integer(block, 4, 0x00, u64::from(index)),
+        Some(&(_, index)) => integer(block, prefix, pattern, u64::from(index)),
         None => {
-            block.push(0x00);
+            block.push(pattern);
             string(block, name.as_bytes());
         }
     }
@@ -302,7 +406,7 @@ mod tests {
             content_type: Some("text/plain".into()),
             keepalive: false,
         };
-        let frames = render_request(&spec, true);
+        let frames = prepare(&[&request_fields(&spec, true)]).remove(0).plain;
         let h = Head::parse(&frames);
         assert_eq!((h.kind, h.flags, h.stream), (kind::HEADERS, flag::END_HEADERS, 0));
         let headers = decode(&frames[HEADER_LEN..HEADER_LEN + h.len]);
@@ -320,7 +424,7 @@ mod tests {
         ];
         let got: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         assert_eq!(got, expect);
-        assert_eq!(body_len(&frames), MAX_FRAME + 10);
+        assert_eq!(prepare(&[&request_fields(&spec, true)])[0].body, MAX_FRAME + 10);
         let mut out = vec![1, 2, 3];
         put_request(&mut out, &frames, 7);
         let mut at = 3;
@@ -345,7 +449,7 @@ mod tests {
             headers: vec![("Host".into(), "other".into()), ("x-long".into(), long.clone())],
             ..RequestSpec::default()
         };
-        let frames = render_request(&spec, false);
+        let frames = prepare(&[&request_fields(&spec, false)]).remove(0).plain;
         let h = Head::parse(&frames);
         assert_eq!(h.flags, flag::END_HEADERS | flag::END_STREAM);
         assert_eq!(frames.len(), HEADER_LEN + h.len);
@@ -355,5 +459,81 @@ mod tests {
             [(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "other")]
         );
         assert_eq!(headers.last().unwrap(), &("x-long".to_string(), long));
+    }
+
+    /// The header block of prepared frames (one HEADERS frame).
+    fn block(frames: &[u8]) -> &[u8] {
+        let h = Head::parse(frames);
+        assert_eq!(h.kind, kind::HEADERS);
+        &frames[HEADER_LEN..HEADER_LEN + h.len]
+    }
+
+    fn spec(path: &str, headers: &[(&str, &str)]) -> RequestSpec {
+        RequestSpec {
+            method: "GET".into(),
+            path: path.into(),
+            host: "127.0.0.1:8080".into(),
+            headers: headers.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+            ..RequestSpec::default()
+        }
+    }
+
+    /// One connection's decoder (an independent one) reads a priming request and then every
+    /// request indexed as the plain form says, whichever request primed; indexed blocks are
+    /// a few bytes: one per field.
+    #[test]
+    fn requests_refer_to_the_fields_a_connections_first_request_put_in_the_table() {
+        let long = "z".repeat(200);
+        let specs = [
+            spec("/a", &[("x-run", "7"), ("x-long", &long)]),
+            spec("/b/c", &[("x-run", "7"), ("x-long", &long), ("x-only-b", "1")]),
+            spec("/a", &[("x-long", &long), ("x-run", "7")]),
+        ];
+        let fields: Vec<Fields> = specs.iter().map(|s| request_fields(s, false)).collect();
+        let prepared = prepare(&fields.iter().collect::<Vec<_>>());
+        for first in 0..prepared.len() {
+            let mut d = httlib_hpack::Decoder::default();
+            let mut decode = |block: &[u8]| {
+                let mut out = Vec::new();
+                d.decode(&mut block.to_vec(), &mut out).unwrap();
+                let fields: Vec<(String, String)> = out
+                    .into_iter()
+                    .map(|(n, v, _)| (String::from_utf8(n).unwrap(), String::from_utf8(v).unwrap()))
+                    .collect();
+                fields
+            };
+            assert_eq!(decode(block(&prepared[first].priming)), decode(block(&prepared[first].plain)));
+            for (i, p) in prepared.iter().enumerate() {
+                let plain = decode(block(&p.plain));
+                let mut want = fields[i].fields.clone();
+                let mut got = plain.clone();
+                want.sort();
+                got.sort();
+                assert_eq!(got, want, "request {i}: the same fields");
+                assert_eq!(plain.iter().take_while(|f| f.0.starts_with(':')).count(), 4, "pseudo-headers first");
+                assert_eq!(decode(block(&p.indexed)), plain, "request {i} after request {first} primed");
+            }
+        }
+        // Shared: :authority, user-agent, accept, x-run, x-long (not :path, not x-only-b).
+        // /a's indexed block: :method GET and :scheme http from the static table, :path as a
+        // literal (2 + 2 bytes), five one-byte indices.
+        assert_eq!(block(&prepared[0].indexed).len(), 2 + 4 + 5);
+    }
+
+    /// A field that would overflow the table the server starts with stays a literal, and a
+    /// lone request shares everything the static table does not hold.
+    #[test]
+    fn the_shared_fields_fit_the_default_table() {
+        let big = "b".repeat(TABLE_SIZE as usize);
+        let fields = request_fields(&spec("/x", &[("x-big", &big), ("x-small", "s")]), false);
+        let p = prepare(&[&fields]).remove(0);
+        let mut d = httlib_hpack::Decoder::default();
+        let mut out = Vec::new();
+        d.decode(&mut block(&p.priming).to_vec(), &mut out).unwrap();
+        out.clear();
+        d.decode(&mut block(&p.indexed).to_vec(), &mut out).unwrap();
+        assert!(out.iter().any(|(n, v, _)| n == b"x-big" && *v == big.as_bytes()));
+        // :path, :authority, user-agent, accept and x-small indexed; the big one literal.
+        assert_eq!(block(&p.indexed).len(), 2 + 5 + (1 + 1 + 5 + 3 + big.len()));
     }
 }

@@ -141,7 +141,7 @@ pub(crate) struct Worker<S> {
     /// Why the first TLS failure of this thread happened (transport::tls_failure).
     tls_failure: Option<String>,
     /// Each template's frames and body length.
-    requests: Vec<(Arc<[u8]>, usize)>,
+    requests: Vec<frame::Prepared>,
     order: Order,
     cursor: usize,
     rng: fastrand::Rng,
@@ -211,7 +211,7 @@ impl<S: Sink> Worker<S> {
             addr: plan.endpoint.addr,
             tls: plan.endpoint.tls.clone(),
             tls_failure: None,
-            requests: templates.iter().map(|t| (t.h2.clone(), frame::body_len(&t.h2))).collect(),
+            requests: frame::prepare(&templates.iter().map(|t| &*t.h2).collect::<Vec<_>>()),
             order: plan.endpoint.order.clone(),
             cursor: place.index * templates.len() / plan.threads.max(1),
             rng: fastrand::Rng::with_seed(seed.wrapping_add(1)),
@@ -370,7 +370,7 @@ impl<S: Sink> Worker<S> {
             State::Closed | State::Connecting => return,
             State::Open => {}
         }
-        if c.session.goaway.is_some() || c.next_stream > LAST_STREAM_ID {
+        if c.session.draining() || c.next_stream > LAST_STREAM_ID {
             if c.active == 0 {
                 self.close(ci);
                 return self.fill(ci, now);
@@ -388,11 +388,11 @@ impl<S: Sink> Worker<S> {
             if s.phase != SlotPhase::Waiting {
                 continue;
             }
-            let (frames, body) = &self.requests[s.template as usize];
-            if *body as i64 > c.session.send_window.min(c.session.stream_window) {
+            let request = &self.requests[s.template as usize];
+            if request.body as i64 > c.session.send_window.min(c.session.stream_window) {
                 continue;
             }
-            c.session.request(frames, *body, c.next_stream);
+            c.session.request(request, c.next_stream);
             s.stream = c.next_stream;
             s.phase = SlotPhase::InFlight;
             c.next_stream += 2;
@@ -605,7 +605,10 @@ impl<S: Sink> Worker<S> {
                     self.fail(ci, si, ErrorClass::StreamReset, now);
                 }
             }
-            Event::GoAway { last, code } => {
+            // An error ends the connection (RFC 9113 §5.4.1): nothing more comes for any
+            // stream, even those at or below `last`, whether or not the server closes.
+            Event::GoAway { code, .. } if code != frame::code::NO_ERROR => self.failed(ci, ErrorClass::GoAway, now),
+            Event::GoAway { last, .. } => {
                 let mut retried = false;
                 for si in 0..c.slots.len() {
                     let s = &mut self.conns[ci].slots[si];
@@ -614,7 +617,7 @@ impl<S: Sink> Worker<S> {
                     }
                     // Never processed: a graceful GOAWAY (a server's request limit, a
                     // reload) lets them go again on a new connection, once.
-                    if code == frame::code::NO_ERROR && !s.retried {
+                    if !s.retried {
                         s.retried = true;
                         s.phase = SlotPhase::Waiting;
                         self.conns[ci].active -= 1;

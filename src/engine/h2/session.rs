@@ -24,6 +24,17 @@ pub enum Event {
     GoAway { last: u32, code: u32 },
 }
 
+/// How a connection's requests use the server's HPACK dynamic table (`frame::Prepared`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Table {
+    /// Literals only: no SETTINGS yet, or a table smaller than the default.
+    Unused,
+    /// The next request inserts the shared fields.
+    Empty,
+    /// They are in: requests refer to them.
+    Primed,
+}
+
 /// A violation of the protocol by the server: the connection is unusable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Malformed;
@@ -51,6 +62,11 @@ pub struct Session {
     unacked: u64,
     /// The last stream the server said it will process, after a GOAWAY.
     pub goaway: Option<u32>,
+    /// What the requests do with the server's HPACK dynamic table, and its size limit.
+    table: Table,
+    table_limit: u32,
+    /// The server shrank its table below what the requests refer to: no more requests here.
+    table_lost: bool,
     /// Keep the first response's Server header here (asked for once per run).
     pub capture_server: bool,
     pub server: Option<String>,
@@ -75,6 +91,9 @@ impl Default for Session {
             send_window: i64::from(frame::DEFAULT_WINDOW),
             unacked: 0,
             goaway: None,
+            table: Table::Unused,
+            table_limit: frame::TABLE_SIZE,
+            table_lost: false,
             capture_server: false,
             server: None,
         }
@@ -185,6 +204,17 @@ impl Session {
                         self.setting(u16::from_be_bytes([s[0], s[1]]), be32(&s[2..]))?;
                     }
                     frame::put_settings_ack(&mut self.out);
+                    self.table = match (self.table, self.table_limit >= frame::TABLE_SIZE) {
+                        (Table::Unused, true) if !self.settings_seen => Table::Empty,
+                        (table, true) => table,
+                        (Table::Primed, false) => {
+                            // Entries the requests name may be gone; a smaller table must
+                            // also be announced in the next header block: end here instead.
+                            self.table_lost = true;
+                            Table::Unused
+                        }
+                        (_, false) => Table::Unused,
+                    };
                     self.settings_seen = true;
                 }
             }
@@ -233,7 +263,7 @@ impl Session {
             }
             setting::MAX_FRAME_SIZE if !(16_384..=16_777_215).contains(&value) => return Err(Malformed),
             setting::ENABLE_PUSH if value > 1 => return Err(Malformed),
-            // The header table size limits the dynamic table of our encoder, which uses none.
+            setting::HEADER_TABLE_SIZE => self.table_limit = value,
             _ => {}
         }
         Ok(())
@@ -286,10 +316,25 @@ impl Session {
         Ok(())
     }
 
-    /// Queues a request for `stream` (prepared frames), taking its body from the send window.
-    pub fn request(&mut self, frames: &[u8], body: usize, stream: u32) {
-        self.send_window -= body as i64;
+    /// Queues a request for `stream` in the form the table's state allows, taking its body
+    /// from the send window.
+    pub fn request(&mut self, request: &frame::Prepared, stream: u32) {
+        let frames = match self.table {
+            Table::Unused => &request.plain,
+            Table::Empty => {
+                self.table = Table::Primed;
+                &request.priming
+            }
+            Table::Primed => &request.indexed,
+        };
+        self.send_window -= request.body as i64;
         frame::put_request(&mut self.out, frames, stream);
+    }
+
+    /// No new stream may start here (the server's GOAWAY, or its table shrank under the
+    /// requests): the connection ends once its streams are done.
+    pub fn draining(&self) -> bool {
+        self.goaway.is_some() || self.table_lost
     }
 
     /// Gives a stream's window back after `n` body bytes (only a body near 1 GiB needs it).
@@ -431,5 +476,67 @@ mod tests {
                 Event::GoAway { last: 3, code: 0 }
             ]
         );
+    }
+
+    fn settings(pairs: &[(u16, u32)]) -> Vec<u8> {
+        let mut wire = Vec::new();
+        put_head(&mut wire, pairs.len() * 6, kind::SETTINGS, 0, 0);
+        for (id, value) in pairs {
+            wire.extend_from_slice(&id.to_be_bytes());
+            wire.extend_from_slice(&value.to_be_bytes());
+        }
+        wire
+    }
+
+    /// Which form of a request each of `n` requests went out in.
+    fn forms(s: &mut Session, n: usize) -> Vec<&'static str> {
+        let fields = frame::request_fields(
+            &crate::engine::request::RequestSpec {
+                method: "GET".into(),
+                path: "/p".into(),
+                host: "h".into(),
+                ..Default::default()
+            },
+            false,
+        );
+        let p = frame::prepare(&[&fields]).remove(0);
+        (0..n)
+            .map(|k| {
+                s.out.clear();
+                s.request(&p, 2 * k as u32 + 1);
+                let form = &s.out[..];
+                let name = |f: &[u8]| f[frame::HEADER_LEN..] == form[frame::HEADER_LEN..];
+                if name(&p.plain) {
+                    "plain"
+                } else if name(&p.priming) {
+                    "priming"
+                } else {
+                    assert!(name(&p.indexed));
+                    "indexed"
+                }
+            })
+            .collect()
+    }
+
+    /// Literals until the server's SETTINGS; then one request fills the table and the rest
+    /// refer to it, unless the server's table is smaller than the default. A table shrunk
+    /// under the requests ends the connection's new streams.
+    #[test]
+    fn the_dynamic_table_is_used_only_as_the_servers_settings_allow() {
+        let mut s = Session::default();
+        assert_eq!(forms(&mut s, 1), ["plain"]);
+        s.feed(&settings(&[(setting::MAX_CONCURRENT_STREAMS, 100)]), &mut Vec::new()).unwrap();
+        assert_eq!(forms(&mut s, 3), ["priming", "indexed", "indexed"]);
+        assert!(!s.draining());
+        // A later SETTINGS keeping the default changes nothing; a smaller table ends it.
+        s.feed(&settings(&[(setting::HEADER_TABLE_SIZE, 8192)]), &mut Vec::new()).unwrap();
+        assert_eq!(forms(&mut s, 1), ["indexed"]);
+        s.feed(&settings(&[(setting::HEADER_TABLE_SIZE, 100)]), &mut Vec::new()).unwrap();
+        assert!(s.draining());
+
+        let mut small = Session::default();
+        small.feed(&settings(&[(setting::HEADER_TABLE_SIZE, 0)]), &mut Vec::new()).unwrap();
+        assert_eq!(forms(&mut small, 2), ["plain", "plain"]);
+        assert!(!small.draining());
     }
 }
