@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::nginx::{Nginx, free_port, self_signed_cert};
 use crate::support::rogue::{Rogue, h2};
-use crate::support::{bench_json, errors, float, num};
+use crate::support::{bench_json, coalesced_figures_add_up, errors, float, num};
 
 const KIB: usize = 1024;
 
@@ -127,6 +127,36 @@ fn requests_share_their_common_headers_through_the_servers_table() {
     assert_eq!(num(&v, "/result/bytes/body"), 200 * body("/echo/a") + 200 * body("/echo/bbb"), "{v:#}");
     let log = ng.access_log(400);
     assert!(log.iter().all(|l| l.protocol == "HTTP/2.0" && l.status == 200));
+}
+
+/// Many streams on one thread: wake-ups are coalesced as over HTTP/1.1 (each stream a
+/// client), counts stay exact and every latency phase stays in order (they come from the
+/// kernel's receive timestamps). Too few streams or --no-coalesce: no pauses.
+#[test]
+fn coalesced_h2_wake_ups_count_exactly_and_are_reported() {
+    let Some(ng) = h2c_nginx("keepalive_requests 100000;") else { return };
+    let url = ng.url("/1k.html");
+    let (v, run) = bench_json(&["--h2", "--streams", "10", "-c", "8", "-t", "1", "-n", "20000", &url]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(v.pointer("/options/coalesce"), Some(&serde_json::Value::Bool(true)), "{v:#}");
+    assert_eq!(num(&v, "/result/succeeded"), 20000);
+    assert_eq!(num(&v, "/result/bytes/body"), 20000 * KIB as u64);
+    assert_eq!(num(&v, "/result/connections/opened"), 8);
+    assert_eq!(ng.access_log(20000).len(), 20000);
+    coalesced_figures_add_up(&v, 20000);
+    for (args, why) in [
+        (vec!["--streams", "2", "-c", "8"], "16 streams"),
+        (vec!["--streams", "10", "-c", "8", "--no-coalesce"], "--no-coalesce"),
+    ] {
+        let mut full = vec!["--h2", "-t", "1", "-n", "500"];
+        full.extend(args);
+        full.push(&url);
+        let (v, run) = bench_json(&full);
+        assert_eq!(run.code, 0, "{why}: {}", run.stderr);
+        assert_eq!(v.pointer("/options/coalesce"), Some(&serde_json::Value::Bool(false)), "{why}");
+        assert_eq!(v.pointer("/result/coalesced"), Some(&serde_json::Value::Null), "{why}");
+        assert_eq!(num(&v, "/result/succeeded"), 500, "{why}");
+    }
 }
 
 #[test]

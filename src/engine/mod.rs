@@ -171,12 +171,13 @@ impl Plan {
     /// clients to fill batches. A new connection per request costs several times what a
     /// wake-up does, and the stamps would add a call per connection.
     pub fn coalesces(&self, conns: usize) -> bool {
+        // Over HTTP/2 every stream of a connection is a client (its responses share reads).
+        let clients = conns * self.http2.map_or(1, |h| h.streams as usize);
         self.coalesce
-            && self.http2.is_none()
             && self.keepalive
             && !self.is_open_loop()
             && self.endpoint.tls.is_none()
-            && conns >= coalesce::MIN_CLIENTS
+            && clients >= coalesce::MIN_CLIENTS
     }
 
     /// Whether any thread coalesces (the busiest has the most connections).

@@ -345,7 +345,10 @@ mod tests {
         let f = parse("[target]\nadapter = \"lab\"\n[load]\nhttp2 = true\nstreams = 4\nconnections = 2\n").unwrap();
         let plan = f.load.against("http://127.0.0.1:9").plan().unwrap();
         assert_eq!(plan.engine.http2, Some(crate::engine::Http2 { streams: 4 }));
-        assert!(!plan.engine.coalesces_any(), "HTTP/2 never coalesces wake-ups");
+        assert!(!plan.engine.coalesces_any(), "8 streams are too few to batch");
+        let f = parse("[target]\nadapter = \"lab\"\n[load]\nhttp2 = true\nstreams = 40\nconnections = 2\n").unwrap();
+        let plan = f.load.against("http://127.0.0.1:9").plan().unwrap();
+        assert!(plan.engine.coalesces_any(), "each of 40 streams a connection is a client");
     }
 
     #[test]

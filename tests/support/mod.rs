@@ -140,6 +140,21 @@ pub fn assert_valid(v: &Value) {
 }
 
 /// A u64 at a JSON pointer, e.g. "/result/succeeded".
+/// A coalescing run of `requests`: how many were batched depends on the machine (batches
+/// that keep responses waiting longer than 1/16 of a cycle end the pausing), but what is
+/// reported must add up, and every latency phase stays in order (arrival stamps).
+pub fn coalesced_figures_add_up(v: &Value, requests: u64) {
+    let batched = num(v, "/result/coalesced/responses");
+    let wait = float(v, "/result/coalesced/mean_wait_ms");
+    assert!(batched <= requests, "{v:#}");
+    assert!((batched == 0) == (wait == 0.0), "{batched} batched, mean wait {wait} ms");
+    for p in ["p50", "p99", "max"] {
+        let first_byte = float(v, &format!("/result/latency_ms/first_byte/{p}"));
+        let total = float(v, &format!("/result/latency_ms/total/{p}"));
+        assert!(first_byte > 0.0 && first_byte <= total, "{p}: first byte {first_byte} total {total}");
+    }
+}
+
 pub fn num(v: &Value, pointer: &str) -> u64 {
     v.pointer(pointer).and_then(Value::as_u64).unwrap_or_else(|| panic!("no integer at {pointer} in {v:#}"))
 }

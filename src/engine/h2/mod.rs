@@ -8,6 +8,9 @@
 //! in (frame.rs); every request and control frame a read produced goes out in one write at
 //! the end of that read; response bodies are counted, never stored.
 //!
+//! Wake-ups are coalesced as over HTTP/1.1 (coalesce.rs) when the thread has enough streams
+//! on h2c; a read's responses all count to its newest bytes' receive timestamp.
+//!
 //! Runs the closed loop only: the open loop, ramps, scenarios, cookies and throttling are
 //! refused for --h2 when the plan is checked (bench/spec.rs).
 
@@ -25,9 +28,10 @@ use std::time::{Duration, Instant};
 use mio::{Events, Interest, Poll, Token};
 
 use self::session::{Event, Session};
+use super::coalesce::{self, Coalescer};
 use super::record::{ConnEvent, ErrorClass, Record};
 use super::response::MAX_INTERIM_HEADS;
-use super::transport::{TlsSettings, Transport};
+use super::transport::{RxStampBuf, TlsSettings, Transport};
 use super::worker::{Done, Place};
 use super::{Order, Plan, Shared, Sink, Stop};
 
@@ -157,6 +161,10 @@ pub(crate) struct Worker<S> {
     want_server: bool,
     server: Option<String>,
     scratch: Box<[u8]>,
+    /// h2c closed loop with enough streams: wake-ups coalesced as for HTTP/1.1
+    /// (coalesce.rs), responses timed by their receive timestamps.
+    coalescer: Option<Coalescer>,
+    stamps: RxStampBuf,
     events: Vec<Event>,
 }
 
@@ -226,6 +234,8 @@ impl<S: Sink> Worker<S> {
             want_server: place.index == 0,
             server: None,
             scratch: vec![0u8; SCRATCH_BYTES].into_boxed_slice(),
+            coalescer: plan.coalesces(place.conns).then(|| Coalescer::new(now)),
+            stamps: RxStampBuf::default(),
             events: Vec::with_capacity(64),
         })
     }
@@ -273,6 +283,14 @@ impl<S: Sink> Worker<S> {
                 break;
             }
             let wait = if self.queue.is_empty() { wake.saturating_duration_since(now) } else { Duration::ZERO };
+            if let Some(co) = &mut self.coalescer
+                && !wait.is_zero()
+            {
+                let pause = co.pause(now, self.running).min(wait);
+                if !pause.is_zero() {
+                    std::thread::sleep(pause);
+                }
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(wait))
                 && e.kind() != ErrorKind::Interrupted
             {
@@ -306,7 +324,7 @@ impl<S: Sink> Worker<S> {
             in_flight,
             unsent: 0,
             scheduled: 0,
-            batched: None,
+            batched: self.coalescer.map(Coalescer::finish),
         })
     }
 
@@ -446,8 +464,12 @@ impl<S: Sink> Worker<S> {
             Ok(t) => c.sock = Some(t),
             Err(e) => {
                 self.tls_failure.get_or_insert_with(|| super::transport::tls_failure(&e));
-                self.failed(ci, ErrorClass::Tls, now)
+                return self.failed(ci, ErrorClass::Tls, now);
             }
+        }
+        if self.coalescer.is_some() && !c.sock.as_ref().is_some_and(Transport::enable_rx_stamps) {
+            // Without arrival times a pause would show in every latency.
+            self.coalescer = None;
         }
     }
 
@@ -500,12 +522,17 @@ impl<S: Sink> Worker<S> {
         for _ in 0..READS_PER_TURN {
             let c = &mut self.conns[ci];
             let Some(sock) = c.sock.as_mut() else { break };
-            let n = match sock.read(&mut self.scratch) {
-                Ok(0) => {
+            let read = if self.coalescer.as_ref().is_some_and(Coalescer::pausing) {
+                sock.read_stamped(&mut self.scratch, &mut self.stamps)
+            } else {
+                sock.read(&mut self.scratch).map(|n| (n, None))
+            };
+            let (n, stamp) = match read {
+                Ok((0, _)) => {
                     self.events = events;
                     return self.failed(ci, ErrorClass::ClosedEarly, Instant::now());
                 }
-                Ok(n) => n,
+                Ok(read) => read,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     spent = false;
                     if sock.refused_h2() {
@@ -529,6 +556,8 @@ impl<S: Sink> Worker<S> {
                 }
             };
             now = Instant::now();
+            // After a pause, the receive timestamp says when the bytes really came.
+            let arrived = stamp.map(|s| coalesce::arrival(now, s));
             if sock.refused_h2() {
                 self.events = events;
                 self.tls_failure.get_or_insert_with(|| NO_H2.into());
@@ -543,7 +572,7 @@ impl<S: Sink> Worker<S> {
                 return self.failed(ci, ErrorClass::Malformed, now);
             }
             for &ev in &events {
-                self.on_event(ci, ev, now);
+                self.on_event(ci, ev, now, arrived);
             }
             if self.conns[ci].state != State::Open {
                 self.events = events;
@@ -562,7 +591,9 @@ impl<S: Sink> Worker<S> {
         self.fill(ci, now);
     }
 
-    fn on_event(&mut self, ci: usize, ev: Event, now: Instant) {
+    /// One event of a read at `now`; `arrived`: when its bytes came, by their receive
+    /// timestamp (collected after a pause).
+    fn on_event(&mut self, ci: usize, ev: Event, now: Instant, arrived: Option<Instant>) {
         let c = &mut self.conns[ci];
         let slot_of =
             |c: &Conn, stream: u32| c.slots.iter().position(|s| s.phase == SlotPhase::InFlight && s.stream == stream);
@@ -572,7 +603,8 @@ impl<S: Sink> Worker<S> {
                 let s = &mut c.slots[si];
                 s.header_bytes += bytes;
                 if s.first_byte_us == 0 {
-                    s.first_byte_us = micros(now.saturating_duration_since(s.start)).max(1);
+                    let at = arrived.map_or(now, |a| a.max(s.start));
+                    s.first_byte_us = micros(at.saturating_duration_since(s.start)).max(1);
                 }
                 if (100..200).contains(&status) && !end {
                     s.interim += 1;
@@ -584,7 +616,7 @@ impl<S: Sink> Worker<S> {
                     s.status = status;
                 }
                 if end {
-                    self.complete(ci, si, now);
+                    self.complete(ci, si, now, arrived);
                 }
             }
             Event::Data { stream, len, end } => {
@@ -597,7 +629,7 @@ impl<S: Sink> Worker<S> {
                     s.unacked = 0;
                 }
                 if end {
-                    self.complete(ci, si, now);
+                    self.complete(ci, si, now, arrived);
                 }
             }
             Event::Reset { stream, .. } => {
@@ -633,12 +665,18 @@ impl<S: Sink> Worker<S> {
         }
     }
 
-    fn complete(&mut self, ci: usize, si: usize, now: Instant) {
+    /// Slot `si`'s response ended in a read at `now` (`arrived`: see `on_event`); its next
+    /// request starts at `now`, when it can really be sent.
+    fn complete(&mut self, ci: usize, si: usize, now: Instant, arrived: Option<Instant>) {
         let c = &mut self.conns[ci];
         c.active -= 1;
         c.served += 1;
         let s = &c.slots[si];
-        let mut rec = s.record(now, None);
+        let at = arrived.map_or(now, |a| a.max(s.start));
+        let mut rec = s.record(at, None);
+        if let Some(co) = &mut self.coalescer {
+            co.completed(arrived.map(|_| now.saturating_duration_since(at)));
+        }
         rec.length_differs = self.shared.length_differs(rec.body_bytes);
         if self.want_server && self.server.is_none() {
             self.server = Some(c.session.server.take().unwrap_or_default());
