@@ -200,6 +200,7 @@ pub fn run(
     std::thread::sleep(load.idle_before);
     let workers_at_start = procmem::select(&Selector::Pid(server.master_pid())).ok().map(|p| p.len().saturating_sub(1));
     let pool = super::objective::pool(settings, workers_at_start);
+    let recycling = max_requests(settings).is_some();
     // A warmed server under a time-bound load is measured in its steady state; a burst after
     // idle (spares) or a cold start is measured as it is, however unsteady.
     let steady_state =
@@ -220,7 +221,8 @@ pub fn run(
         }
         let stop_over = load.stop_over_budget;
         let mut sample =
-            match measure_once(&*server, &plan, window, budget_kib, stop_over, pool, cores, &opts.interrupt) {
+            match measure_once(&*server, &plan, window, budget_kib, stop_over, pool, recycling, cores, &opts.interrupt)
+            {
                 Ok(w) if w.sample.succeeded == 0 && w.over_budget.is_none() => {
                     return fail(format!("no request succeeded ({} failed)", w.sample.failed));
                 }
@@ -336,6 +338,11 @@ const MAX_WINDOW: Duration = Duration::from_secs(60);
 /// Windows measured again per trial because others disturbed them.
 const MAX_REMEASURED: u32 = 2;
 
+/// Requests per worker before it is replaced, when the settings recycle workers.
+fn max_requests(settings: &Settings) -> Option<f64> {
+    settings.get("max_requests")?.parse().ok().filter(|&m: &f64| m > 0.0)
+}
+
 /// The window that holds `MIN_RECYCLES` recycles of each of `workers` at the rate `first`
 /// measured, when `window` holds fewer; None when it is long enough (or workers never recycle).
 fn recycle_window(
@@ -345,7 +352,7 @@ fn recycle_window(
     window: Duration,
     notes: &mut Vec<String>,
 ) -> Option<Duration> {
-    let every: f64 = settings.get("max_requests")?.parse().ok().filter(|&m: &f64| m > 0.0)?;
+    let every = max_requests(settings)?;
     let workers = workers.max(1) as f64;
     let per_worker = first.rps / workers;
     if per_worker <= 0.0 {
@@ -385,8 +392,16 @@ struct Window {
 /// swings between young and grown workers; samples at fixed moments would read the same
 /// phase of that swing in every window (and every round), and a recycling pool would look
 /// cheaper, or dearer, than it is.
-fn memory_sample_times(window: Duration) -> Vec<Duration> {
-    let n = (window.as_secs_f64().round() as u32).clamp(3, 10);
+///
+/// When workers recycle (`recycling`), about five a second, at least 10 and at most 30: a
+/// worker that grows through its life is at its costliest only near its end, and each
+/// sample reads one phase. If that is a quarter of the cycle, 3 samples all miss it 42% of
+/// the time, 10 samples 5.6%, 20 samples 0.3%; the budget must hold the costliest phase
+/// (the seeds' rule), and the lab's 3 workers recycled every 20 requests read 9-10 MiB or
+/// 17.5 MiB a worker depending on the phase caught.
+fn memory_sample_times(window: Duration, recycling: bool) -> Vec<Duration> {
+    let secs = window.as_secs_f64();
+    let n = if recycling { ((secs * 5.0).round() as u32).clamp(10, 30) } else { (secs.round() as u32).clamp(3, 10) };
     // Kept off the window's first and last tenth: the load is still starting, or stopping.
     let (lead, span) = (window.mul_f64(0.1), window.mul_f64(0.8));
     let mut rng = fastrand::Rng::new();
@@ -404,6 +419,7 @@ fn measure_once(
     budget: Option<u64>,
     stop_over: bool,
     pool: usize,
+    recycling: bool,
     cores: usize,
     interrupt: &Arc<AtomicBool>,
 ) -> anyhow::Result<Window> {
@@ -424,7 +440,7 @@ fn measure_once(
                 }
             };
             let mut probed = Probed::default();
-            let times = memory_sample_times(duration);
+            let times = memory_sample_times(duration, recycling);
             let middle = times.len().div_ceil(2);
             for (i, at) in times.into_iter().enumerate() {
                 if !sleep_until(window_start + at, done, &relay) {
@@ -597,9 +613,11 @@ mod tests {
 
     #[test]
     fn memory_samples_cover_the_window_at_random_moments() {
-        for (window, n) in [(1.0, 3), (5.0, 5), (60.0, 10)] {
+        for (window, recycling, n) in
+            [(1.0, false, 3), (5.0, false, 5), (60.0, false, 10), (1.0, true, 10), (4.0, true, 20), (60.0, true, 30)]
+        {
             let w = Duration::from_secs_f64(window);
-            let a = memory_sample_times(w);
+            let a = memory_sample_times(w, recycling);
             assert_eq!(a.len(), n);
             // One in each share of the window's middle 80%, in order.
             for (i, t) in a.iter().enumerate() {
@@ -607,7 +625,7 @@ mod tests {
                 assert!(share >= i as f64 && share < (i + 1) as f64, "{window} s: sample {i} at {t:?}");
             }
             // Not the same moments in every window (a 2^-52 chance per sample to repeat).
-            assert_ne!(a, memory_sample_times(w));
+            assert_ne!(a, memory_sample_times(w, recycling));
         }
     }
 

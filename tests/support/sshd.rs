@@ -210,10 +210,14 @@ impl Drop for Sshd {
     }
 }
 
-/// Pids of the webtune agents (remote shares) whose command line mentions `marker`.
+/// Pids of the webtune agents (remote shares) whose command line mentions `marker`: the
+/// agents themselves, not the local ssh clients or remote shells whose command lines carry
+/// the same words (counting those, a test could act before a host's session existed, and
+/// an sshd forked after its listener was killed would survive as an orphan).
 pub fn agents(marker: &str) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| comm(*pid).trim_end() == "webtune")
         .filter(|pid| {
             let cmd = std::fs::read(Path::new("/proc").join(pid.to_string()).join("cmdline")).unwrap_or_default();
             let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
