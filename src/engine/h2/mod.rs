@@ -144,7 +144,7 @@ pub(crate) struct Worker<S> {
     tls: Option<TlsSettings>,
     /// Why the first TLS failure of this thread happened (transport::tls_failure).
     tls_failure: Option<String>,
-    /// Each template's frames and body length.
+    /// Each template's request in the forms a connection sends it (frame::Prepared).
     requests: Vec<frame::Prepared>,
     order: Order,
     cursor: usize,
