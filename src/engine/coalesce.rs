@@ -126,6 +126,18 @@ impl Coalescer {
         self.pause
     }
 
+    /// Pauses (sleeps) before a wait for events of at most `wait`, as `pause` says; never
+    /// when there is nothing to wait for.
+    pub fn pause_before(&mut self, now: Instant, clients: usize, wait: Duration) {
+        if wait.is_zero() {
+            return;
+        }
+        let pause = self.pause(now, clients).min(wait);
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
+    }
+
     /// The run's totals, the current epoch included.
     pub fn finish(mut self) -> Batched {
         self.total.add(Batched { responses: self.batched, waited: self.waited });

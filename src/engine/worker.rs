@@ -379,13 +379,8 @@ impl<S: Sink> Worker<S> {
             if wake < next_tick && !wait.is_zero() {
                 wait = self.arm(wake, wait);
             }
-            if let Some(co) = &mut self.coalescer
-                && !wait.is_zero()
-            {
-                let pause = co.pause(now, self.running).min(wait);
-                if !pause.is_zero() {
-                    std::thread::sleep(pause);
-                }
+            if let Some(co) = &mut self.coalescer {
+                co.pause_before(now, self.running, wait);
             }
             if let Err(e) = self.poll.poll(&mut events, Some(wait))
                 && e.kind() != ErrorKind::Interrupted

@@ -283,13 +283,8 @@ impl<S: Sink> Worker<S> {
                 break;
             }
             let wait = if self.queue.is_empty() { wake.saturating_duration_since(now) } else { Duration::ZERO };
-            if let Some(co) = &mut self.coalescer
-                && !wait.is_zero()
-            {
-                let pause = co.pause(now, self.running).min(wait);
-                if !pause.is_zero() {
-                    std::thread::sleep(pause);
-                }
+            if let Some(co) = &mut self.coalescer {
+                co.pause_before(now, self.running, wait);
             }
             if let Err(e) = self.poll.poll(&mut events, Some(wait))
                 && e.kind() != ErrorKind::Interrupted

@@ -33,6 +33,8 @@ enum Table {
     Empty,
     /// They are in: requests refer to them.
     Primed,
+    /// The server shrank its table under them: no more requests on this connection.
+    Lost,
 }
 
 /// A violation of the protocol by the server: the connection is unusable.
@@ -65,8 +67,6 @@ pub struct Session {
     /// What the requests do with the server's HPACK dynamic table, and its size limit.
     table: Table,
     table_limit: u32,
-    /// The server shrank its table below what the requests refer to: no more requests here.
-    table_lost: bool,
     /// Keep the first response's Server header here (asked for once per run).
     pub capture_server: bool,
     pub server: Option<String>,
@@ -93,7 +93,6 @@ impl Default for Session {
             goaway: None,
             table: Table::Unused,
             table_limit: frame::TABLE_SIZE,
-            table_lost: false,
             capture_server: false,
             server: None,
         }
@@ -207,12 +206,9 @@ impl Session {
                     self.table = match (self.table, self.table_limit >= frame::TABLE_SIZE) {
                         (Table::Unused, true) if !self.settings_seen => Table::Empty,
                         (table, true) => table,
-                        (Table::Primed, false) => {
-                            // Entries the requests name may be gone; a smaller table must
-                            // also be announced in the next header block: end here instead.
-                            self.table_lost = true;
-                            Table::Unused
-                        }
+                        // Entries the requests name may be gone; a smaller table must also
+                        // be announced in the next header block: end here instead.
+                        (Table::Primed | Table::Lost, false) => Table::Lost,
                         (_, false) => Table::Unused,
                     };
                     self.settings_seen = true;
@@ -320,7 +316,7 @@ impl Session {
     /// from the send window.
     pub fn request(&mut self, request: &frame::Prepared, stream: u32) {
         let frames = match self.table {
-            Table::Unused => &request.plain,
+            Table::Unused | Table::Lost => &request.plain,
             Table::Empty => {
                 self.table = Table::Primed;
                 &request.priming
@@ -334,7 +330,7 @@ impl Session {
     /// No new stream may start here (the server's GOAWAY, or its table shrank under the
     /// requests): the connection ends once its streams are done.
     pub fn draining(&self) -> bool {
-        self.goaway.is_some() || self.table_lost
+        self.goaway.is_some() || self.table == Table::Lost
     }
 
     /// Gives a stream's window back after `n` body bytes (only a body near 1 GiB needs it).
