@@ -213,6 +213,20 @@ pub mod de {
         let text = Scalar::deserialize(d)?.text();
         super::share("", &text).map(Some).map_err(serde::de::Error::custom)
     }
+
+    /// `access_log = "a.log"` or `access_log = ["a.log", "a.log.1.gz"]`.
+    pub fn paths<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<std::path::PathBuf>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum OneOrMany {
+            One(std::path::PathBuf),
+            Many(Vec<std::path::PathBuf>),
+        }
+        Ok(match OneOrMany::deserialize(d)? {
+            OneOrMany::One(p) => vec![p],
+            OneOrMany::Many(v) => v,
+        })
+    }
 }
 
 #[cfg(test)]

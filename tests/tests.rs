@@ -2,6 +2,7 @@
 
 mod support;
 
+mod access_log;
 mod asp;
 mod bench_errors;
 mod bench_h2;

@@ -157,6 +157,9 @@ pub struct Options {
     /// HTTP/2 (--h2): concurrent streams per connection; None for HTTP/1.1.
     #[serde(default)]
     pub http2_streams: Option<u32>,
+    /// --access-log: what the logs held, what was replayed and what left out, and their rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_log: Option<crate::bench::access_log::LogSummary>,
 }
 
 fn closed() -> String {

@@ -3,6 +3,7 @@
 //! every exporter reads. The command line, the tuner, the warm-up of a launched server and
 //! `mem --url` all call it in code; none of them builds an argv.
 
+pub mod access_log;
 pub mod hdrlog;
 pub mod remote;
 pub mod spec;
@@ -13,14 +14,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
-pub use spec::{BenchPlan, BenchSpec, Described, UrlOrder};
+pub use spec::{BenchPlan, BenchSpec, Described, LoadedLog, Rate, UrlOrder};
 
 use crate::aggregate::Summary;
 use crate::aggregate::breakdown::BreakdownSink;
 use crate::aggregate::intervals::IntervalTap;
 use crate::aggregate::progress::ProgressBoard;
 use crate::aggregate::result::{BenchReport, ClientCpu, Coalesced, Options, RateStats, SCHEMA_ID, TargetInfo};
-use crate::engine::{self, Arrival, Order, Pacing, Shared, Stop};
+use crate::engine::{self, Order, Pacing, Shared, Stop};
 use crate::input::InputError;
 use crate::sys::{self, CpuTimes};
 use hdrlog::{HdrLogWriter, Timing};
@@ -242,11 +243,7 @@ fn options(plan: &BenchPlan) -> Options {
     let (pacing, rate, arrival) = match &ep.pacing {
         Pacing::Open { rate, arrival } => {
             let constant = (!rate.is_staged()).then(|| rate.value_at(Duration::ZERO));
-            let arrival = match arrival {
-                Arrival::Uniform => "uniform",
-                Arrival::Poisson => "poisson",
-            };
-            ("open", constant, Some(arrival.to_string()))
+            ("open", constant, Some(arrival.name().to_string()))
         }
         Pacing::Closed { .. } => ("closed", None, None),
     };
@@ -276,6 +273,7 @@ fn options(plan: &BenchPlan) -> Options {
         seed: ep.seed,
         coalesce: ep.coalesces_any(),
         http2_streams: ep.http2.map(|h| h.streams),
+        access_log: plan.describe.access_log.clone(),
     }
 }
 

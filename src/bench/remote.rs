@@ -329,17 +329,28 @@ pub fn split(spec: &BenchSpec, parts: usize) -> Result<Vec<BenchSpec>, InputErro
             "-c {connections} is fewer than the {parts} machines sending load: each needs a connection"
         )));
     }
+    if !spec.access_log.is_empty() {
+        return Err(InputError(
+            "--access-log cannot be split between machines yet: write its URL list (webtune urls --from-log) and give --urls with --rate".into(),
+        ));
+    }
     let share = |total: u64, i: u64| total / parts_n + u64::from(i < total % parts_n);
-    let rate_each = spec.rate.map(|r| r / parts as f64);
+    let rate = match spec.rate {
+        Some(crate::bench::Rate::PerSecond(r)) => Some(r),
+        Some(crate::bench::Rate::Log(_)) => return Err(InputError("--rate log needs --access-log".into())),
+        None => None,
+    };
+    let rate_each = rate.map(|r| r / parts as f64);
     Ok((0..parts_n)
         .map(|i| BenchSpec {
             connections: Some(share(connections, i)),
             requests: spec.requests.map(|n| share(n, i)),
             // The last share takes what division lost, so the rates add up to the one asked.
-            rate: match (spec.rate, rate_each) {
+            rate: match (rate, rate_each) {
                 (Some(r), Some(each)) if i + 1 == parts_n => Some(r - each * (parts_n - 1) as f64),
                 (_, each) => each,
-            },
+            }
+            .map(crate::bench::Rate::PerSecond),
             seed: spec.seed.map(|s| s.wrapping_add(i)),
             remote: Vec::new(),
             remote_only: false,
@@ -581,11 +592,22 @@ mod tests {
 
     #[test]
     fn shares_add_up_to_what_was_asked_exactly() {
-        let spec = BenchSpec { connections: Some(10), requests: Some(1001), rate: Some(1000.0), ..Default::default() };
+        let spec = BenchSpec {
+            connections: Some(10),
+            requests: Some(1001),
+            rate: Some(crate::bench::Rate::PerSecond(1000.0)),
+            ..Default::default()
+        };
         let shares = split(&spec, 3).unwrap();
         assert_eq!(shares.iter().map(|s| s.connections.unwrap()).collect::<Vec<_>>(), [4, 3, 3]);
         assert_eq!(shares.iter().map(|s| s.requests.unwrap()).sum::<u64>(), 1001);
-        let rate: f64 = shares.iter().map(|s| s.rate.unwrap()).sum();
+        let rate: f64 = shares
+            .iter()
+            .map(|s| match s.rate {
+                Some(crate::bench::Rate::PerSecond(r)) => r,
+                other => panic!("{other:?}"),
+            })
+            .sum();
         assert!((rate - 1000.0).abs() < 1e-9, "{rate}");
         let e = split(&BenchSpec { connections: Some(2), ..Default::default() }, 3).unwrap_err().0;
         assert_eq!(e, "-c 2 is fewer than the 3 machines sending load: each needs a connection");

@@ -4,13 +4,15 @@
 //! renders the requests into the `BenchPlan` that `bench::run` executes.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 
+use super::access_log::{AccessLog, LogSummary};
 use super::workload::{self, Common, Workload};
 use crate::aggregate::breakdown::Layout;
-use crate::engine::{Arrival, Endpoint, Http2, Order, Pacing, Plan, Schedule, Stage, Stop, Throttle};
+use crate::engine::{Arrival, Endpoint, Http2, Order, Pacing, Plan, Schedule, Spacing, Stage, Stop, Throttle};
 use crate::input::{self, InputError};
 use crate::sys;
 use crate::sys::cpus::{CpuSet, Placement};
@@ -88,8 +90,8 @@ pub struct BenchSpec {
     pub connect_timeout: Option<Duration>,
     /// Accept any TLS certificate.
     pub insecure: bool,
-    /// Open loop: requests started per second.
-    pub rate: Option<f64>,
+    /// Open loop: requests started per second, or the access log's own rate (`log`, `log*3`).
+    pub rate: Option<Rate>,
     /// Open loop: how the starts are spaced.
     pub arrival: Option<Arrival>,
     /// Ramps, "10s:100,30s:1000,10s:0".
@@ -98,6 +100,17 @@ pub struct BenchSpec {
     pub open: bool,
     /// A file of URLs.
     pub urls: Option<PathBuf>,
+    /// A server's access logs (plain or gzip; several are read as one): their GET and HEAD
+    /// requests answered 2xx or 3xx, weighted by count, are the workload.
+    #[serde(alias = "access-log", deserialize_with = "input::de::paths")]
+    pub access_log: Vec<PathBuf>,
+    /// The logs' format: combined (default), common, vhost_combined, or an Apache `LogFormat`
+    /// or nginx `log_format` string.
+    #[serde(alias = "log-format")]
+    pub log_format: Option<String>,
+    /// The logs once read (`load_access_log`), so that a tune reads them once for all trials.
+    #[serde(skip)]
+    pub loaded_log: Option<LoadedLog>,
     pub order: Option<UrlOrder>,
     /// A cookie jar per client.
     pub cookies: bool,
@@ -128,6 +141,87 @@ pub struct BenchSpec {
     pub streams: Option<u64>,
 }
 
+/// An open loop's rate: requests per second, or a multiple of the access log's mean rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    PerSecond(f64),
+    Log(f64),
+}
+
+/// The largest multiple of a log's rate taken (`log*10000`).
+const MAX_LOG_FACTOR: f64 = 1e4;
+
+impl std::str::FromStr for Rate {
+    type Err = InputError;
+
+    /// "500", "log", "log*3", "log*0.5".
+    fn from_str(text: &str) -> Result<Rate, InputError> {
+        let t = text.trim();
+        let bad = || {
+            InputError(format!(
+                "--rate: bad rate {t:?}: expected requests per second (500) or the access log's rate (log, log*3)"
+            ))
+        };
+        let rate = match t.strip_prefix("log") {
+            Some("") => Rate::Log(1.0),
+            Some(rest) => Rate::Log(rest.trim().strip_prefix('*').ok_or_else(bad)?.trim().parse().map_err(|_| bad())?),
+            None => Rate::PerSecond(t.parse().map_err(|_| bad())?),
+        };
+        match rate {
+            Rate::PerSecond(r) if !(r.is_finite() && r > 0.0 && r <= 1e7) => Err(InputError(format!(
+                "--rate must be a positive number of requests per second up to 10000000, not {t}"
+            ))),
+            Rate::Log(f) if !(f.is_finite() && f > 0.0 && f <= MAX_LOG_FACTOR) => Err(InputError(format!(
+                "--rate {t}: the log's rate may be multiplied by more than 0 and up to {MAX_LOG_FACTOR}"
+            ))),
+            ok => Ok(ok),
+        }
+    }
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Rate::PerSecond(r) => write!(f, "{r}"),
+            Rate::Log(x) if *x == 1.0 => write!(f, "log"),
+            Rate::Log(x) => write!(f, "log*{x}"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    /// `rate = 500` or `rate = "log*3"`.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        let text = match Raw::deserialize(d)? {
+            Raw::Number(n) => n.to_string(),
+            Raw::Text(t) => t,
+        };
+        text.parse().map_err(|e: InputError| serde::de::Error::custom(e.0))
+    }
+}
+
+/// Access logs read once and shared by every plan made from a spec (a tune's trials).
+#[derive(Clone)]
+pub struct LoadedLog(pub Arc<AccessLog>);
+
+impl PartialEq for LoadedLog {
+    fn eq(&self, other: &LoadedLog) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for LoadedLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "LoadedLog({})", self.0.account())
+    }
+}
+
 /// The checked run: everything the engine and the exporters need.
 pub struct BenchPlan {
     pub engine: Plan,
@@ -148,6 +242,8 @@ pub struct Described {
     pub stages: Option<String>,
     pub requests_file: Option<String>,
     pub warning: Option<String>,
+    /// The access logs replayed: what was and was not.
+    pub access_log: Option<LogSummary>,
 }
 
 impl BenchSpec {
@@ -166,6 +262,18 @@ impl BenchSpec {
     pub fn against(&self, base: &str) -> BenchSpec {
         let path = self.path.as_deref().unwrap_or("/");
         BenchSpec { url: Some(format!("{}{path}", base.trim_end_matches('/'))), path: None, ..self.clone() }
+    }
+
+    /// Reads the access logs now, once, if the spec has any (a tune, before its trials).
+    pub fn load_access_log(&mut self) -> Result<(), InputError> {
+        if let (false, None) = (self.access_log.is_empty(), &self.loaded_log) {
+            self.loaded_log = Some(LoadedLog(Arc::new(self.read_access_log()?)));
+        }
+        Ok(())
+    }
+
+    fn read_access_log(&self) -> Result<AccessLog, InputError> {
+        AccessLog::read(&self.access_log, self.log_format.as_deref(), workload::MAX_URLS)
     }
 
     /// Whether requests start on a schedule (open loop) rather than on answers.
@@ -224,6 +332,10 @@ impl BenchSpec {
         flag("--timeout", nanos(self.timeout));
         flag("--connect-timeout", nanos(self.connect_timeout));
         flag("--rate", self.rate.map(|r| r.to_string()));
+        for log in &self.access_log {
+            flag("--access-log", path(&Some(log.clone())));
+        }
+        flag("--log-format", self.log_format.clone());
         flag("--arrival", self.arrival.map(|v| value_name(&v)));
         flag("--stages", self.stages.clone());
         flag("--urls", path(&self.urls));
@@ -250,13 +362,40 @@ impl BenchSpec {
         let usage = |msg: String| InputError(msg);
         let stages = self.stages.as_deref().map(parse_stages).transpose()?;
         let open = self.is_open_loop();
-        if open && self.rate.is_none() && stages.is_none() {
+        let log = match (&self.loaded_log, self.access_log.is_empty()) {
+            (Some(l), _) => Some(l.0.clone()),
+            (None, false) => Some(Arc::new(self.read_access_log()?)),
+            (None, true) => None,
+        };
+        let from_log = matches!(self.rate, Some(Rate::Log(_))) || self.arrival == Some(Arrival::Log);
+        if log.is_none() && from_log {
+            return Err(usage("--rate log and --arrival log need --access-log".into()));
+        }
+        if log.is_none() && self.log_format.is_some() {
+            return Err(usage("--log-format needs --access-log".into()));
+        }
+        let log_rate = || {
+            log.as_ref().and_then(|l| l.summary.mean_rate).ok_or_else(|| {
+                usage(
+                    "--rate log: the access log gives no rate (its format has no time, or its requests span no time)"
+                        .into(),
+                )
+            })
+        };
+        let rate = match self.rate {
+            Some(Rate::PerSecond(r)) => Some(r),
+            Some(Rate::Log(factor)) => Some(log_rate()? * factor),
+            // --arrival log alone: at the log's own rate.
+            None if self.arrival == Some(Arrival::Log) => Some(log_rate()?),
+            None => None,
+        };
+        if open && rate.is_none() && stages.is_none() {
             return Err(usage("the open loop needs --rate R or --stages".into()));
         }
-        if self.rate.is_some() && stages.is_some() {
+        if rate.is_some() && stages.is_some() {
             return Err(usage("--rate and --stages cannot be used together".into()));
         }
-        if let Some(r) = self.rate
+        if let Some(r) = rate
             && !(r.is_finite() && r > 0.0 && r <= 1e7)
         {
             return Err(usage(format!(
@@ -326,7 +465,19 @@ impl BenchSpec {
             keepalive: !self.no_keepalive,
         };
         let base = self.url.as_deref();
+        if log.is_some() && (self.urls.is_some() || self.scenario.is_some()) {
+            return Err(usage("give one of --urls, --scenario and --access-log".into()));
+        }
+        if log.is_some() && (common.body.is_some() || self.method.is_some()) {
+            return Err(usage(
+                "--access-log: the log's requests keep their own method (GET or HEAD) and send no body".into(),
+            ));
+        }
         let work = match (&self.urls, &self.scenario, base) {
+            (None, None, Some(url)) if let Some(log) = &log => Workload::access_log(log, url, &common, self.insecure)?,
+            (None, None, None) if log.is_some() => {
+                return Err(usage("--access-log needs the URL of the server to send the log's paths to".into()));
+            }
             (Some(_), Some(_), _) => return Err(usage("give --urls or --scenario, not both".into())),
             (Some(file), None, base) => {
                 let random = self.order == Some(UrlOrder::Random);
@@ -356,16 +507,21 @@ impl BenchSpec {
             (None, Some(_)) => return Err(usage("--slow-share needs --throttle".into())),
             (None, None) => None,
         };
-        let arrival = self.arrival.unwrap_or(Arrival::Uniform);
-        let pacing = match (&stages, open) {
-            (Some(s), true) => Pacing::Open { rate: Schedule::stages(s.clone()), arrival },
-            (Some(s), false) => Pacing::Closed { clients: Some(Schedule::stages(s.clone())) },
-            (None, true) => Pacing::Open { rate: Schedule::constant(self.rate.unwrap_or(1.0)), arrival },
-            (None, false) => Pacing::Closed { clients: None },
-        };
         let seed = self.seed.unwrap_or_else(|| {
             SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
         });
+        let arrival = match (self.arrival.unwrap_or(Arrival::Uniform), &log) {
+            (Arrival::Uniform, _) => Spacing::Uniform,
+            (Arrival::Poisson, _) => Spacing::Poisson,
+            (Arrival::Log, Some(log)) => Spacing::Trace(log.unit_gaps(seed)?),
+            (Arrival::Log, None) => unreachable!("checked above: --arrival log needs --access-log"),
+        };
+        let pacing = match (&stages, open) {
+            (Some(s), true) => Pacing::Open { rate: Schedule::stages(s.clone()), arrival },
+            (Some(s), false) => Pacing::Closed { clients: Some(Schedule::stages(s.clone())) },
+            (None, true) => Pacing::Open { rate: Schedule::constant(rate.unwrap_or(1.0)), arrival },
+            (None, false) => Pacing::Closed { clients: None },
+        };
 
         let mut layout = Layout::default();
         work.apply(&mut layout);
@@ -420,6 +576,7 @@ impl BenchSpec {
                 stages: self.stages.clone(),
                 requests_file: self.urls.as_ref().or(self.scenario.as_ref()).map(|p| p.display().to_string()),
                 warning: work.warning,
+                access_log: log.map(|l| l.summary.clone()),
             },
         })
     }

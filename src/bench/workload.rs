@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use url::Url;
 
+use super::access_log::AccessLog;
 use crate::aggregate::breakdown::{Layout, MAX_REQUEST_PARTS};
 use crate::engine::request::RequestSpec;
 use crate::engine::{Order, Template, TlsSettings, Weights};
@@ -290,6 +291,31 @@ impl Workload {
             (true, false) => Order::Sequential,
         };
         Ok(Workload::new(origin, templates, labels, order, url, method))
+    }
+
+    /// A server's access logs: their GET and HEAD requests, drawn in proportion to how often
+    /// the logs have them. Each path goes to `base`'s server, whatever host the log names.
+    pub fn access_log(log: &AccessLog, base: &str, common: &Common, insecure: bool) -> Result<Workload, InputError> {
+        let base = parse_url(base, None)?;
+        let origin = Origin::of(&base, insecure)?;
+        let mut templates = Vec::with_capacity(log.requests.len());
+        let mut labels = Vec::with_capacity(log.requests.len());
+        let mut weights = Vec::with_capacity(log.requests.len());
+        for r in &log.requests {
+            // set_path, not join: a logged "//host/x" stays a path on this server.
+            let mut url = base.clone();
+            let (path, query) = match r.target.split_once('?') {
+                Some((p, q)) => (p, Some(q)),
+                None => (r.target.as_str(), None),
+            };
+            url.set_path(path);
+            url.set_query(query);
+            templates.push(template(&origin, &r.method, &url, common, Step::default()));
+            labels.push(format!("{} {}", r.method, r.target));
+            weights.push(r.count as f64);
+        }
+        let order = if templates.len() == 1 { Order::Sequential } else { Order::Weighted(Weights::new(&weights)) };
+        Ok(Workload::new(origin, templates, labels, order, base.to_string(), "GET".into()))
     }
 
     /// A scenario file: the steps each virtual user takes, in order, again and again.

@@ -50,6 +50,9 @@ pub enum Command {
     /// per directory, directories scaled from --ops) and urls.txt, a weighted URL list with
     /// SPECweb96's class mix (35/50/14/1 %) and its popularity within a class.
     Fileset(FilesetArgs),
+    /// Write a weighted URL list (for bench --urls) from a server's access logs: each GET or
+    /// HEAD request answered 2xx or 3xx once, its count its weight, most frequent first.
+    Urls(UrlsArgs),
     /// Run the embedded pre-forking test server (Apache prefork + mod_perl, reproduced).
     Lab(LabArgs),
     /// What a server's processes really cost: RSS, PSS, USS, shared; totals; capacity.
@@ -136,6 +139,18 @@ pub struct ReportArgs {
     /// Where to write the HTML file.
     #[arg(long, required = true)]
     pub html: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct UrlsArgs {
+    /// The access log (repeatable, for rotated logs; gzip read as it is).
+    #[arg(long = "from-log", value_name = "PATH", required = true)]
+    pub from_log: Vec<PathBuf>,
+
+    /// The log's format: combined (default; reads common too), common, vhost_combined, or an
+    /// Apache LogFormat or nginx log_format string.
+    #[arg(long = "log-format", value_name = "FORMAT")]
+    pub log_format: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -511,13 +526,25 @@ pub struct BenchArgs {
     pub quiet: bool,
 
     /// Open loop: start this many requests per second whatever the server's pace; latency
-    /// counts from each request's scheduled start, so a stalled server shows (wrk2).
-    #[arg(long = "rate", conflicts_with = "stages")]
-    pub rate: Option<f64>,
+    /// counts from each request's scheduled start, so a stalled server shows (wrk2). With
+    /// --access-log, `log` is the log's own mean rate and `log*3` three times it.
+    #[arg(long = "rate", conflicts_with = "stages", value_name = "R|log|log*X", allow_hyphen_values = true)]
+    pub rate: Option<String>,
 
-    /// Open loop: spacing of the scheduled starts.
+    /// Open loop: spacing of the scheduled starts (log: the access log's own gaps, scaled to
+    /// the rate).
     #[arg(long = "arrival", value_enum)]
     pub arrival: Option<crate::engine::Arrival>,
+
+    /// Replay a server's access log (repeatable, for rotated logs; gzip read as it is): its GET
+    /// and HEAD requests answered 2xx or 3xx, in proportion to their counts, to the URL's server.
+    #[arg(long = "access-log", value_name = "PATH", conflicts_with_all = ["urls", "scenario"])]
+    pub access_log: Vec<PathBuf>,
+
+    /// The access log's format: combined (default; reads common too), common, vhost_combined,
+    /// or an Apache LogFormat or nginx log_format string ('$remote_addr [$time_local] "$request" $status').
+    #[arg(long = "log-format", value_name = "FORMAT", requires = "access_log")]
+    pub log_format: Option<String>,
 
     /// Ramps, e.g. 10s:100,30s:1000,10s:0: each stage goes linearly from the previous value
     /// (0 at first) to its own over its time. The values are clients (closed loop) or, with

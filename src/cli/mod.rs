@@ -13,6 +13,7 @@ pub mod mem;
 pub mod merge;
 pub mod syscalls;
 pub mod tune;
+pub mod urls;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -64,6 +65,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mem(a) => mem::run(&a),
         Command::Launch(a) => launch::run(&a),
         Command::Fileset(a) => fileset::run(&a),
+        Command::Urls(a) => urls::run(&a),
         Command::Tune(a) => tune::run(&a, db),
         Command::Syscalls(a) => syscalls::run(&a),
         Command::Completions(a) => manual::completions(&a),

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 pub use coalesce::Batched;
 pub use h2::Http2;
 pub use record::{ConnEvent, ErrorClass, Record};
-pub use schedule::{Arrival, Schedule, Stage};
+pub use schedule::{Arrival, Schedule, Spacing, Stage};
 pub use sink::Sink;
 pub use transport::TlsSettings;
 
@@ -125,7 +125,7 @@ pub enum Pacing {
     Closed { clients: Option<Schedule> },
     /// Requests start at scheduled times whether or not earlier ones were answered (wrk2);
     /// latency counts from the scheduled time, so a stalled server shows in it.
-    Open { rate: Schedule, arrival: Arrival },
+    Open { rate: Schedule, arrival: Spacing },
 }
 
 /// Bandwidth caps on some clients (http_load's --throttle).

@@ -2,6 +2,7 @@
 //! that is constant or ramps linearly through stages, and the arrival times an open loop
 //! derives from it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One `--stages` step: ramp linearly from the previous stage's value (0 before the first)
@@ -123,29 +124,81 @@ pub enum Arrival {
     Uniform,
     /// Exponential gaps: independent users (httperf's --period=e).
     Poisson,
+    /// The access log's own gaps (--access-log), scaled to the rate.
+    Log,
+}
+
+/// How the engine spaces arrivals: `Arrival` with what it needs to draw them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spacing {
+    Uniform,
+    Poisson,
+    /// Gaps in units of the mean gap (their mean is 1), taken in order and again from the
+    /// start when they run out.
+    Trace(Arc<[f32]>),
+}
+
+impl Spacing {
+    /// The name `--arrival` gives it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Spacing::Uniform => "uniform",
+            Spacing::Poisson => "poisson",
+            Spacing::Trace(_) => "log",
+        }
+    }
 }
 
 /// One thread's arrival times: its `share` of the schedule's rate. Uniform threads are offset
 /// by `phase` (0..1) so that their arrivals interleave; Poisson arrivals come from
 /// exponentially distributed steps of the integrated rate (time rescaling), so ramps stay
-/// Poisson too.
+/// Poisson too. A trace is dealt out: of `threads` threads, thread `index` takes arrivals
+/// `index`, `index + threads`, ..., so together they keep the trace's gaps.
 pub struct Arrivals {
     schedule: Schedule,
     share: f64,
-    arrival: Arrival,
+    spacing: Spacing,
     /// The integrated rate, in this thread's units, at the next arrival.
     next_count: f64,
     rng: fastrand::Rng,
+    /// A trace: the next gap to take, and how many are taken per arrival of this thread.
+    at: usize,
+    stride: usize,
 }
 
 impl Arrivals {
-    pub fn new(schedule: Schedule, share: f64, phase: f64, arrival: Arrival, seed: u64) -> Arrivals {
-        let mut rng = fastrand::Rng::with_seed(seed);
-        let next_count = match arrival {
-            Arrival::Uniform => phase,
-            Arrival::Poisson => exponential(&mut rng),
+    pub fn new(
+        schedule: Schedule,
+        share: f64,
+        phase: f64,
+        spacing: Spacing,
+        seed: u64,
+        thread: (usize, usize),
+    ) -> Arrivals {
+        let (index, threads) = (thread.0, thread.1.max(1));
+        let rng = fastrand::Rng::with_seed(seed);
+        let mut a = Arrivals { schedule, share, spacing, next_count: 0.0, rng, at: 0, stride: threads };
+        a.next_count = match &a.spacing {
+            Spacing::Uniform => phase,
+            Spacing::Poisson => exponential(&mut a.rng),
+            // The trace's units are the whole rate's: this thread does not scale them.
+            Spacing::Trace(_) => {
+                a.share = 1.0;
+                a.take(index)
+            }
         };
-        Arrivals { schedule, share, arrival, next_count, rng }
+        a
+    }
+
+    /// The sum of the trace's next `n` gaps, moving past them.
+    fn take(&mut self, n: usize) -> f64 {
+        let Spacing::Trace(gaps) = &self.spacing else { return 0.0 };
+        if gaps.is_empty() {
+            return n as f64;
+        }
+        let sum = (0..n).map(|i| f64::from(gaps[(self.at + i) % gaps.len()])).sum();
+        self.at = (self.at + n) % gaps.len();
+        sum
     }
 
     /// The intended start of the next request, as an offset from the run's start; None once
@@ -156,16 +209,21 @@ impl Arrivals {
 
     /// How many arrivals not yet advanced past are due by `t` (from the run's start), without
     /// visiting them one by one: a schedule far ahead of what was sent may hold millions.
-    /// Exact for uniform arrivals; for Poisson ones, the expected count.
+    /// Exact for uniform arrivals; for Poisson ones and traces, the expected count.
     pub fn due_by(&self, t: Duration) -> u64 {
         let reached = self.schedule.count_by(t) * self.share;
-        if reached < self.next_count { 0 } else { (reached - self.next_count).floor() as u64 + 1 }
+        let per_arrival = match self.spacing {
+            Spacing::Trace(_) => self.stride as f64,
+            _ => 1.0,
+        };
+        if reached < self.next_count { 0 } else { ((reached - self.next_count) / per_arrival).floor() as u64 + 1 }
     }
 
     pub fn advance(&mut self) {
-        self.next_count += match self.arrival {
-            Arrival::Uniform => 1.0,
-            Arrival::Poisson => exponential(&mut self.rng),
+        self.next_count += match self.spacing {
+            Spacing::Uniform => 1.0,
+            Spacing::Poisson => exponential(&mut self.rng),
+            Spacing::Trace(_) => self.take(self.stride),
         };
     }
 }
@@ -225,8 +283,8 @@ mod tests {
 
     #[test]
     fn threads_share_the_rate_and_interleave() {
-        let mut a = Arrivals::new(Schedule::constant(1000.0), 0.5, 0.0, Arrival::Uniform, 1);
-        let mut b = Arrivals::new(Schedule::constant(1000.0), 0.5, 0.5, Arrival::Uniform, 2);
+        let mut a = Arrivals::new(Schedule::constant(1000.0), 0.5, 0.0, Spacing::Uniform, 1, (0, 1));
+        let mut b = Arrivals::new(Schedule::constant(1000.0), 0.5, 0.5, Spacing::Uniform, 2, (0, 1));
         let mut times = Vec::new();
         for _ in 0..500 {
             times.push(a.peek().unwrap());
@@ -249,11 +307,11 @@ mod tests {
         assert!((stages.count_by(secs(15.0)) - 1000.0).abs() < 1e-6);
         assert!((stages.count_by(secs(99.0)) - 1500.0).abs() < 1e-6);
         for (schedule, share, phase) in [(Schedule::constant(1000.0), 0.5, 0.5), (stages, 1.0, 0.0)] {
-            let mut a = Arrivals::new(schedule, share, phase, Arrival::Uniform, 1);
+            let mut a = Arrivals::new(schedule, share, phase, Spacing::Uniform, 1, (0, 1));
             for _ in 0..3 {
                 let by = secs(7.3);
                 let mut visited = 0;
-                let mut b = Arrivals::new(a.schedule.clone(), share, 0.0, Arrival::Uniform, 1);
+                let mut b = Arrivals::new(a.schedule.clone(), share, 0.0, Spacing::Uniform, 1, (0, 1));
                 b.next_count = a.next_count;
                 while b.peek().is_some_and(|t| t <= by) {
                     visited += 1;
@@ -264,13 +322,32 @@ mod tests {
             }
         }
         // Ten million a second, an hour behind: counted at once.
-        let a = Arrivals::new(Schedule::constant(1e7), 1.0, 0.0, Arrival::Uniform, 1);
+        let a = Arrivals::new(Schedule::constant(1e7), 1.0, 0.0, Spacing::Uniform, 1, (0, 1));
         assert_eq!(a.due_by(secs(3600.0)), 36_000_000_000 + 1);
     }
 
     #[test]
+    fn threads_dealt_a_trace_keep_its_gaps_together() {
+        // Gaps of 0.5 and 1.5 mean gaps, at 100/s: 5 ms and 15 ms apart.
+        let gaps: Arc<[f32]> = vec![0.5, 1.5, 0.5, 1.5, 0.5, 1.5].into();
+        let mut times = Vec::new();
+        for index in 0..3 {
+            let mut a =
+                Arrivals::new(Schedule::constant(100.0), 0.25, 0.0, Spacing::Trace(gaps.clone()), 1, (index, 3));
+            for _ in 0..8 {
+                times.push(a.peek().unwrap().as_secs_f64());
+                a.advance();
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        let got: Vec<f64> = times.windows(2).map(|w| ((w[1] - w[0]) * 1e4).round() / 10.0).collect();
+        let expected: Vec<f64> = (0..23).map(|i| if i % 2 == 0 { 5.0 } else { 15.0 }).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
     fn poisson_arrivals_keep_the_mean_rate() {
-        let mut a = Arrivals::new(Schedule::constant(1000.0), 1.0, 0.0, Arrival::Poisson, 7);
+        let mut a = Arrivals::new(Schedule::constant(1000.0), 1.0, 0.0, Spacing::Poisson, 7, (0, 1));
         let mut n = 0;
         while a.peek().is_some_and(|t| t < secs(20.0)) {
             n += 1;

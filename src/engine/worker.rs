@@ -275,7 +275,8 @@ impl<S: Sink> Worker<S> {
         let pace = match &plan.pacing {
             Pacing::Open { rate, arrival } => {
                 let phase = place.index as f64 / plan.threads as f64;
-                let arrivals = Arrivals::new(rate.clone(), share, phase, *arrival, seed);
+                let arrivals =
+                    Arrivals::new(rate.clone(), share, phase, arrival.clone(), seed, (place.index, plan.threads));
                 Pace::Open(OpenLoop { arrivals, exhausted: false, started: 0, busy_at: None })
             }
             Pacing::Closed { clients: Some(clients) } => Pace::Ramp { clients: clients.clone(), share, scenario },

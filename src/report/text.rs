@@ -33,7 +33,10 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     }
     if o.pacing == "open" {
         let rate = match (o.rate, &o.stages) {
-            (Some(rate), _) => format!("{rate} requests/s"),
+            (Some(rate), _) => match o.access_log.as_ref().and_then(|l| l.mean_rate) {
+                Some(mean) => format!("{rate:.2} requests/s ({:.3}x the log's mean)", rate / mean),
+                None => format!("{rate} requests/s"),
+            },
             (None, Some(stages)) => format!("stages {stages} (requests/s)"),
             (None, None) => "?".into(),
         };
@@ -68,6 +71,13 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(file) = &o.requests_file {
         writeln!(out, "Requests from:       {file} ({} order)", o.order.as_deref().unwrap_or("sequential"))?;
     }
+    if let Some(log) = &o.access_log {
+        writeln!(out, "Access log:          {} ({})", log.files.join(", "), log.format)?;
+        writeln!(out, "Replay:              {}; {} distinct requests, drawn by count", log.account(), log.distinct)?;
+        if let Some(rates) = log.rates() {
+            writeln!(out, "Log rate:            {rates}")?;
+        }
+    }
     if let Some(bps) = o.throttle_bytes_per_s {
         let share = o.slow_share.unwrap_or(1.0) * 100.0;
         writeln!(
@@ -90,8 +100,8 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(why) = &r.target.tls_failure {
         writeln!(out, "TLS failure:         {why}")?;
     }
-    if r.options.requests_file.is_some() {
-        writeln!(out, "Length differed:     not compared (a URL list's or scenario's bodies vary by request)")?;
+    if r.options.requests_file.is_some() || r.options.access_log.as_ref().is_some_and(|l| l.distinct > 1) {
+        writeln!(out, "Length differed:     not compared (a URL list's, log's or scenario's bodies vary by request)")?;
     } else {
         writeln!(
             out,

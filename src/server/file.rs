@@ -175,11 +175,13 @@ impl TargetFile {
         }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         // The load's files, like the app, are relative to the target file.
-        for f in [&mut load.urls, &mut load.scenario].into_iter().flatten() {
+        for f in [&mut load.urls, &mut load.scenario].into_iter().flatten().chain(&mut load.access_log) {
             if f.is_relative() {
                 *f = dir.join(&*f);
             }
         }
+        // Read once here, for every trial; a log that does not read stops the tune before it starts.
+        load.load_access_log().map_err(|e| e.at(&line_of("access_log")))?;
         // Absolute: servers run from their run directory.
         let app = match t.app.map(|a| if a.is_absolute() { a } else { dir.join(a) }) {
             Some(a) => Some(

@@ -111,8 +111,8 @@ impl Load {
 
 /// How a window's load is sent: all from this machine, or split with the `[load] remote` hosts.
 enum Sender {
-    Here(BenchPlan),
-    Split(Remote, BenchSpec),
+    Here(Box<BenchPlan>),
+    Split(Remote, Box<BenchSpec>),
 }
 
 impl Sender {
@@ -121,8 +121,8 @@ impl Sender {
         let spec = load.spec.against(base);
         let plan = aimed_at(base, spec.plan()?)?;
         Ok(match Remote::of(&spec)? {
-            Some(remote) => Sender::Split(remote, spec),
-            None => Sender::Here(plan),
+            Some(remote) => Sender::Split(remote, Box::new(spec)),
+            None => Sender::Here(Box::new(plan)),
         })
     }
 
