@@ -261,3 +261,56 @@ fn bad_logs_and_formats_are_one_line_errors() {
         assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
     }
 }
+
+#[test]
+fn a_tune_loads_the_lab_with_its_log_read_once_from_beside_the_target_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // 30 requests a second for a minute: three quarters /hello, a quarter waiting 5 ms.
+    let lines: Vec<String> =
+        (0..1800).map(|i| combined(i / 30, "GET", if i % 4 == 0 { "/hello?io=5ms" } else { "/hello" }, 200)).collect();
+    std::fs::write(dir.path().join("lab.log"), lines.join("\n")).unwrap();
+    let target = dir.path().join("lab.toml");
+    std::fs::write(
+        &target,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 2\n[knobs]\nworkers = [1, 2]\n\
+             [load]\naccess_log = \"lab.log\"\nrate = \"log*2\"\nduration = \"1s\"\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let r = crate::support::webtune_with_limit(
+        &[
+            "tune",
+            target.to_str().unwrap(),
+            "--repeats",
+            "1",
+            "--max-rounds",
+            "2",
+            "--json",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("tune: the load is the access log") && r.stderr.contains("replaying 1,800 of 1,800 requests"),
+        "{}",
+        r.stderr
+    );
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let ok = v["points"].as_array().unwrap().iter().filter(|p| p["status"]["status"] == "ok").count();
+    assert!(ok >= 2, "{}", v["points"]);
+    // An open loop at twice the log's 30/s: no window is served faster than that.
+    for p in v["points"].as_array().unwrap().iter().filter(|p| p["status"]["status"] == "ok") {
+        let rps = p["samples"][0]["rps"].as_f64().unwrap();
+        assert!(rps > 0.0 && rps <= 66.0, "{rps} req/s: {p}");
+    }
+    // A log that does not read stops the tune before anything starts, at its line.
+    std::fs::write(dir.path().join("lab.log"), "junk\n").unwrap();
+    let r = webtune(&["tune", target.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("lab.toml:9: ") && r.stderr.contains("no GET or HEAD request"), "{}", r.stderr);
+}

@@ -119,6 +119,9 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
             time_budget.map_or(String::new(), |b| format!(" (budget {})", fmt_secs(b))),
             journal_path.display()
         );
+        if let Some(log) = &file.load.loaded_log {
+            eprintln!("tune: the load is the access log {}: {}", log.0.summary.files.join(", "), log.0.account());
+        }
     }
     // Every point goes to the journal (for --resume) and to the history database.
     let mut store = match crate::store::Store::open(&crate::store::default_path(db)) {

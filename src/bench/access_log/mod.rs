@@ -339,7 +339,8 @@ impl Tally {
             (Some(s), n) if n >= 2 && s > 0.0 => Some((n - 1) as f64 / s),
             _ => None,
         };
-        let busiest_minute = busiest_minute(&times);
+        // A log shorter than a minute has no busiest minute to tell.
+        let busiest_minute = busiest_minute(&times).filter(|_| span.is_some_and(|s| s >= 60.0));
         times.iter_mut().for_each(|t| *t -= first);
         let summary = LogSummary {
             files,
