@@ -500,6 +500,14 @@ impl<S: Sink> Worker<S> {
                 }
                 if writable && self.conns[ci].state == State::Open {
                     self.flush(ci);
+                    // Streams held back while too much waited to be written may start now.
+                    let c = &self.conns[ci];
+                    if c.state == State::Open
+                        && c.session.out.is_empty()
+                        && c.slots.iter().any(|s| s.phase == SlotPhase::Waiting)
+                    {
+                        self.fill(ci, Instant::now());
+                    }
                 }
             }
             State::Connecting | State::Closed => {}
