@@ -86,7 +86,7 @@ mod tests {
         }
         let header = jar.header(&url).unwrap();
         assert_eq!(header.split("; ").count(), MAX_PER_DOMAIN);
-        assert!(header.starts_with("c70=") || header.contains("c70="), "{header}");
+        assert!(header.contains("c70="), "the 50 newest stay: {header}");
         assert!(!header.contains("c69="), "{header}");
         // Setting a kept cookie again replaces it, taking no more room.
         jar.set("c119=new", &url);
