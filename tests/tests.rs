@@ -6,6 +6,7 @@ mod access_log;
 mod asp;
 mod bench_errors;
 mod bench_h2;
+mod bench_hardening;
 mod bench_nginx;
 mod bench_pacing;
 mod bench_rogue;

@@ -71,7 +71,7 @@ pub struct BenchSpec {
     /// Collect every response as soon as it arrives (no coalesced wake-ups).
     #[serde(alias = "no-coalesce")]
     pub no_coalesce: bool,
-    /// The request method (default GET; POST when a body file is given).
+    /// The request method (default GET; POST when a body is given, by -p or --body).
     pub method: Option<String>,
     /// Request headers, "Name: value".
     #[serde(rename = "header", alias = "headers")]
@@ -453,7 +453,8 @@ impl BenchSpec {
         };
         let method = match &self.method {
             Some(m) => m.clone(),
-            None if self.post_file.is_some() => "POST".to_string(),
+            // A body without a method is a POST, whichever option gave it (-p, --body).
+            None if body.is_some() => "POST".to_string(),
             None => "GET".to_string(),
         };
         workload::check_method(&method)?;

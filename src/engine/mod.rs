@@ -10,6 +10,7 @@
 
 mod coalesce;
 pub mod h2;
+pub mod jar;
 pub mod record;
 pub mod request;
 pub mod response;
@@ -71,12 +72,15 @@ pub struct Weights(Arc<[f64]>);
 impl Weights {
     /// The weights of the templates, in order; each finite and positive (checked by the caller).
     pub fn new(weights: &[f64]) -> Weights {
+        // Scaled so the largest is 1: the running total then stays at most the line count,
+        // where two weights of 1e308 would have summed to infinity and drawn only the last.
+        let largest = weights.iter().copied().fold(0.0, f64::max);
         let mut total = 0.0;
         Weights(
             weights
                 .iter()
                 .map(|w| {
-                    total += w;
+                    total += w / largest;
                     total
                 })
                 .collect(),

@@ -32,10 +32,16 @@ pub enum ErrorClass {
     /// HTTP/2: the server's GOAWAY left the stream unprocessed (with an error code, or a
     /// second time after a graceful one).
     GoAway,
+    /// HTTP/1.1: the server sent bytes no request asked for (a response on accept, a second
+    /// response to one request): which response answers which request is lost.
+    Unsolicited,
+    /// HTTP/2: the server made webtune queue more replies than the bound (PING or SETTINGS
+    /// floods it does not read), or more than it lets webtune write.
+    Flood,
 }
 
 impl ErrorClass {
-    pub const COUNT: usize = 12;
+    pub const COUNT: usize = 14;
     pub const ALL: [ErrorClass; Self::COUNT] = [
         ErrorClass::Refused,
         ErrorClass::ConnectTimeout,
@@ -49,6 +55,8 @@ impl ErrorClass {
         ErrorClass::Other,
         ErrorClass::StreamReset,
         ErrorClass::GoAway,
+        ErrorClass::Unsolicited,
+        ErrorClass::Flood,
     ];
 
     /// The stable name used in reports and the JSON schema.
@@ -66,6 +74,8 @@ impl ErrorClass {
             ErrorClass::Other => "other",
             ErrorClass::StreamReset => "stream_reset",
             ErrorClass::GoAway => "goaway",
+            ErrorClass::Unsolicited => "unsolicited",
+            ErrorClass::Flood => "flood",
         }
     }
 

@@ -91,7 +91,10 @@ struct Conn {
     /// A think time or a throttled transfer resumes then.
     wake_at: Option<Instant>,
     /// This client's cookies (--cookies).
-    jar: Option<Box<cookie_store::CookieStore>>,
+    jar: Option<Box<super::jar::Jar>>,
+    /// Bytes came while no request was outstanding (kept alive between requests): the
+    /// connection is closed, and its next request fails as unsolicited.
+    unsolicited: bool,
     /// The request's bytes when they differ from its template's (a Cookie header added).
     out: Option<Vec<u8>>,
 }
@@ -199,6 +202,8 @@ pub struct Worker<S> {
     cookies: bool,
     timeout: Duration,
     connect_timeout: Duration,
+    /// How often deadlines are checked: TICK, or the timeout when it is shorter.
+    tick: Duration,
     stop: Stop,
     origin: Instant,
     deadline: Option<Instant>,
@@ -267,6 +272,7 @@ impl<S: Sink> Worker<S> {
                 line_free: now,
                 wake_at: None,
                 jar: None,
+                unsolicited: false,
                 out: None,
             })
             .collect();
@@ -314,6 +320,7 @@ impl<S: Sink> Worker<S> {
             cookies: plan.cookies,
             timeout: plan.timeout,
             connect_timeout: plan.connect_timeout.min(plan.timeout),
+            tick: deadline_tick(plan.timeout.min(plan.connect_timeout)),
             stop: plan.stop,
             origin,
             deadline,
@@ -352,7 +359,7 @@ impl<S: Sink> Worker<S> {
             });
         }
         let mut events = Events::with_capacity(1024);
-        let mut next_tick = Instant::now() + TICK;
+        let mut next_tick = Instant::now() + self.tick;
         let mut now = Instant::now();
         loop {
             // Only the entries queued before this turn: one queued again meanwhile waits for
@@ -404,7 +411,7 @@ impl<S: Sink> Worker<S> {
             // Also the next turn's clock: nothing happens between here and there.
             now = Instant::now();
             if now >= next_tick {
-                next_tick = now + TICK;
+                next_tick = now + self.tick;
                 self.expire(now);
             }
         }
@@ -666,18 +673,19 @@ impl<S: Sink> Worker<S> {
         c.reader.capture_server = self.want_server && self.server.is_none();
         c.reader.capture_cookies = self.cookies;
         c.out = None;
-        if self.cookies {
-            let jar = c.jar.get_or_insert_default();
-            let cookie = jar.get_request_values(&tpl.url).map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>();
-            if !cookie.is_empty() {
-                let mut out = Vec::with_capacity(tpl.bytes.len() + 64);
-                out.extend_from_slice(&tpl.bytes[..tpl.head_end]);
-                out.extend_from_slice(format!("Cookie: {}\r\n", cookie.join("; ")).as_bytes());
-                out.extend_from_slice(&tpl.bytes[tpl.head_end..]);
-                c.out = Some(out);
-            }
+        if self.cookies
+            && let Some(cookie) = c.jar.get_or_insert_default().header(&tpl.url)
+        {
+            let mut out = Vec::with_capacity(tpl.bytes.len() + cookie.len() + 10);
+            out.extend_from_slice(&tpl.bytes[..tpl.head_end]);
+            out.extend_from_slice(format!("Cookie: {cookie}\r\n").as_bytes());
+            out.extend_from_slice(&tpl.bytes[tpl.head_end..]);
+            c.out = Some(out);
         }
         c.phase = Phase::Sending;
+        if std::mem::take(&mut c.unsolicited) {
+            return self.fail(i, ErrorClass::Unsolicited);
+        }
         if c.sock.is_some() { self.send(i) } else { self.connect(i, now) }
     }
 
@@ -751,7 +759,28 @@ impl<S: Sink> Worker<S> {
             Phase::Connecting if writable => self.finish_connect(i),
             Phase::Sending if writable => self.send(i),
             Phase::Receiving if readable => self.receive(i, closing),
+            Phase::Idle | Phase::Queued | Phase::Thinking if readable => self.between_requests(i),
             _ => {}
+        }
+    }
+
+    /// Something came on a kept-alive connection with no request outstanding. Bytes of a
+    /// response (a server answering on accept, or twice) would be taken for the next
+    /// request's, and every later one shifted: the connection ends, its next request fails
+    /// as unsolicited. The server's close is left for the next request to find (retried).
+    fn between_requests(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        let Some(sock) = c.sock.as_mut() else { return };
+        let unsolicited = match sock {
+            // A peek leaves a FIN where the next request finds it.
+            Transport::Plain(s) => s.peek(&mut self.scratch[..1]).is_ok_and(|n| n > 0),
+            // TLS records that carry no data (session tickets, key updates) are no answer:
+            // only decrypted bytes count. A close read here is found again by the next write.
+            Transport::Tls(_) => sock.read(&mut self.scratch).is_ok_and(|n| n > 0),
+        };
+        if unsolicited {
+            self.close(i);
+            self.conns[i].unsolicited = true;
         }
     }
 
@@ -883,7 +912,9 @@ impl<S: Sink> Worker<S> {
             }
             match c.reader.feed(&self.scratch[..n]) {
                 Ok(Progress::More) => {}
-                Ok(Progress::Done { consumed }) => return self.complete(i, consumed == n, stamped, now),
+                // No request is pipelined: bytes beyond the response answer none of them.
+                Ok(Progress::Done { consumed }) if consumed < n => return self.fail(i, ErrorClass::Unsolicited),
+                Ok(Progress::Done { .. }) => return self.complete(i, stamped, now),
                 Err(e) => return self.fail(i, parse_error_class(e)),
             }
             if drained {
@@ -902,7 +933,8 @@ impl<S: Sink> Worker<S> {
             return self.fail(i, ErrorClass::Tls);
         }
         if c.reader.eof().is_ok() {
-            return self.complete(i, false, None, Instant::now());
+            self.conns[i].reader.keep_alive = false;
+            return self.complete(i, None, Instant::now());
         }
         if !c.reader.started() {
             return self.server_closed(i, ErrorClass::ClosedEarly);
@@ -941,15 +973,20 @@ impl<S: Sink> Worker<S> {
     }
 
     /// The response is complete at `now`; `stamped`: when it arrived, by its receive
-    /// timestamp (it was collected after a pause). `reusable` is false when the server sent
-    /// bytes beyond it.
-    fn complete(&mut self, i: usize, reusable: bool, stamped: Option<Instant>, now: Instant) {
+    /// timestamp (it was collected after a pause).
+    fn complete(&mut self, i: usize, stamped: Option<Instant>, now: Instant) {
         let c = &mut self.conns[i];
-        let mut rec = c.record(stamped.unwrap_or(now), None);
+        let arrived = stamped.unwrap_or(now);
+        // Deadlines are checked every tick: a response that came after its own, before the
+        // check, is still late. Its latency is the real one, never cut to the timeout.
+        let late = arrived > c.deadline;
+        let mut rec = c.record(arrived, late.then_some(ErrorClass::Timeout));
         if let Some(co) = &mut self.coalescer {
             co.completed(stamped.map(|at| now.saturating_duration_since(at)));
         }
-        rec.length_differs = self.shared.length_differs(rec.body_bytes);
+        if !late {
+            rec.length_differs = self.shared.length_differs(rec.body_bytes);
+        }
         if c.reader.capture_server {
             self.server = c.reader.server.take().or_else(|| Some(String::new()));
         }
@@ -958,11 +995,10 @@ impl<S: Sink> Worker<S> {
             let jar = c.jar.get_or_insert_default();
             let url = &self.templates[c.template as usize].url;
             for set in c.reader.set_cookies.drain(..) {
-                // A cookie the jar refuses (bad domain, malformed) is ignored, as browsers do.
-                let _ = jar.parse(&set, url);
+                jar.set(&set, url);
             }
         }
-        let keep = self.keepalive && reusable && c.reader.keep_alive;
+        let keep = self.keepalive && c.reader.keep_alive;
         self.sink.record(&rec);
         if !keep {
             self.close(i);
@@ -1021,17 +1057,32 @@ impl<S: Sink> Worker<S> {
         c.wake_at = None;
     }
 
-    /// Fails every request past its deadline.
+    /// Fails every request past its deadline, and every connection whose TCP and TLS
+    /// handshakes are not done within the connect timeout.
     fn expire(&mut self, now: Instant) {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             let active = matches!(c.phase, Phase::Connecting | Phase::Sending | Phase::Receiving);
-            if active && now >= c.deadline {
-                let class = if c.phase == Phase::Connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout };
-                self.fail(i, class);
+            // The request is handed to TLS once TCP is up: the handshake runs meanwhile.
+            let handshaking = c.sock.as_ref().is_some_and(Transport::is_handshaking);
+            let connecting = c.phase == Phase::Connecting || handshaking;
+            if !active {
+                continue;
+            }
+            if connecting && now >= c.connect_start + self.connect_timeout {
+                self.fail(i, ErrorClass::ConnectTimeout);
+            } else if now >= c.deadline {
+                self.fail(i, if connecting { ErrorClass::ConnectTimeout } else { ErrorClass::Timeout });
             }
         }
     }
+}
+
+/// How often deadlines are checked for a run whose shortest timeout is `shortest`: TICK, or
+/// the timeout when it is shorter (but not under 1 ms, epoll's resolution), so a request
+/// fails close to its deadline.
+pub(super) fn deadline_tick(shortest: Duration) -> Duration {
+    TICK.min(shortest).max(Duration::from_millis(1))
 }
 
 fn parse_error_class(e: ParseError) -> ErrorClass {

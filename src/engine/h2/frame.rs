@@ -56,6 +56,7 @@ pub mod setting {
 pub mod code {
     pub const NO_ERROR: u32 = 0x0;
     pub const PROTOCOL_ERROR: u32 = 0x1;
+    pub const FLOW_CONTROL_ERROR: u32 = 0x3;
     pub const CANCEL: u32 = 0x8;
 }
 

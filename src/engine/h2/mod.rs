@@ -35,8 +35,6 @@ use super::transport::{RxStampBuf, TlsSettings, Transport};
 use super::worker::{Done, Place};
 use super::{Order, Plan, Shared, Sink, Stop};
 
-/// How often deadlines are checked; also the longest a stop request waits.
-const TICK: Duration = Duration::from_millis(10);
 const SCRATCH_BYTES: usize = 64 * 1024;
 /// Reads one connection may take in one turn of the loop (see worker.rs).
 const READS_PER_TURN: usize = 16;
@@ -44,6 +42,17 @@ const READS_PER_TURN: usize = 16;
 const REFUSED_PAUSE: Duration = Duration::from_millis(1);
 /// Client stream ids are odd and below 2^31: a connection near the end opens a new one.
 const LAST_STREAM_ID: u32 = 0x7fff_fff0;
+/// Bytes a connection may have waiting to be written and still start new streams: a peer
+/// that does not read gets no more requests queued for it.
+const OUT_HIGH: usize = 256 * 1024;
+/// Bytes waiting to be written past which the peer floods: only its own frames (PING and
+/// SETTINGS acks, resets in answer to its errors) can take a connection there, each costing
+/// it no more than it costs webtune, and it reads none. Before, a PING flood that never read
+/// queued 475 MB of acks in a second.
+const OUT_MAX: usize = OUT_HIGH + 1024 * 1024;
+/// Bytes already written that `flush` compacts away when the rest must wait (a peer reading
+/// slowly must not grow the buffer by what it did read).
+const OUT_COMPACT: usize = 64 * 1024;
 
 /// HTTP/2 settings of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +89,9 @@ struct Slot {
     unacked: u64,
     /// Already retried once after the server let it go unprocessed (GOAWAY, idle close).
     retried: bool,
+    /// The stream's send window less the connection's initial one: its WINDOW_UPDATEs less
+    /// its body (RFC 9113 §6.9: past 2^31-1 is the server's error).
+    window: i64,
     /// Its first request is reserved (counted before the run): -n is never below -c.
     reserved: bool,
 }
@@ -152,6 +164,8 @@ pub(crate) struct Worker<S> {
     streams: u32,
     timeout: Duration,
     connect_timeout: Duration,
+    /// How often deadlines are checked (worker.rs's `deadline_tick`).
+    tick: Duration,
     stop: Stop,
     deadline: Option<Instant>,
     /// Slots not Idle.
@@ -192,6 +206,7 @@ impl<S: Sink> Worker<S> {
             interim: 0,
             unacked: 0,
             retried: false,
+            window: 0,
             reserved: k == 0,
         };
         let conns = (0..place.conns)
@@ -226,6 +241,7 @@ impl<S: Sink> Worker<S> {
             streams: http2.streams,
             timeout: plan.timeout,
             connect_timeout: plan.connect_timeout.min(plan.timeout),
+            tick: super::worker::deadline_tick(plan.timeout.min(plan.connect_timeout)),
             stop: plan.stop,
             deadline,
             running: 0,
@@ -260,7 +276,7 @@ impl<S: Sink> Worker<S> {
             }
             self.fill(ci, now);
         }
-        let mut next_tick = now + TICK;
+        let mut next_tick = now + self.tick;
         loop {
             for _ in 0..self.queue.len() {
                 let Some((ci, generation)) = self.queue.pop_front() else { break };
@@ -302,7 +318,7 @@ impl<S: Sink> Worker<S> {
             }
             now = Instant::now();
             if now >= next_tick {
-                next_tick = now + TICK;
+                next_tick = now + self.tick;
                 self.expire(now);
             }
         }
@@ -395,7 +411,7 @@ impl<S: Sink> Worker<S> {
         // SETTINGS still gets one).
         let limit = if c.session.settings_seen { c.session.max_streams.min(self.streams) } else { 1 };
         for s in c.slots.iter_mut() {
-            if c.active >= limit {
+            if c.active >= limit || c.session.out.len() - c.written > OUT_HIGH {
                 break;
             }
             if s.phase != SlotPhase::Waiting {
@@ -406,6 +422,7 @@ impl<S: Sink> Worker<S> {
                 continue;
             }
             c.session.request(request, c.next_stream);
+            s.window = -(request.body as i64);
             s.stream = c.next_stream;
             s.phase = SlotPhase::InFlight;
             c.next_stream += 2;
@@ -421,7 +438,13 @@ impl<S: Sink> Worker<S> {
         while c.written < c.session.out.len() {
             match sock.write(&c.session.out[c.written..]) {
                 Ok(n) => c.written += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if c.written >= OUT_COMPACT {
+                        c.session.out.drain(..c.written);
+                        c.written = 0;
+                    }
+                    return;
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return self.failed(ci, ErrorClass::from_io(&e), Instant::now()),
             }
@@ -477,6 +500,14 @@ impl<S: Sink> Worker<S> {
                 }
                 if writable && self.conns[ci].state == State::Open {
                     self.flush(ci);
+                    // Streams held back while too much waited to be written may start now.
+                    let c = &self.conns[ci];
+                    if c.state == State::Open
+                        && c.session.out.is_empty()
+                        && c.slots.iter().any(|s| s.phase == SlotPhase::Waiting)
+                    {
+                        self.fill(ci, Instant::now());
+                    }
                 }
             }
             State::Connecting | State::Closed => {}
@@ -561,7 +592,8 @@ impl<S: Sink> Worker<S> {
             let drained = n < self.scratch.len() && sock.short_read_drains();
             events.clear();
             if c.session.feed(&self.scratch[..n], &mut events).is_err() {
-                frame::put_goaway(&mut c.session.out, 0, frame::code::PROTOCOL_ERROR);
+                let code = c.session.error_code;
+                frame::put_goaway(&mut c.session.out, 0, code);
                 self.flush(ci);
                 self.events = events;
                 return self.failed(ci, ErrorClass::Malformed, now);
@@ -572,6 +604,11 @@ impl<S: Sink> Worker<S> {
             if self.conns[ci].state != State::Open {
                 self.events = events;
                 return;
+            }
+            let c = &self.conns[ci];
+            if c.session.out.len() - c.written > OUT_MAX {
+                self.events = events;
+                return self.failed(ci, ErrorClass::Flood, now);
             }
             if drained {
                 spent = false;
@@ -600,6 +637,13 @@ impl<S: Sink> Worker<S> {
                 if s.first_byte_us == 0 {
                     let at = arrived.map_or(now, |a| a.max(s.start));
                     s.first_byte_us = micros(at.saturating_duration_since(s.start)).max(1);
+                }
+                if (status == 0 && s.status == 0) || ((100..200).contains(&status) && end) {
+                    // Trailers before any final head (a response without a :status), or an
+                    // interim head that ends the stream: malformed (RFC 9113 §8.1.1), never
+                    // a success.
+                    c.session.reset(stream, frame::code::PROTOCOL_ERROR);
+                    return self.fail(ci, si, ErrorClass::Malformed, now);
                 }
                 if (100..200).contains(&status) && !end {
                     s.interim += 1;
@@ -631,6 +675,23 @@ impl<S: Sink> Worker<S> {
                 if let Some(si) = slot_of(c, stream) {
                     self.fail(ci, si, ErrorClass::StreamReset, now);
                 }
+            }
+            // RFC 9113 §6.9: a zero increment is a stream error PROTOCOL_ERROR, a window past
+            // 2^31-1 a FLOW_CONTROL_ERROR; the stream ends, the connection goes on. A closed
+            // stream's update is ignored (it may have crossed the stream's end).
+            Event::WindowUpdate { stream, increment } => {
+                let Some(si) = slot_of(c, stream) else { return };
+                let s = &mut c.slots[si];
+                s.window += i64::from(increment);
+                let error = if increment == 0 {
+                    frame::code::PROTOCOL_ERROR
+                } else if c.session.stream_window + s.window > session::MAX_WINDOW {
+                    frame::code::FLOW_CONTROL_ERROR
+                } else {
+                    return;
+                };
+                c.session.reset(stream, error);
+                self.fail(ci, si, ErrorClass::Malformed, now);
             }
             // An error ends the connection (RFC 9113 §5.4.1): nothing more comes for any
             // stream, even those at or below `last`, whether or not the server closes.
@@ -668,11 +729,15 @@ impl<S: Sink> Worker<S> {
         c.served += 1;
         let s = &c.slots[si];
         let at = arrived.map_or(now, |a| a.max(s.start));
-        let mut rec = s.record(at, None);
+        // Later than its deadline, between two checks: a timeout, at its real latency.
+        let late = at > s.deadline;
+        let mut rec = s.record(at, late.then_some(ErrorClass::Timeout));
         if let Some(co) = &mut self.coalescer {
             co.completed(arrived.map(|_| now.saturating_duration_since(at)));
         }
-        rec.length_differs = self.shared.length_differs(rec.body_bytes);
+        if !late {
+            rec.length_differs = self.shared.length_differs(rec.body_bytes);
+        }
         if self.want_server && self.server.is_none() {
             self.server = Some(c.session.server.take().unwrap_or_default());
         }
@@ -757,7 +822,9 @@ impl<S: Sink> Worker<S> {
     fn expire(&mut self, now: Instant) {
         for ci in 0..self.conns.len() {
             let c = &self.conns[ci];
-            if c.state == State::Connecting && now >= c.connect_start + self.connect_timeout {
+            // A TLS handshake is part of the connect, whose timeout bounds both.
+            let connecting = c.state == State::Connecting || c.sock.as_ref().is_some_and(Transport::is_handshaking);
+            if connecting && now >= c.connect_start + self.connect_timeout {
                 self.failed(ci, ErrorClass::ConnectTimeout, now);
                 continue;
             }

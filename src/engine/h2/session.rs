@@ -22,7 +22,12 @@ pub enum Event {
     Reset { stream: u32, code: u32 },
     /// The server will process no stream above `last` (GOAWAY).
     GoAway { last: u32, code: u32 },
+    /// The server widened a stream's send window (WINDOW_UPDATE); 0 is the peer's error.
+    WindowUpdate { stream: u32, increment: u32 },
 }
+
+/// The largest flow-control window (RFC 9113 §6.9.1).
+pub const MAX_WINDOW: i64 = 0x7fff_ffff;
 
 /// How a connection's requests use the server's HPACK dynamic table (`frame::Prepared`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +69,9 @@ pub struct Session {
     unacked: u64,
     /// The last stream the server said it will process, after a GOAWAY.
     pub goaway: Option<u32>,
+    /// The GOAWAY code of the violation `feed` reported (PROTOCOL_ERROR unless a
+    /// FLOW_CONTROL_ERROR).
+    pub error_code: u32,
     /// What the requests do with the server's HPACK dynamic table, and its size limit.
     table: Table,
     table_limit: u32,
@@ -91,6 +99,7 @@ impl Default for Session {
             send_window: i64::from(frame::DEFAULT_WINDOW),
             unacked: 0,
             goaway: None,
+            error_code: code::PROTOCOL_ERROR,
             table: Table::Unused,
             table_limit: frame::TABLE_SIZE,
             capture_server: false,
@@ -236,8 +245,21 @@ impl Session {
                 if payload.len() != 4 {
                     return Err(Malformed);
                 }
-                if h.stream == 0 {
-                    self.send_window += i64::from(be32(payload) & 0x7fff_ffff);
+                let increment = be32(payload) & 0x7fff_ffff;
+                if h.stream != 0 {
+                    // The stream's window is the worker's (it knows which streams are open).
+                    events.push(Event::WindowUpdate { stream: h.stream, increment });
+                    return Ok(());
+                }
+                // RFC 9113 §6.9: a zero increment on the connection is a PROTOCOL_ERROR, a
+                // window past 2^31-1 a FLOW_CONTROL_ERROR; both end the connection.
+                if increment == 0 {
+                    return Err(Malformed);
+                }
+                self.send_window += i64::from(increment);
+                if self.send_window > MAX_WINDOW {
+                    self.error_code = code::FLOW_CONTROL_ERROR;
+                    return Err(Malformed);
                 }
             }
             // Push is disabled by our SETTINGS: a promise is a protocol error.
@@ -286,7 +308,7 @@ impl Session {
             size += name.len() + value.len() + 32;
             if name == b":status" {
                 // The status must come first, once, as three digits.
-                bad |= !first || value.len() != 3;
+                bad |= !first || value.len() != 3 || !value.iter().all(u8::is_ascii_digit);
                 status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok());
             } else if name.first() == Some(&b':') {
                 bad = true;
@@ -341,6 +363,11 @@ impl Session {
     /// Tells the server this client gave up on `stream` (its timeout).
     pub fn cancel(&mut self, stream: u32) {
         frame::put_rst_stream(&mut self.out, stream, code::CANCEL);
+    }
+
+    /// Ends `stream` for the server's breach of the protocol on it (a stream error).
+    pub fn reset(&mut self, stream: u32, error: u32) {
+        frame::put_rst_stream(&mut self.out, stream, error);
     }
 }
 
