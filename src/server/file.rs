@@ -245,52 +245,7 @@ impl TargetFile {
         }
         let adapter = super::adapters::adapter(t.adapter);
         let key_at = |key: &str| key_line(text, path, key);
-        // Absolute: servers run from their run directory.
-        let app = match &t.app {
-            Some(a) => {
-                Some(app(a, &dir, adapter).map_err(|e| InputError(format!("{}: app {a:?}: {e}", key_at("app"))))?)
-            }
-            None => None,
-        };
-        let python = adapter.takes_python_module();
-        for (key, given) in [("chdir", t.chdir.is_some()), ("pythonpath", t.pythonpath.is_some())] {
-            if given && !python {
-                return Err(InputError(format!("{}: {key} is for gunicorn and uwsgi", key_at(key))));
-            }
-        }
-        let chdir = match &t.chdir {
-            Some(c) => {
-                Some(user_dir(c, &dir).map_err(|e| InputError(format!("{}: chdir {c:?}: {e}", key_at("chdir"))))?)
-            }
-            // A module is imported from the target file's directory, unless chdir (or the
-            // server's own configuration file) says otherwise.
-            None if matches!(app, Some(App::Module { .. })) && !matches!(t.config, Some(toml::Value::String(_))) => {
-                Some(UserPath {
-                    path: std::fs::canonicalize(if dir.as_os_str().is_empty() { Path::new(".") } else { &dir })
-                        .map_err(|e| InputError(format!("{}: app: {e}", key_at("app"))))?,
-                    written: String::new(),
-                })
-            }
-            None => None,
-        };
-        let pythonpath = match &t.pythonpath {
-            None => Vec::new(),
-            Some(v) => {
-                let at = key_at("pythonpath");
-                let dirs = match v {
-                    toml::Value::String(s) => vec![s.clone()],
-                    toml::Value::Array(a) => {
-                        a.iter().map(|d| d.as_str().map(str::to_string)).collect::<Option<Vec<_>>>().ok_or_else(
-                            || InputError(format!("{at}: pythonpath: a directory or a list of directories")),
-                        )?
-                    }
-                    _ => return Err(InputError(format!("{at}: pythonpath: a directory or a list of directories"))),
-                };
-                dirs.iter()
-                    .map(|d| user_dir(d, &dir).map_err(|e| InputError(format!("{at}: pythonpath {d:?}: {e}"))))
-                    .collect::<Result<Vec<_>, _>>()?
-            }
-        };
+        let EntryPoint { app, chdir, pythonpath } = entry_point(&t, &dir, adapter, &key_at)?;
         if t.adapter == AdapterName::Command && t.command.is_none() {
             return Err(InputError(format!(
                 "{}: the command adapter needs command = \"...{{port}}...\"",
@@ -389,6 +344,66 @@ impl TargetFile {
     pub fn settings(&self, overrides: &[(String, String)]) -> Settings {
         Settings(self.config.settings().to_vec()).with_all(overrides)
     }
+}
+
+/// `app`, `chdir` and `pythonpath`, resolved against the target file's directory `dir`
+/// (absolute: servers run from their run directory); `key_at` names a key's line.
+fn entry_point(
+    t: &RawTarget,
+    dir: &Path,
+    adapter: &dyn super::adapters::Adapter,
+    key_at: &dyn Fn(&str) -> String,
+) -> Result<EntryPoint, InputError> {
+    let app = match &t.app {
+        Some(a) => Some(app(a, dir, adapter).map_err(|e| InputError(format!("{}: app {a:?}: {e}", key_at("app"))))?),
+        None => None,
+    };
+    let python = adapter.takes_python_module();
+    for (key, given) in [("chdir", t.chdir.is_some()), ("pythonpath", t.pythonpath.is_some())] {
+        if given && !python {
+            return Err(InputError(format!("{}: {key} is for gunicorn and uwsgi", key_at(key))));
+        }
+    }
+    let chdir = match &t.chdir {
+        Some(c) => Some(user_dir(c, dir).map_err(|e| InputError(format!("{}: chdir {c:?}: {e}", key_at("chdir"))))?),
+        // A module is imported from the target file's directory, unless chdir (or the
+        // server's own configuration file) says otherwise.
+        None if matches!(app, Some(App::Module { .. })) && !matches!(t.config, Some(toml::Value::String(_))) => {
+            Some(UserPath {
+                path: std::fs::canonicalize(if dir.as_os_str().is_empty() { Path::new(".") } else { dir })
+                    .map_err(|e| InputError(format!("{}: app: {e}", key_at("app"))))?,
+                written: String::new(),
+            })
+        }
+        None => None,
+    };
+    let pythonpath = match &t.pythonpath {
+        None => Vec::new(),
+        Some(v) => {
+            let at = key_at("pythonpath");
+            let dirs = match v {
+                toml::Value::String(s) => vec![s.clone()],
+                toml::Value::Array(a) => {
+                    a.iter()
+                        .map(|d| d.as_str().map(str::to_string))
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or_else(|| InputError(format!("{at}: pythonpath: a directory or a list of directories")))?
+                }
+                _ => return Err(InputError(format!("{at}: pythonpath: a directory or a list of directories"))),
+            };
+            dirs.iter()
+                .map(|d| user_dir(d, dir).map_err(|e| InputError(format!("{at}: pythonpath {d:?}: {e}"))))
+                .collect::<Result<Vec<_>, _>>()?
+        }
+    };
+    Ok(EntryPoint { app, chdir, pythonpath })
+}
+
+/// What a Python server imports, and from where.
+struct EntryPoint {
+    app: Option<App>,
+    chdir: Option<UserPath>,
+    pythonpath: Vec<UserPath>,
 }
 
 /// "t.toml:7" for the line that sets `key` (`key = ...`), or the file alone.
