@@ -115,7 +115,7 @@ impl Adapter for Gunicorn {
             "--config".into(),
             wrapper_path.display().to_string(),
             "--bind".into(),
-            format!("{}:{}", super::bracket(ctx.host), ctx.port),
+            format!("{}:{}", ctx.host, ctx.port),
         ];
         if let Some(c) = &chdir {
             args.extend(["--chdir".into(), c.display().to_string()]);

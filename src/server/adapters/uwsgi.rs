@@ -70,7 +70,7 @@ impl Adapter for Uwsgi {
             "python3".into(),
             "--master".into(),
             "--http-socket".into(),
-            format!("{}:{}", super::bracket(ctx.host), ctx.port),
+            format!("{}:{}", ctx.host, ctx.port),
         ]);
         if let Some(c) = &file.chdir {
             args.extend(["--chdir".into(), c.path.display().to_string()]);
