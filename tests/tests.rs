@@ -11,6 +11,7 @@ mod bench_nginx;
 mod bench_pacing;
 mod bench_rogue;
 mod bench_workload;
+mod entry_points;
 mod fileset;
 mod hostile_state;
 mod lab;

@@ -41,8 +41,13 @@ struct RawTarget {
     /// How long the server may take to be ready.
     #[serde(default = "default_ready_timeout", deserialize_with = "input::de::duration")]
     ready_timeout: Option<std::time::Duration>,
-    /// The application: a document root, a Perl/Python/PSGI app directory or file.
-    app: Option<PathBuf>,
+    /// The application: a document root, a Perl/Python/PSGI app directory or file, or (gunicorn,
+    /// uwsgi) a Python module path `pkg.module:callable`.
+    app: Option<String>,
+    /// gunicorn, uwsgi: the directory the server changes to before importing the app.
+    chdir: Option<String>,
+    /// gunicorn, uwsgi: directories added to Python's import path (one, or a list).
+    pythonpath: Option<toml::Value>,
     /// `command` adapter: the command line, with {port}, {host}, {dir} and knob placeholders.
     command: Option<String>,
     /// The server program, when not the adapter's usual one (e.g. /usr/sbin/php-fpm8.2).
@@ -50,9 +55,9 @@ struct RawTarget {
     /// Environment variables for the server.
     #[serde(default)]
     env: BTreeMap<String, String>,
-    /// The base configuration: knob = value, canonical names or the server's own directives.
-    #[serde(default)]
-    config: toml::Table,
+    /// The base configuration: a table of knob = value (canonical names or the server's own
+    /// directives), or the path of the server's own configuration file.
+    config: Option<toml::Value>,
 }
 
 /// The server kinds webtune can launch and tune, as named in `adapter = "..."`.
@@ -89,6 +94,61 @@ fn default_ready_timeout() -> Option<std::time::Duration> {
     Some(std::time::Duration::from_secs(30))
 }
 
+/// A path the user wrote in the target file: resolved (absolute, against the file's
+/// directory) to start the server, as written for the recommendation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserPath {
+    pub path: PathBuf,
+    pub written: String,
+}
+
+/// `[target] app`: a path (file or directory), or a Python module path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum App {
+    Path(UserPath),
+    /// `pkg.module:callable`; `pkg.module` alone means callable `application`, the default of
+    /// gunicorn, uwsgi and Django's wsgi.py.
+    Module {
+        module: String,
+        callable: String,
+    },
+}
+
+impl App {
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            App::Path(p) => Some(&p.path),
+            App::Module { .. } => None,
+        }
+    }
+}
+
+/// `[target] config`: base settings, or the server's own configuration file (never written to:
+/// webtune's command line overrides what it must own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Config {
+    /// knob = value, in file order.
+    Settings(Vec<(String, String)>),
+    File(UserPath),
+}
+
+impl Config {
+    /// The base settings (none with a configuration file: the file holds them).
+    pub fn settings(&self) -> &[(String, String)] {
+        match self {
+            Config::Settings(s) => s,
+            Config::File(_) => &[],
+        }
+    }
+
+    pub fn file(&self) -> Option<&UserPath> {
+        match self {
+            Config::File(f) => Some(f),
+            Config::Settings(_) => None,
+        }
+    }
+}
+
 /// A loaded, checked target file.
 #[derive(Debug, Clone)]
 pub struct TargetFile {
@@ -99,12 +159,15 @@ pub struct TargetFile {
     pub port: u16,
     pub ready: String,
     pub ready_timeout: std::time::Duration,
-    /// Absolute (relative paths resolve against the file's directory).
-    pub app: Option<PathBuf>,
+    pub app: Option<App>,
+    /// gunicorn, uwsgi: where the server imports the app from (`chdir`; for a module path
+    /// without one, the target file's directory).
+    pub chdir: Option<UserPath>,
+    pub pythonpath: Vec<UserPath>,
     pub command: Option<String>,
     pub program: Option<String>,
     pub env: Vec<(String, String)>,
-    pub config: Vec<(String, String)>,
+    pub config: Config,
     pub knobs: Vec<(String, Vec<String>)>,
     /// The load of every trial: `webtune bench`'s options, with `path` (default "/") to
     /// request on the launched server.
@@ -182,22 +245,37 @@ impl TargetFile {
         }
         // Read once here, for every trial; a log that does not read stops the tune before it starts.
         load.load_access_log().map_err(|e| e.at(&line_of("access_log")))?;
-        // Absolute: servers run from their run directory.
-        let app = match t.app.map(|a| if a.is_absolute() { a } else { dir.join(a) }) {
-            Some(a) => Some(
-                std::fs::canonicalize(&a)
-                    .map_err(|e| InputError(format!("{}: app {}: {e}", line_of("app"), a.display())))?,
-            ),
-            None => None,
-        };
+        let adapter = super::adapters::adapter(t.adapter);
+        let key_at = |key: &str| key_line(text, path, key);
+        let EntryPoint { app, chdir, pythonpath } = entry_point(&t, &dir, adapter, &key_at)?;
         if t.adapter == AdapterName::Command && t.command.is_none() {
             return Err(InputError(format!(
                 "{}: the command adapter needs command = \"...{{port}}...\"",
                 line_of("adapter")
             )));
         }
-        let config =
-            table_values(&t.config).map_err(|(k, e)| InputError(format!("{}: config {k}: {e}", line_of(&k))))?;
+        let config = match &t.config {
+            None => Config::Settings(Vec::new()),
+            Some(toml::Value::Table(table)) => Config::Settings(
+                table_values(table).map_err(|(k, e)| InputError(format!("{}: config {k}: {e}", line_of(&k))))?,
+            ),
+            Some(toml::Value::String(written)) => {
+                let at = key_at("config");
+                let file =
+                    user_path(written, &dir).map_err(|e| InputError(format!("{at}: config {written:?}: {e}")))?;
+                adapter
+                    .check_config_file(&file.path)
+                    .map_err(|e| InputError(format!("{at}: config {written:?}: {e}")))?;
+                Config::File(file)
+            }
+            Some(other) => {
+                return Err(InputError(format!(
+                    "{}: config: a table of knob = value, or the path of the server's configuration file, not {}",
+                    key_at("config"),
+                    other.type_str()
+                )));
+            }
+        };
         let mut knobs = Vec::new();
         for (k, v) in &raw.knobs {
             let values = match v {
@@ -211,8 +289,8 @@ impl TargetFile {
             knobs.push((k.clone(), values));
         }
         // A knob rewrites its own value in the server's configuration, nothing more.
-        let adapter = super::adapters::adapter(t.adapter);
         let all_values = config
+            .settings()
             .iter()
             .cloned()
             .chain(knobs.iter().flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone()))));
@@ -245,6 +323,8 @@ impl TargetFile {
             ready: t.ready,
             ready_timeout,
             app,
+            chdir,
+            pythonpath,
             command: t.command,
             program: t.program,
             env: t.env.into_iter().collect(),
@@ -264,8 +344,124 @@ impl TargetFile {
 
     /// The base configuration with `overrides` applied (knob = value, in file order).
     pub fn settings(&self, overrides: &[(String, String)]) -> Settings {
-        Settings(self.config.clone()).with_all(overrides)
+        Settings(self.config.settings().to_vec()).with_all(overrides)
     }
+}
+
+/// `app`, `chdir` and `pythonpath`, resolved against the target file's directory `dir`
+/// (absolute: servers run from their run directory); `key_at` names a key's line.
+fn entry_point(
+    t: &RawTarget,
+    dir: &Path,
+    adapter: &dyn super::adapters::Adapter,
+    key_at: &dyn Fn(&str) -> String,
+) -> Result<EntryPoint, InputError> {
+    let app = match &t.app {
+        Some(a) => Some(app(a, dir, adapter).map_err(|e| InputError(format!("{}: app {a:?}: {e}", key_at("app"))))?),
+        None => None,
+    };
+    let python = adapter.takes_python_module();
+    for (key, given) in [("chdir", t.chdir.is_some()), ("pythonpath", t.pythonpath.is_some())] {
+        if given && !python {
+            return Err(InputError(format!("{}: {key} is for gunicorn and uwsgi", key_at(key))));
+        }
+    }
+    let chdir = match &t.chdir {
+        Some(c) => Some(user_dir(c, dir).map_err(|e| InputError(format!("{}: chdir {c:?}: {e}", key_at("chdir"))))?),
+        // A module is imported from the target file's directory, unless chdir (or the
+        // server's own configuration file) says otherwise.
+        None if matches!(app, Some(App::Module { .. })) && !matches!(t.config, Some(toml::Value::String(_))) => {
+            Some(UserPath {
+                path: std::fs::canonicalize(if dir.as_os_str().is_empty() { Path::new(".") } else { dir })
+                    .map_err(|e| InputError(format!("{}: app: {e}", key_at("app"))))?,
+                written: String::new(),
+            })
+        }
+        None => None,
+    };
+    let pythonpath = match &t.pythonpath {
+        None => Vec::new(),
+        Some(v) => {
+            let at = key_at("pythonpath");
+            let dirs = match v {
+                toml::Value::String(s) => vec![s.clone()],
+                toml::Value::Array(a) => {
+                    a.iter()
+                        .map(|d| d.as_str().map(str::to_string))
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or_else(|| InputError(format!("{at}: pythonpath: a directory or a list of directories")))?
+                }
+                _ => return Err(InputError(format!("{at}: pythonpath: a directory or a list of directories"))),
+            };
+            dirs.iter()
+                .map(|d| user_dir(d, dir).map_err(|e| InputError(format!("{at}: pythonpath {d:?}: {e}"))))
+                .collect::<Result<Vec<_>, _>>()?
+        }
+    };
+    Ok(EntryPoint { app, chdir, pythonpath })
+}
+
+/// What a Python server imports, and from where.
+struct EntryPoint {
+    app: Option<App>,
+    chdir: Option<UserPath>,
+    pythonpath: Vec<UserPath>,
+}
+
+/// "t.toml:7" for the line that sets `key` (`key = ...`), or the file alone.
+fn key_line(text: &str, path: &Path, key: &str) -> String {
+    let sets = |line: &str| line.trim_start().strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('='));
+    match text.lines().position(sets) {
+        Some(i) => format!("{}:{}", path.display(), i + 1),
+        None => path.display().to_string(),
+    }
+}
+
+/// A path of the target file, resolved against its directory; it must exist.
+fn user_path(written: &str, dir: &Path) -> Result<UserPath, String> {
+    let p = Path::new(written);
+    let p = if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
+    let path = std::fs::canonicalize(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(UserPath { path, written: written.to_string() })
+}
+
+fn user_dir(written: &str, dir: &Path) -> Result<UserPath, String> {
+    let p = user_path(written, dir)?;
+    if !p.path.is_dir() {
+        return Err(format!("{} is not a directory", p.path.display()));
+    }
+    Ok(p)
+}
+
+/// `app`: an existing path (relative to the target file), else a Python module path for the
+/// adapters that import one.
+fn app(written: &str, dir: &Path, adapter: &dyn super::adapters::Adapter) -> Result<App, String> {
+    let not_found = match user_path(written, dir) {
+        Ok(p) => return Ok(App::Path(p)),
+        Err(e) => e,
+    };
+    // "app.py" that is not there is a missing file, not module `py` of package `app`.
+    let file_like = [".py", ".psgi"].iter().any(|ext| written.ends_with(ext));
+    let Some((module, callable)) = module_path(written).filter(|_| !file_like) else {
+        return Err(not_found);
+    };
+    if !adapter.takes_python_module() {
+        return Err(format!("{not_found} (a Python module path pkg.module:callable is for gunicorn and uwsgi)"));
+    }
+    Ok(App::Module { module: module.to_string(), callable: callable.unwrap_or("application").to_string() })
+}
+
+/// `pkg.module:callable` or `pkg.module` split, when `s` is one (dotted Python identifiers).
+fn module_path(s: &str) -> Option<(&str, Option<&str>)> {
+    let identifier = |w: &str| {
+        w.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+            && w.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    let (module, callable) = match s.split_once(':') {
+        Some((m, c)) => (m, Some(c)),
+        None => (s, None),
+    };
+    (module.split('.').all(identifier) && callable.is_none_or(identifier)).then_some((module, callable))
 }
 
 /// Why a server may not listen on `host`, a non-loopback address: only when `[load] remote`
@@ -332,7 +528,7 @@ mod tests {
         .unwrap();
         assert_eq!(f.adapter, AdapterName::Lab);
         assert_eq!(f.port, 0);
-        assert_eq!(f.config, [("cpu".to_string(), "5ms".to_string()), ("workers".into(), "4".into())]);
+        assert_eq!(f.config.settings(), [("cpu".to_string(), "5ms".to_string()), ("workers".into(), "4".into())]);
         assert_eq!(f.knobs[0], ("workers".to_string(), vec!["1".to_string(), "2".into(), "4".into()]));
         assert_eq!(f.knobs[1].1, ["on", "off"]);
         assert_eq!(f.load.path.as_deref(), Some("/x"));
@@ -404,5 +600,81 @@ mod tests {
         }
         let e = parse("[target]\nadapter = \"lab\"\n[load]\nremote = [\"loadgen1\"]\n").unwrap_err();
         assert!(e.starts_with("t.toml:4: --remote \"loadgen1\""), "{e}");
+    }
+
+    /// `app` is a path when one exists relative to the target file, else (gunicorn, uwsgi) a
+    /// module path; `chdir` and `pythonpath` are directories relative to the target file.
+    #[test]
+    fn entry_points_as_users_write_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("mysite");
+        std::fs::create_dir_all(project.join("lib")).unwrap();
+        std::fs::write(dir.path().join("app.py"), "").unwrap();
+        std::fs::write(dir.path().join("gunicorn.conf.py"), "workers = 3\n").unwrap();
+        let at = |text: &str| TargetFile::parse(text, &dir.path().join("t.toml")).map_err(|e| e.0);
+        let module = |m: &str, c: &str| App::Module { module: m.into(), callable: c.into() };
+
+        let f = at("[target]\nadapter = \"gunicorn\"\napp = \"mysite.wsgi:application\"\nchdir = \"mysite\"\n\
+                    pythonpath = [\"mysite/lib\", \"mysite\"]\nconfig = \"gunicorn.conf.py\"\n")
+        .unwrap();
+        assert_eq!(f.app, Some(module("mysite.wsgi", "application")));
+        let chdir = f.chdir.clone().unwrap();
+        assert_eq!((chdir.path, chdir.written.as_str()), (project.canonicalize().unwrap(), "mysite"));
+        assert_eq!(f.pythonpath.iter().map(|p| p.written.as_str()).collect::<Vec<_>>(), ["mysite/lib", "mysite"]);
+        assert_eq!(f.config.file().unwrap().path, dir.path().join("gunicorn.conf.py").canonicalize().unwrap());
+        assert!(f.settings(&[]).0.is_empty());
+
+        // `pkg.module` alone: callable `application`; no chdir: the target file's directory.
+        let f = at("[target]\nadapter = \"uwsgi\"\napp = \"mysite.wsgi\"\npythonpath = \"mysite\"\n").unwrap();
+        assert_eq!(f.app, Some(module("mysite.wsgi", "application")));
+        assert_eq!(f.chdir.unwrap().path, dir.path().canonicalize().unwrap());
+        // An existing path stays a path.
+        let f = at("[target]\nadapter = \"gunicorn\"\napp = \"app.py\"\n").unwrap();
+        assert!(matches!(&f.app, Some(App::Path(p)) if p.written == "app.py"), "{:?}", f.app);
+        assert!(f.chdir.is_none());
+
+        let e = at("[target]\nadapter = \"gunicorn\"\napp = \"missing.py\"\n").unwrap_err();
+        assert!(e.contains("t.toml:3: app \"missing.py\":") && e.contains("No such file"), "{e}");
+        let e = at("[target]\nadapter = \"starman\"\napp = \"mysite.wsgi:application\"\n").unwrap_err();
+        assert!(
+            e.contains("t.toml:3: app") && e.contains("module path pkg.module:callable is for gunicorn and uwsgi"),
+            "{e}"
+        );
+        let e = at("[target]\nadapter = \"gunicorn\"\napp = \"mysite.wsgi\"\n\nchdir = \"nowhere\"\n").unwrap_err();
+        assert!(e.contains("t.toml:5: chdir \"nowhere\":") && e.contains("No such file"), "{e}");
+        let e = at("[target]\nadapter = \"gunicorn\"\napp = \"mysite.wsgi\"\nchdir = \"app.py\"\n").unwrap_err();
+        assert!(e.contains("t.toml:4: chdir \"app.py\":") && e.contains("is not a directory"), "{e}");
+        let e = at("[target]\nadapter = \"gunicorn\"\napp = \"mysite.wsgi\"\npythonpath = [1]\n").unwrap_err();
+        assert!(e.contains("t.toml:4: pythonpath: a directory or a list"), "{e}");
+        let e = at("[target]\nadapter = \"starman\"\nchdir = \"mysite\"\n").unwrap_err();
+        assert!(e.contains("t.toml:3: chdir is for gunicorn and uwsgi"), "{e}");
+    }
+
+    /// `config` is a table of settings or a path, and a path only where the adapter reads one.
+    #[test]
+    fn config_is_settings_or_the_servers_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("nginx.conf"), "").unwrap();
+        let at = |text: &str| TargetFile::parse(text, &dir.path().join("t.toml")).map_err(|e| e.0);
+        let e = at("[target]\nadapter = \"nginx\"\n\nconfig = \"nginx.conf\"\n").unwrap_err();
+        assert!(
+            e.contains("t.toml:4: config \"nginx.conf\": the nginx adapter takes no configuration file yet"),
+            "{e}"
+        );
+        let e = at("[target]\nadapter = \"gunicorn\"\napp = \"x.y\"\nconfig = \"gone.py\"\n").unwrap_err();
+        assert!(e.contains("t.toml:4: config \"gone.py\":") && e.contains("No such file"), "{e}");
+        let e = at("[target]\nadapter = \"gunicorn\"\nconfig = 3\n").unwrap_err();
+        assert!(e.contains("t.toml:3: config: a table of knob = value, or the path"), "{e}");
+        let f = at("[target]\nadapter = \"lab\"\nconfig = { workers = 2 }\n").unwrap();
+        assert_eq!(f.config, Config::Settings(vec![("workers".into(), "2".into())]));
+    }
+
+    #[test]
+    fn module_paths() {
+        assert_eq!(module_path("mysite.wsgi:application"), Some(("mysite.wsgi", Some("application"))));
+        assert_eq!(module_path("wsgi"), Some(("wsgi", None)));
+        for not in ["apps/wsgi", "my-site.wsgi", "a..b", "a:b:c", "a:", ":a", "1a.b", ""] {
+            assert_eq!(module_path(not), None, "{not}");
+        }
     }
 }

@@ -50,7 +50,7 @@ impl TargetFile {
 
     /// The configuration lines for these values, in the server's own syntax.
     pub fn recommend(&self, values: &[(String, String)]) -> String {
-        let server = self.adapter().recommend(&front::back_values(values));
+        let server = self.adapter().recommend(self, &front::back_values(values));
         match front::recommend(values) {
             Some(f) => format!("{server}\n{f}"),
             None => server,

@@ -16,6 +16,7 @@ use std::path::{Component, Path};
 
 use super::{Adapter, Ctx, Prepared, bracket, get, natives, on, seconds, write};
 use crate::fileset;
+use crate::server::TargetFile;
 use crate::server::process::Spawn;
 
 /// The Apache httpd adapter (prefork MPM, mod_perl).
@@ -254,7 +255,7 @@ impl Adapter for Apache {
         })
     }
 
-    fn recommend(&self, values: &[(String, String)]) -> String {
+    fn recommend(&self, _file: &TargetFile, values: &[(String, String)]) -> String {
         let mut out = match get(values, "mpm") {
             Some(mpm) => format!("LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so   # the only MPM loaded\n"),
             None => String::new(),
@@ -499,7 +500,6 @@ fn asp_installed() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::TargetFile;
     use crate::server::rundir::RunDir;
 
     /// The configuration the adapter writes for the example bookmarks app and these values.
@@ -555,12 +555,13 @@ mod tests {
     fn the_recommendation_says_where_the_apps_directives_go() {
         let values =
             |place: &str| vec![("app_config".to_string(), place.to_string()), ("PerlSetVar Debug".into(), "0".into())];
-        let server = Apache.recommend(&values("server"));
+        let file = TargetFile::parse("[target]\nadapter = \"apache\"\n", Path::new("t.toml")).unwrap();
+        let server = Apache.recommend(&file, &values("server"));
         assert!(
             server.contains("<Directory /path/to/htdocs>\n  AllowOverride None\n  PerlSetVar Debug 0\n</Directory>"),
             "{server}"
         );
-        let htaccess = Apache.recommend(&values("htaccess"));
+        let htaccess = Apache.recommend(&file, &values("htaccess"));
         assert!(
             htaccess
                 .contains("# in htdocs/.htaccess, with AllowOverride All on the document root:\nPerlSetVar Debug 0"),

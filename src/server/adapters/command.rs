@@ -2,6 +2,7 @@
 //! every knob by name ({workers}, {max_requests}...) are replaced by their values.
 
 use super::{Adapter, Ctx, Prepared};
+use crate::server::TargetFile;
 use crate::server::process::Spawn;
 
 /// The adapter for any server started from a `command` template.
@@ -59,7 +60,7 @@ impl Adapter for Command {
         None
     }
 
-    fn recommend(&self, values: &[(String, String)]) -> String {
+    fn recommend(&self, _file: &TargetFile, values: &[(String, String)]) -> String {
         values.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join("\n")
     }
 }

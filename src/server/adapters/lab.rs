@@ -1,6 +1,7 @@
 //! `webtune lab`, the embedded pre-forking server: knobs are its flags.
 
 use super::{Adapter, Ctx, Prepared};
+use crate::server::TargetFile;
 use crate::server::process::Spawn;
 
 /// The adapter for `webtune lab`, the embedded server.
@@ -55,7 +56,7 @@ impl Adapter for Lab {
         })
     }
 
-    fn recommend(&self, values: &[(String, String)]) -> String {
+    fn recommend(&self, _file: &TargetFile, values: &[(String, String)]) -> String {
         let flags: Vec<String> = values.iter().map(|(k, v)| format!("--{} {v}", flag(k))).collect();
         format!("webtune lab {}", flags.join(" "))
     }

@@ -13,7 +13,7 @@ mod uwsgi;
 
 use std::path::{Path, PathBuf};
 
-use super::file::{AdapterName, TargetFile};
+use super::file::{AdapterName, App, TargetFile};
 use super::process::Spawn;
 use super::rundir::RunDir;
 
@@ -39,9 +39,9 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The target file's application path (absolute), when it names one.
+    /// The target file's application path (absolute), when it names one (not a module path).
     pub fn app(&self) -> Option<&Path> {
-        self.file.app.as_deref()
+        self.file.app.as_ref().and_then(App::path)
     }
 
     /// The run directory as text, to write into configurations and command lines.
@@ -80,8 +80,9 @@ pub trait Adapter: Sync {
     /// The native name of a canonical knob, when the server has it.
     fn native(&self, knob: &str) -> Option<&'static str>;
     fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared>;
-    /// The configuration lines for `values`, in the server's syntax, to paste.
-    fn recommend(&self, values: &[(String, String)]) -> String;
+    /// The configuration lines for `values`, in the server's syntax, to paste (a command line
+    /// names `file`'s own entry point and configuration file, as the user wrote them).
+    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String;
     /// Reads the status page body into counters (busy and idle workers...).
     fn counters(&self, _body: &str) -> Option<serde_json::Value> {
         None
@@ -117,6 +118,19 @@ pub trait Adapter: Sync {
     /// nor where the adapter starts a front of its own).
     fn takes_front(&self) -> bool {
         true
+    }
+    /// Whether `app` may be a Python module path (`pkg.module:callable`), with `chdir` and
+    /// `pythonpath`.
+    fn takes_python_module(&self) -> bool {
+        false
+    }
+    /// Checks the server's own configuration file (`config = "PATH"`) before any start: why
+    /// it cannot be used, with its file:line when a line is the reason.
+    fn check_config_file(&self, _path: &Path) -> Result<(), String> {
+        Err(format!(
+            "the {} adapter takes no configuration file yet: give the base settings as [target.config] knob = value",
+            self.name()
+        ))
     }
     /// How many workers the server starts with these values (launch waits for them).
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {

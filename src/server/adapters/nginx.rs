@@ -3,6 +3,7 @@
 //! through as written.
 
 use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
+use crate::server::TargetFile;
 use crate::server::process::Spawn;
 
 /// The nginx adapter, for static files.
@@ -93,7 +94,7 @@ impl Adapter for Nginx {
         })
     }
 
-    fn recommend(&self, values: &[(String, String)]) -> String {
+    fn recommend(&self, _file: &TargetFile, values: &[(String, String)]) -> String {
         let mut lines = Vec::new();
         if let Some(w) = get(values, "workers") {
             lines.push(format!("worker_processes {w};"));

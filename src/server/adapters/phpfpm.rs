@@ -3,6 +3,7 @@
 //! (*.php go to the pool).
 
 use super::{Adapter, Ctx, Prepared, get, natives, write};
+use crate::server::TargetFile;
 use crate::server::process::{Spawn, find_program};
 
 /// The PHP-FPM adapter (one pool, behind an nginx front).
@@ -134,7 +135,7 @@ impl Adapter for PhpFpm {
         })
     }
 
-    fn recommend(&self, values: &[(String, String)]) -> String {
+    fn recommend(&self, _file: &TargetFile, values: &[(String, String)]) -> String {
         pool_lines(values).unwrap_or_default().trim_end().to_string()
     }
 

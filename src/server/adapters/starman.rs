@@ -1,7 +1,9 @@
 //! Starman, the pre-forking PSGI server: --workers, --max-requests, --preload-app. The app is a
-//! .psgi file (or a directory with app.psgi).
+//! .psgi file, whatever its name (or a directory with app.psgi).
 
 use super::{Adapter, Ctx, Prepared, native_flags, on};
+use crate::server::TargetFile;
+use crate::server::file::App;
 use crate::server::process::Spawn;
 
 /// The Starman (PSGI) adapter.
@@ -63,7 +65,16 @@ impl Adapter for Starman {
         })
     }
 
-    fn recommend(&self, values: &[(String, String)]) -> String {
-        format!("starman {} app.psgi", flags(values).unwrap_or_default().join(" "))
+    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String {
+        // The app as the user wrote it: any .psgi file, or a directory with app.psgi.
+        let app = match &file.app {
+            Some(App::Path(p)) if p.path.is_dir() => format!("{}/app.psgi", p.written.trim_end_matches('/')),
+            Some(App::Path(p)) => p.written.clone(),
+            _ => "app.psgi".into(),
+        };
+        let mut words = vec!["starman".to_string()];
+        words.extend(flags(values).unwrap_or_default());
+        words.push(app);
+        words.join(" ")
     }
 }
