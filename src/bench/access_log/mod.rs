@@ -446,7 +446,11 @@ mod tests {
         assert_eq!(l.account(), "replaying 4 of 6 requests: 1 POST, 1 non-2xx/3xx left out; 1 malformed line skipped");
         // 4 requests over the seconds 10:00:00 to 10:00:03.
         assert_eq!(s.mean_rate, Some(1.0));
-        assert_eq!(s.busiest_minute.as_ref().unwrap().start, "2026-11-20T10:00:00Z");
+        // Four seconds of log have no busiest minute to tell.
+        assert_eq!(s.busiest_minute, None);
+        let times: Vec<f64> = [0.0, 30.0, 70.0, 71.0, 72.0, 200.0].iter().map(|t| 1_795_165_200.0 + t).collect();
+        let b = busiest_minute(&times).unwrap();
+        assert_eq!((b.start.as_str(), b.requests), ("2026-11-20T09:00:30Z", 4));
     }
 
     #[test]
