@@ -10,6 +10,7 @@ mod bench_pacing;
 mod bench_rogue;
 mod bench_workload;
 mod fileset;
+mod hostile_control;
 mod hostile_state;
 mod lab;
 mod launch;

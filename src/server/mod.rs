@@ -25,8 +25,13 @@ use adapters::{Adapter, Ctx, Prepared, Where};
 use process::{stop_group, tail};
 use rundir::RunDir;
 
+/// The longest one readiness probe may take, the whole answer read.
+const PROBE_LIMIT: Duration = Duration::from_secs(1);
+
 /// How long a server may take to stop after SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
+/// The same after Ctrl-C or SIGTERM, which webtune answers within a second.
+const STOP_GRACE_INTERRUPTED: Duration = Duration::from_millis(500);
 
 /// A running server. Dropping it stops it.
 pub struct Running {
@@ -225,15 +230,22 @@ impl Running {
                     anyhow::bail!("{name} exited ({status}) before it was ready: {logs}");
                 }
             }
-            if let Some((code, _)) = http::get(&self.host, self.port, path, Duration::from_millis(500))
-                && code < 500
-            {
-                return Ok(());
+            // Each probe ends by the readiness deadline, whatever the server sends.
+            let probe_end = (Instant::now() + PROBE_LIMIT).min(deadline);
+            let last = match http::fetch(&self.host, self.port, path, probe_end, stop) {
+                Ok((code, _)) if code < 500 => return Ok(()),
+                Ok((code, _)) => format!("status {code}"),
+                Err(e) => e,
+            };
+            if stop.load(Ordering::Relaxed) {
+                self.stop();
+                anyhow::bail!("interrupted");
             }
-            if Instant::now() > deadline {
+            if Instant::now() >= deadline {
                 let logs = self.logs();
                 self.stop();
-                anyhow::bail!("{} did not answer {path} within {timeout:?}: {logs}", self.adapter.name());
+                let name = self.adapter.name();
+                anyhow::bail!("{name} did not answer {path} within {timeout:?} (last probe: {last}): {logs}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -280,8 +292,14 @@ impl Running {
             return;
         }
         self.stopped = true;
+        // The user asked to stop now: a server that ignores SIGTERM must not keep them waiting.
+        let grace = if crate::sys::interrupt_if_installed().load(Ordering::Relaxed) {
+            STOP_GRACE_INTERRUPTED
+        } else {
+            STOP_GRACE
+        };
         for (_, child) in self.children.iter_mut().rev() {
-            stop_group(child.id() as i32, STOP_GRACE);
+            stop_group(child.id() as i32, grace);
             let _ = child.wait();
         }
         self.dir.remove();

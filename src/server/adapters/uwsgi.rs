@@ -1,8 +1,6 @@
 //! uWSGI with its Python 3 plugin on an HTTP socket: processes, max-requests, reload-on-rss,
 //! cheaper; counters from its stats socket. The app is a WSGI file (or a directory with app.py).
 
-use std::io::Read;
-
 use super::{Adapter, Ctx, Prepared, native_flags, on};
 use crate::server::process::Spawn;
 
@@ -102,11 +100,14 @@ impl Adapter for Uwsgi {
     }
 }
 
+/// The most the stats socket may send: a few kilobytes a worker, for hundreds of workers.
+const MAX_STATS: usize = 8 << 20;
+
 /// Reads uWSGI's stats socket (a JSON document, then close).
 fn read_stats(dir: &std::path::Path) -> Option<String> {
-    let mut s = std::os::unix::net::UnixStream::connect(dir.join("stats.sock")).ok()?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(2))).ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out)
+    let s = std::os::unix::net::UnixStream::connect(dir.join("stats.sock")).ok()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let stop = crate::sys::interrupt_if_installed();
+    let out = crate::sys::bounded::Bounded::new(&s, deadline, MAX_STATS, stop, "uwsgi's stats").read_to_end().ok()?;
+    String::from_utf8(out).ok()
 }
