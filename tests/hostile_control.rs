@@ -100,8 +100,9 @@ fn watch(mut child: Child, limit: Duration, max_mib: u64, what: &str) -> (Durati
     let mut peak = 0;
     loop {
         peak = peak.max(peak_mib(child.id()));
-        if let Some(_status) = child.try_wait().unwrap() {
+        if let Some(status) = child.try_wait().unwrap() {
             let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap_or_default();
+            let err = format!("{err}(exit {})", status.code().unwrap_or(-1));
             return (started.elapsed(), peak, err);
         }
         if started.elapsed() > limit || peak > max_mib {
@@ -159,4 +160,46 @@ fn a_ready_page_that_never_ends_is_given_up_at_the_ready_timeout() {
     let (took, peak, _) = watch(child, Duration::from_secs(1), 100, "launch, SIGINT");
     eprintln!("SIGINT: ended {took:?} after, peak {peak} MiB");
     assert_eq!(left_after(dir.path(), Duration::from_millis(500)), Vec::<i32>::new(), "server left after SIGINT");
+}
+
+/// A server that daemonizes by a double fork and setsid: its master exits at once, the daemon
+/// serves on the port, outside every process group webtune started.
+const DAEMON: &str = r#"
+import os, sys, http.server
+if os.fork(): os._exit(0)
+os.setsid()
+if os.fork(): os._exit(0)
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), http.server.SimpleHTTPRequestHandler).serve_forever()
+"#;
+
+/// `setsid python3 daemon.py` (setsid forks when it leads a group, then the script forks
+/// twice): launch follows the daemon (ready, not "exited before it was ready"), and after
+/// launch and after every tune trial nothing it started is left, by the marker or the port.
+#[test]
+fn a_daemonizing_command_target_is_followed_and_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("daemon.py"), DAEMON).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let f = dir.path().join("daemon.toml");
+    std::fs::write(
+        &f,
+        format!(
+            "[target]\nadapter = \"command\"\ncommand = \"setsid python3 daemon.py {{port}}\"\n\
+             listen = \"127.0.0.1:{port}\"\nready_timeout = \"10s\"\n\
+             [load]\nconnections = 1\nduration = \"200ms\"\n"
+        ),
+    )
+    .unwrap();
+    let f = f.display().to_string();
+    let journal = dir.path().join("daemon.jsonl").display().to_string();
+    for command in [vec!["launch", &f, "--for", "0s"], vec!["tune", &f, "-q", "--repeats", "1", "--journal", &journal]]
+    {
+        let child = spawn(&command, dir.path());
+        let (took, _, err) = watch(child, Duration::from_secs(30), 200, command[0]);
+        eprintln!("{}: {took:?}", command[0]);
+        assert!(err.ends_with("(exit 0)"), "{}: {err}", command[0]);
+        let left = left_after(dir.path(), Duration::from_millis(500));
+        assert_eq!(left, Vec::<i32>::new(), "{}: marked processes left", command[0]);
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "{}: port {port} still served", command[0]);
+    }
 }

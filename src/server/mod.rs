@@ -44,6 +44,8 @@ pub struct Running {
     children: Vec<(String, Child)>,
     master: usize,
     prepared: Prepared,
+    /// The daemon followed when the master exited and left it serving.
+    daemon: Option<i32>,
     stopped: bool,
 }
 
@@ -120,6 +122,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
         children: Vec::new(),
         master: prepared.master,
         prepared,
+        daemon: None,
         stopped: false,
     };
     for s in running.prepared.spawns.clone() {
@@ -147,7 +150,7 @@ impl Running {
 
     /// The tuned server's master process.
     pub fn master_pid(&self) -> i32 {
-        self.children[self.master].1.id() as i32
+        self.daemon.unwrap_or(self.children[self.master].1.id() as i32)
     }
 
     /// The front proxy's master process, when one stands before the server (its memory and
@@ -221,8 +224,19 @@ impl Running {
                 self.stop();
                 anyhow::bail!("interrupted");
             }
+            let groups: Vec<i32> = self.children.iter().map(|(_, c)| c.id() as i32).collect();
             for (name, child) in &mut self.children {
                 if let Ok(Some(status)) = child.try_wait() {
+                    // A master that daemonized: what it left carries the marker, outside the
+                    // groups of the run's other processes (a front); followed.
+                    let others: Vec<i32> = groups.iter().copied().filter(|&g| g != child.id() as i32).collect();
+                    let table = crate::procmem::procs::snapshot();
+                    let left = rundir::marked(&self.dir.path)
+                        .into_iter()
+                        .any(|pid| table.get(&pid).is_some_and(|p| !others.contains(&p.pgrp)));
+                    if status.success() && left {
+                        continue;
+                    }
                     let name = name.clone();
                     std::thread::sleep(Duration::from_millis(50));
                     let logs = self.logs();
@@ -233,7 +247,10 @@ impl Running {
             // Each probe ends by the readiness deadline, whatever the server sends.
             let probe_end = (Instant::now() + PROBE_LIMIT).min(deadline);
             let last = match http::fetch(&self.host, self.port, path, probe_end, stop) {
-                Ok((code, _)) if code < 500 => return Ok(()),
+                Ok((code, _)) if code < 500 => {
+                    self.follow_daemon();
+                    return Ok(());
+                }
                 Ok((code, _)) => format!("status {code}"),
                 Err(e) => e,
             };
@@ -251,6 +268,22 @@ impl Running {
         }
     }
 
+    /// When the master exited and left a daemon serving, the daemon is the server: the marked
+    /// process that listens on the server's port (else the first of the marked roots).
+    fn follow_daemon(&mut self) {
+        if !matches!(self.children[self.master].1.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let marked = rundir::marked(&self.dir.path);
+        let listening = marked
+            .iter()
+            .copied()
+            .find(|&pid| crate::procmem::net::listening_addresses(&[pid]).iter().any(|a| a.port() == self.back_port));
+        let table = crate::procmem::procs::snapshot();
+        let root = || marked.iter().copied().find(|pid| table.get(pid).is_none_or(|p| !marked.contains(&p.ppid)));
+        self.daemon = listening.or_else(root);
+    }
+
     /// Stops the server and fails when any of its processes listens beyond loopback (a knob
     /// or an app that opened another port): its configuration is not the whole truth. With
     /// `[load] remote`, the file's own listen address is allowed too (checked as this machine's).
@@ -260,6 +293,7 @@ impl Running {
         for (_, child) in &self.children {
             pids.extend(crate::procmem::select(&crate::procmem::Selector::Pid(child.id() as i32)).unwrap_or_default());
         }
+        pids.extend(rundir::marked(&self.dir.path));
         let outside: Vec<String> = crate::procmem::net::listening_addresses(&pids)
             .into_iter()
             .filter(|a| !a.ip().is_loopback() && Some(a.ip()) != reachable)
@@ -302,7 +336,18 @@ impl Running {
             stop_group(child.id() as i32, grace);
             let _ = child.wait();
         }
-        self.dir.remove();
+        // What left the groups (a daemon) is found by the marker in its environment.
+        let left = rundir::stop_marked(&self.dir.path, grace);
+        if left.is_empty() {
+            self.dir.remove();
+        } else {
+            // The run directory stays: the next launch tries again once this webtune is gone.
+            eprintln!(
+                "webtune: warning: processes {left:?} started by {} {} could not be stopped",
+                self.adapter.name(),
+                self.dir.path.display()
+            );
+        }
     }
 }
 
