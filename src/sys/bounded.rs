@@ -32,6 +32,11 @@ impl<'a, R: Read + AsFd> Bounded<'a, R> {
         Bounded { inner, deadline, cap, stop, what, buf: Vec::new(), pos: 0, eof: false }
     }
 
+    /// Raises (or lowers) the cap: a short first line, then a long document.
+    pub fn set_cap(&mut self, cap: usize) {
+        self.cap = cap;
+    }
+
     /// Moves the deadline (a later phase of the same exchange).
     pub fn set_deadline(&mut self, deadline: Instant) {
         self.deadline = deadline;
@@ -40,8 +45,10 @@ impl<'a, R: Read + AsFd> Bounded<'a, R> {
     /// Everything up to the end of the stream.
     pub fn read_to_end(&mut self) -> io::Result<Vec<u8>> {
         while !self.eof {
+            self.over_cap()?;
             self.fill()?;
         }
+        self.over_cap()?;
         let rest = self.buf.split_off(self.pos);
         self.buf.clear();
         self.pos = 0;
@@ -62,8 +69,20 @@ impl<'a, R: Read + AsFd> Bounded<'a, R> {
                 }
                 return Ok(Some(self.read_to_end()?));
             }
+            self.over_cap()?;
             self.fill()?;
         }
+    }
+
+    /// An error once more than `cap` bytes wait unread (no newline among them, for a line).
+    fn over_cap(&self) -> io::Result<()> {
+        if self.buf.len() - self.pos > self.cap {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} sent more than {} bytes", self.what, self.cap),
+            ));
+        }
+        Ok(())
     }
 
     /// One read, waiting at most until the deadline, in slices short enough to see `stop`.
@@ -90,7 +109,8 @@ impl<'a, R: Read + AsFd> Bounded<'a, R> {
                 self.pos = 0;
             }
             let mut chunk = [0u8; 16 * 1024];
-            let room = (self.cap + 1).saturating_sub(self.buf.len()).min(chunk.len());
+            // Never more than one byte beyond the cap: what tells it was passed.
+            let room = (self.cap + 1).saturating_sub(self.buf.len()).clamp(1, chunk.len());
             let n = match self.inner.read(&mut chunk[..room]) {
                 Ok(n) => n,
                 Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock) => continue,
@@ -101,12 +121,6 @@ impl<'a, R: Read + AsFd> Bounded<'a, R> {
                 return Ok(());
             }
             self.buf.extend_from_slice(&chunk[..n]);
-            if self.buf.len() > self.cap {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("{} sent more than {} bytes", self.what, self.cap),
-                ));
-            }
             return Ok(());
         }
     }
