@@ -203,3 +203,67 @@ fn a_daemonizing_command_target_is_followed_and_stopped() {
         assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err(), "{}: port {port} still served", command[0]);
     }
 }
+
+/// Crafted reports through `webtune merge`: a histogram whose header declares a 4 GiB payload,
+/// one whose bounds ask for a huge counts array, a duration of 1e20 s, a negative timeout:
+/// each a one-line error, exit 2, without allocating what the report declares (peak < 100 MiB).
+#[test]
+fn a_crafted_report_is_refused_in_one_line() {
+    use base64::Engine;
+    let lab = crate::support::lab::Lab::start(&["--workers", "1"]);
+    let (v, _) = crate::support::bench_json(&["-c", "1", "-n", "5", &lab.url("/")]);
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, v.to_string()).unwrap();
+    // The total histogram, re-encoded uncompressed, then with its header lying.
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let total = v["result"]["histograms"]["total"].as_str().unwrap();
+    let mut plain = Vec::new();
+    let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut b64.decode(total).unwrap().as_slice())
+        .unwrap();
+    hdrhistogram::serialization::Serializer::serialize(
+        &mut hdrhistogram::serialization::V2Serializer::new(),
+        &h,
+        &mut plain,
+    )
+    .unwrap();
+    let lie = |lies: &[(usize, &[u8])]| {
+        let mut p = plain.clone();
+        for (at, bytes) in lies {
+            p[*at..*at + bytes.len()].copy_from_slice(bytes);
+        }
+        b64.encode(p)
+    };
+    let crafted = [
+        (
+            "/result/histograms/total",
+            serde_json::json!(lie(&[(4, &u32::MAX.to_be_bytes())])),
+            "4294967295-byte payload",
+        ),
+        // 5 digits up to u64::MAX: about 6.6 million counts.
+        (
+            "/result/histograms/total",
+            serde_json::json!(lie(&[(12, &5u32.to_be_bytes()), (24, &u64::MAX.to_be_bytes())])),
+            "counts, more than",
+        ),
+        (
+            "/result/duration_s",
+            serde_json::json!(1e20),
+            "/result/duration_s is 1e+20 (expected a number from 0 to 31622400)",
+        ),
+        ("/options/timeout_s", serde_json::json!(-1.0), "/options/timeout_s is -1"),
+    ];
+    for (pointer, value, says) in crafted {
+        let mut bad = v.clone();
+        *bad.pointer_mut(pointer).unwrap() = value;
+        let f = dir.path().join("bad.json");
+        std::fs::write(&f, bad.to_string()).unwrap();
+        let child = spawn(&["merge", "--json", good.to_str().unwrap(), f.to_str().unwrap()], dir.path());
+        let (_, peak, err) = watch(child, Duration::from_secs(10), 100, "merge");
+        eprintln!("{pointer}: peak {peak} MiB: {err}");
+        assert!(err.ends_with("(exit 2)"), "{pointer}: {err}");
+        assert_eq!(err.lines().count(), 2, "one line, then the exit: {err}");
+        assert!(err.contains(says), "{pointer}: {err}");
+    }
+}
