@@ -267,3 +267,34 @@ fn a_crafted_report_is_refused_in_one_line() {
         assert!(err.contains(says), "{pointer}: {err}");
     }
 }
+
+/// Every output path by one rule: --hdr-log naming a FIFO (whose open would block before any
+/// load) or /dev/full, and manpage --dir where a page is a symlink to another user's file,
+/// are refused in one line, exit 2, at once, nothing written.
+#[test]
+fn output_paths_refuse_fifos_devices_and_other_users_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for target in [fifo.to_str().unwrap(), "/dev/full"] {
+        let args = ["bench", "http://127.0.0.1:9/", "-n", "1", "-c", "1", "-q", "--hdr-log", target];
+        let (took, _, err) = watch(spawn(&args, dir.path()), Duration::from_secs(3), 100, target);
+        assert!(took < Duration::from_secs(1), "{target}: {took:?}");
+        assert!(err.ends_with("(exit 2)") && err.contains("not a regular file"), "{target}: {err}");
+    }
+
+    let theirs = dir.path().join("theirs");
+    std::fs::write(&theirs, "another user's\n").unwrap();
+    assert!(Command::new("chown").args(["nobody"]).arg(&theirs).status().unwrap().success());
+    let pages = dir.path().join("man");
+    std::fs::create_dir(&pages).unwrap();
+    std::os::unix::fs::symlink(&theirs, pages.join("webtune.1")).unwrap();
+    let (_, _, err) = watch(
+        spawn(&["manpage", "--dir", pages.to_str().unwrap()], dir.path()),
+        Duration::from_secs(5),
+        100,
+        "manpage",
+    );
+    assert!(err.ends_with("(exit 2)") && err.contains("belongs to another user"), "{err}");
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "another user's\n");
+}
