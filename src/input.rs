@@ -23,6 +23,32 @@ impl InputError {
 /// it to a clock never overflows.
 pub const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
 
+/// The most of a user's (or a peer's) text an error message repeats.
+pub const ECHO_CHARS: usize = 80;
+
+/// `text` as an error message may repeat it: control characters escaped (a NUL, an escape
+/// sequence or a newline cannot reach the terminal or break the one line), at most
+/// ECHO_CHARS characters, a longer one cut with "…" and its whole length.
+pub fn echo(text: &str) -> String {
+    echo_max(text, ECHO_CHARS)
+}
+
+/// `echo`, at most `max` characters.
+pub fn echo_max(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (shown, c) in text.chars().enumerate() {
+        if shown >= max {
+            return format!("{out}… ({} characters)", text.chars().count());
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `name: ` in front of a message, when there is a name.
 fn named(name: &str, message: String) -> InputError {
     if name.is_empty() { InputError(message) } else { InputError(format!("{name}: {message}")) }

@@ -37,6 +37,7 @@ pub mod fileset;
 pub mod gate;
 pub mod input;
 pub mod lab;
+pub mod output;
 pub mod procmem;
 pub mod report;
 pub mod server;

@@ -293,3 +293,98 @@ fn a_host_lost_during_a_tune_stops_it_keeping_the_points() {
     assert!(points.len() >= measured_before, "{v:#}");
     assert_no_agent_left(&marker);
 }
+
+/// An `ssh` that is a hostile host (`WEBTUNE_SSH` points at it): it answers the check as
+/// this version, then, as the agent, does what HOSTILE_MODE says.
+const HOSTILE_SSH: &str = r#"#!/bin/sh
+for last; do :; done
+case "$last" in
+*--version*)
+    echo "webtune VERSION"
+    if [ "$HOSTILE_MODE" = nan ]; then echo NaN; else date +%s.%N; fi ;;
+*)
+    case "$HOSTILE_MODE" in
+    silent) echo "webtune-agent ready"; exec sleep 600 ;;
+    flood) echo "webtune-agent ready"; exec yes ;;
+    dirty) printf 'bad\000\033[2J%0300d\n' 0 >&2; exit 3 ;;
+    *) exit 0 ;;
+    esac ;;
+esac
+"#;
+
+/// Runs `bench --remote-only` against the hostile host in `mode`; how long it took.
+fn hostile_bench(
+    dir: &std::path::Path,
+    mode: &str,
+    extra: &[&str],
+    limit: Duration,
+) -> (crate::support::Run, Duration) {
+    let ssh = dir.join("ssh");
+    std::fs::write(&ssh, HOSTILE_SSH.replace("VERSION", env!("CARGO_PKG_VERSION"))).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"));
+    c.args(["bench", "http://127.0.0.1:9/", "-q", "--remote-only", "--remote", "ssh://hostile"])
+        .args(extra)
+        .env("WEBTUNE_SSH", &ssh)
+        .env("HOSTILE_MODE", mode)
+        .env("WEBTUNE_DB", crate::support::test_db());
+    let started = Instant::now();
+    let run = crate::support::run_with_limit(c, limit);
+    (run, started.elapsed())
+}
+
+/// A host that says ready and then never reports, with -n (no run length): given up at the
+/// bound derived from -n (1 request x 1 s timeout, plus a timeout and 30 s of grace), or a
+/// second after SIGINT; one that floods more than the report limit is refused at once; a
+/// clock printed as NaN is no clock; a host's raw error output (NUL, escapes, 300 digits) is
+/// escaped and cut.
+#[test]
+fn a_hostile_host_cannot_hold_or_flood_the_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let silent = std::thread::spawn(move || {
+        hostile_bench(&d, "silent", &["-n", "1", "-c", "1", "--timeout", "1s"], Duration::from_secs(40))
+    });
+
+    let (run, took) = hostile_bench(dir.path(), "flood", &["-n", "1", "-c", "1"], Duration::from_secs(20));
+    eprintln!("flood: {took:?}: {}", run.stderr);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("more than 67108864 bytes"), "{}", run.stderr);
+
+    let (run, _) = hostile_bench(dir.path(), "nan", &["-n", "1", "-c", "1"], Duration::from_secs(20));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("did not print the time"), "{}", run.stderr);
+
+    let (run, _) = hostile_bench(dir.path(), "dirty", &["-n", "1", "-c", "1"], Duration::from_secs(20));
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(!run.stderr.contains(['\0', '\x1b']), "{:?}", run.stderr);
+    assert!(run.stderr.contains("bad\\u{0}\\u{1b}[2J") && run.stderr.contains("(308 characters)"), "{}", run.stderr);
+    assert!(run.stderr.len() < 400, "{}", run.stderr);
+
+    // SIGINT while the host is silent on a long run: ended within a second.
+    let ssh_dir = dir.path().to_path_buf();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["bench", "http://127.0.0.1:9/", "-q", "-d", "60s", "--remote-only", "--remote", "ssh://hostile"])
+        .env("WEBTUNE_SSH", ssh_dir.join("ssh"))
+        .env("HOSTILE_MODE", "silent")
+        .env("WEBTUNE_DB", crate::support::test_db())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let signalled = Instant::now();
+    let run = crate::support::finish(child, Duration::from_secs(5), &["bench --remote, SIGINT"]);
+    let took = signalled.elapsed();
+    eprintln!("SIGINT: ended {took:?} after: {}", run.stderr);
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+
+    let (run, took) = silent.join().unwrap();
+    eprintln!("silent -n: {took:?}: {}", run.stderr);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("no report in time"), "{}", run.stderr);
+    assert!(took >= Duration::from_secs(32) && took < Duration::from_secs(33), "{took:?}");
+}

@@ -13,6 +13,7 @@ mod bench_rogue;
 mod bench_workload;
 mod entry_points;
 mod fileset;
+mod hostile_control;
 mod hostile_state;
 mod lab;
 mod launch;

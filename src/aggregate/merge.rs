@@ -13,6 +13,9 @@ use super::result::{BenchReport, Breakdown, ClientCpu, Coalesced, Part};
 /// duration is the longest, the rates are summed.
 pub fn merge(reports: &[BenchReport], names: &[String]) -> anyhow::Result<BenchReport> {
     let first = reports.first().context("nothing to merge")?;
+    for (r, name) in reports.iter().zip(names) {
+        check_numbers(r).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    }
     let max = Duration::from_secs_f64(reports.iter().map(|r| r.options.timeout_s).fold(0.0, f64::max).max(0.001));
     let mut summary = Summary::new(max);
     for (r, name) in reports.iter().zip(names) {
@@ -88,4 +91,52 @@ fn merge_parts<'a>(lists: impl Iterator<Item = &'a Vec<Part>>, max: Duration) ->
         }
     }
     Ok(merged.into_iter().map(|(label, secs, s)| s.to_part(label, secs)).collect())
+}
+
+/// The largest time (in seconds) a report may hold: a year, as any input duration.
+const MAX_SECONDS: f64 = crate::input::MAX_DURATION.as_secs() as f64;
+/// The names of a latency summary's figures (milliseconds).
+const LATENCY_FIGURES: [&str; 9] = ["min", "mean", "stdev", "max", "p50", "p75", "p90", "p99", "p999"];
+/// The largest rate (per second) a report may hold.
+const MAX_RATE: f64 = 1e12;
+
+/// Every number of a report (it may come from another machine, or be crafted) finite and in
+/// its range: times (`*_s`, `*_ms`, `*_us`) from 0 to a year, rates (`*per_s`, `rate`) from
+/// 0 to 1e12, shares and percentages not negative. The error names the first field that is not.
+pub fn check_numbers(report: &BenchReport) -> Result<(), String> {
+    let value = serde_json::to_value(report).map_err(|e| format!("cannot be read back: {e}"))?;
+    check_value(&value, "")
+}
+
+fn check_value(v: &serde_json::Value, path: &str) -> Result<(), String> {
+    match v {
+        serde_json::Value::Object(map) => map.iter().try_for_each(|(k, v)| check_value(v, &format!("{path}/{k}"))),
+        serde_json::Value::Array(items) => {
+            items.iter().enumerate().try_for_each(|(i, v)| check_value(v, &format!("{path}/{i}")))
+        }
+        serde_json::Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            let key = path.rsplit('/').next().unwrap_or("");
+            let limit = if key.ends_with("_s") && !key.ends_with("per_s") {
+                MAX_SECONDS
+            } else if key.ends_with("_ms") || LATENCY_FIGURES.contains(&key) {
+                MAX_SECONDS * 1e3
+            } else if key.ends_with("_us") || key.ends_with("us_per_request") {
+                MAX_SECONDS * 1e6
+            } else if key.ends_with("per_s") || key == "rate" {
+                MAX_RATE
+            } else {
+                f64::MAX
+            };
+            // A figure with a unit is never negative; others only need to be finite.
+            if !x.is_finite() || x > limit || (x < 0.0 && limit < f64::MAX) {
+                return Err(format!(
+                    "{path} is {} (expected a number from 0 to {limit})",
+                    crate::input::echo(&n.to_string())
+                ));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }

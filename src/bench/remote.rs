@@ -7,7 +7,7 @@
 //! what happens when its SSH session goes (Ctrl-C here, this process killed, the network
 //! lost): no webtune is left running on any host.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,10 +37,16 @@ const MAX_CLOCK_OFFSET: Duration = Duration::from_secs(1);
 const ANSWER_WITHIN: Duration = Duration::from_secs(30);
 /// How long after its run should have ended a host may take to send its report.
 const REPORT_GRACE: Duration = Duration::from_secs(30);
+/// How long the hosts may take to report once told to stop (Ctrl-C, a host lost).
+const REPORT_AFTER_STOP: Duration = Duration::from_millis(500);
+/// The longest line an agent says before its report ("webtune-agent ready").
+const MAX_READY_LINE: usize = 4096;
+/// The most of a host's last error line repeated in a message.
+const STDERR_LINE: usize = 200;
 /// The most of a host's error output kept for the message.
 const STDERR_TAIL: usize = 4096;
 /// The largest report a host may send.
-const MAX_REPORT: u64 = 64 << 20;
+const MAX_REPORT: usize = 64 << 20;
 
 /// A load-generating host: `ssh://[user@]host[:port]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +165,7 @@ impl Remote {
         let their_clock: f64 = lines
             .next()
             .and_then(|l| l.trim().parse().ok())
+            .filter(|t: &f64| t.is_finite())
             .ok_or_else(|| InputError(format!("{}: `date +%s.%N` did not print the time", host.name)))?;
         let epoch = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
         let (t0, t1) = (epoch(before), epoch(after));
@@ -198,8 +205,7 @@ impl Remote {
         for a in &mut agents {
             a.say(GO);
         }
-        let report_by =
-            spec.run_length().map(|d| Instant::now() + d + spec.timeout.unwrap_or(DEFAULT_TIMEOUT) + REPORT_GRACE);
+        let report_by = Instant::now() + report_within(spec);
         let (local, reports) = std::thread::scope(|s| {
             let local = local_plan.as_ref().map(|p| {
                 let stop = stop.clone();
@@ -263,17 +269,20 @@ fn collect(
     inbox: &mpsc::Receiver<Event>,
     interrupt: &AtomicBool,
     stop: &AtomicBool,
-    report_by: Option<Instant>,
+    report_by: Instant,
 ) -> anyhow::Result<Vec<BenchReport>> {
     let mut reports: Vec<Option<BenchReport>> = vec![None; agents.len()];
     let mut failure = None;
     let mut stopped = false;
+    let mut report_by = report_by;
     let mut waiting = agents.len();
     while waiting > 0 {
         if !stopped && (interrupt.load(Ordering::SeqCst) || failure.is_some()) {
             stopped = true;
             stop.store(true, Ordering::SeqCst);
             agents.iter_mut().for_each(|a| a.say(STOP));
+            // Ctrl-C is answered within a second: hosts that do not report by then are lost.
+            report_by = report_by.min(Instant::now() + REPORT_AFTER_STOP);
         }
         match inbox.recv_timeout(Duration::from_millis(100)) {
             Ok(Event::Done(i, result)) => {
@@ -285,7 +294,7 @@ fn collect(
                 }
             }
             Ok(Event::Ready) => {}
-            Err(mpsc::RecvTimeoutError::Timeout) if report_by.is_some_and(|t| Instant::now() > t) => {
+            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > report_by => {
                 let late: Vec<&str> =
                     agents.iter().zip(&reports).filter(|(_, r)| r.is_none()).map(|(a, _)| a.name.as_str()).collect();
                 return Err(failure.unwrap_or_else(|| anyhow::anyhow!("{}: no report in time: lost", late.join(", "))));
@@ -298,6 +307,21 @@ fn collect(
         Some(e) => Err(e),
         None => Ok(reports.into_iter().flatten().collect()),
     }
+}
+
+/// How long after "go" the hosts may take to report: a timed run's length, or with -n the
+/// longest the run can take (every connection's requests each waiting the whole timeout, or
+/// the requests at the asked rate, whichever is longer), plus one timeout and REPORT_GRACE.
+pub fn report_within(spec: &BenchSpec) -> Duration {
+    let timeout = spec.timeout.unwrap_or(DEFAULT_TIMEOUT);
+    let run = spec.run_length().unwrap_or_else(|| {
+        let requests = spec.requests.unwrap_or(0);
+        let connections = spec.connections.unwrap_or_else(|| spec.default_connections()).max(1);
+        let waiting = timeout.saturating_mul(u32::try_from(requests.div_ceil(connections)).unwrap_or(u32::MAX));
+        let paced = spec.rate.and_then(|r| r.per_second()).filter(|r| *r > 0.0).map_or(0.0, |r| requests as f64 / r);
+        waiting.max(Duration::try_from_secs_f64(paced).unwrap_or(Duration::MAX))
+    });
+    run.saturating_add(timeout).saturating_add(REPORT_GRACE)
 }
 
 /// The merged report, with each source's own line.
@@ -411,7 +435,8 @@ fn failure(code: Option<i32>, stderr: &[u8]) -> String {
 /// The last line of an error output that says something.
 fn last_line(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
-    text.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("").to_string()
+    // A host's words are not ours: control characters escaped, the length capped.
+    crate::input::echo_max(text.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or(""), STDERR_LINE)
 }
 
 fn lost(agent: &Agent, why: String) -> anyhow::Error {
@@ -443,11 +468,21 @@ fn bounded_output(child: &mut Child, limit: Duration) -> Result<Output, String> 
                 let _ = child.wait();
                 return Err(format!("no answer within {} s", limit.as_secs()));
             }
+            Ok(None) if crate::sys::interrupt_if_installed().load(Ordering::SeqCst) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("interrupted".into());
+            }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => return Err(e.to_string()),
         }
     };
     Ok(Output { status, stdout: reader.join().unwrap_or_default(), stderr: err_reader.join().unwrap_or_default() })
+}
+
+/// Bytes a host sent, as text safe to print.
+fn echo_bytes(b: &[u8]) -> String {
+    crate::input::echo(&String::from_utf8_lossy(b))
 }
 
 /// The last `STDERR_TAIL` bytes of a stream, read to its end.
@@ -476,6 +511,8 @@ struct Agent {
     name: String,
     child: Child,
     stdin: Option<ChildStdin>,
+    /// Tells its reader to give up (the run is over, whatever the host still sends).
+    abandon: Arc<AtomicBool>,
 }
 
 impl Agent {
@@ -499,26 +536,32 @@ impl Agent {
             .map_err(|e| InputError(format!("{}: cannot run {}: {e}", host.name, ssh[0])))?;
         let stdout = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
+        let abandon = Arc::new(AtomicBool::new(false));
+        let abandoned = abandon.clone();
         std::thread::spawn(move || {
-            let err = std::thread::spawn(move || tail(&mut stderr));
-            let mut out = BufReader::new(stdout.take(MAX_REPORT));
-            let mut line = String::new();
-            let ready = out.read_line(&mut line).is_ok() && line.trim_end() == READY;
+            let (err_tx, err_rx) = mpsc::channel();
+            std::thread::spawn(move || err_tx.send(tail(&mut stderr)));
+            // No deadline of its own: `collect` keeps the time and abandons it (on drop).
+            let never = Instant::now() + Duration::from_secs(365 * 24 * 3600);
+            let mut out = crate::sys::bounded::Bounded::new(stdout, never, MAX_READY_LINE, &abandoned, "the host");
+            let line = out.read_line().ok().flatten().map(|l| echo_bytes(&l)).unwrap_or_default();
+            let ready = line.trim_end() == READY;
             if ready {
                 let _ = events.send(Event::Ready);
             }
-            let mut text = String::new();
-            let read = out.read_to_string(&mut text);
-            let stderr = err.join().unwrap_or_default();
+            out.set_cap(MAX_REPORT);
+            let read = out.read_to_end();
+            // A host that keeps its error output open (still running) is not waited for long.
+            let stderr = err_rx.recv_timeout(Duration::from_millis(300)).unwrap_or_default();
             let why = || match last_line(&stderr) {
                 last if last.is_empty() => "the connection was lost".to_string(),
                 last => last,
             };
             let result = match (ready, read) {
-                (false, _) => Err(format!("{}{}", line.trim(), why())),
+                (false, _) => Err(format!("{}{}", crate::input::echo(line.trim()), why())),
                 (true, Err(e)) => Err(format!("reading its report: {e}")),
-                (true, Ok(_)) if text.trim().is_empty() => Err(format!("no report: {}", why())),
-                (true, Ok(_)) => match serde_json::from_str::<BenchReport>(&text) {
+                (true, Ok(text)) if text.trim_ascii().is_empty() => Err(format!("no report: {}", why())),
+                (true, Ok(text)) => match serde_json::from_slice::<BenchReport>(&text) {
                     Ok(r) if r.schema == SCHEMA_ID => Ok(Box::new(r)),
                     Ok(r) => Err(format!("its report has schema {:?}, not {SCHEMA_ID}", r.schema)),
                     Err(e) => Err(format!("its report does not parse: {e}")),
@@ -527,7 +570,7 @@ impl Agent {
             let _ = events.send(Event::Done(index, result));
         });
         let stdin = child.stdin.take();
-        Ok(Agent { name: host.name.clone(), child, stdin })
+        Ok(Agent { name: host.name.clone(), child, stdin, abandon })
     }
 
     /// Sends one line to the agent; a host already gone is noticed by its reader.
@@ -542,7 +585,9 @@ impl Drop for Agent {
     fn drop(&mut self) {
         // Closing its input ends the remote run; ssh ends with it, or is killed after a grace.
         drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(5);
+        self.abandon.store(true, Ordering::SeqCst);
+        // Short: every way a run ends (Ctrl-C included) passes here within its second.
+        let deadline = Instant::now() + Duration::from_millis(200);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return;

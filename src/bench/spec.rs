@@ -148,6 +148,16 @@ pub enum Rate {
     Log(f64),
 }
 
+impl Rate {
+    /// The rate in requests/s when it is given as one (not a multiple of a log's).
+    pub fn per_second(self) -> Option<f64> {
+        match self {
+            Rate::PerSecond(r) => Some(r),
+            Rate::Log(_) => None,
+        }
+    }
+}
+
 /// The largest multiple of a log's rate taken (`log*10000`).
 const MAX_LOG_FACTOR: f64 = 1e4;
 

@@ -102,48 +102,7 @@ pub fn report(db: Option<&Path>, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
     let run = get(&s, a.id)?;
     let html = crate::report::html::render(&run);
-    replace_file(&a.html, html.as_bytes())?;
+    crate::output::replace(&a.html, html.as_bytes())?;
     super::write_stdout(|o| writeln!(o, "{}", a.html.display()))?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Writes `bytes` to `path` as editors do: a new file beside the real one (a symlink is
-/// followed to it), given the old file's mode, then renamed over it, so a reader never sees
-/// half a report. What is not an ordinary file of this user (a device, a directory, another
-/// user's file) is refused, never replaced.
-fn replace_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let cannot = |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot write {}: {e}", path.display());
-    let target = match std::fs::metadata(path) {
-        Ok(m) => {
-            if !m.is_file() {
-                return Err(InputError(format!("{}: not a regular file; give a file name", path.display())).into());
-            }
-            if m.uid() != nix::unistd::geteuid().as_raw() {
-                return Err(InputError(format!("{}: belongs to another user; not replaced", path.display())).into());
-            }
-            Some((std::fs::canonicalize(path).map_err(|e| cannot(&e))?, m.permissions().mode()))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(cannot(&e)),
-    };
-    let (real, mode) = match target {
-        Some((real, mode)) => (real, Some(mode)),
-        None => (path.to_path_buf(), None),
-    };
-    let dir = real.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".webtune-report").tempfile_in(dir).map_err(|e| cannot(&e))?;
-    std::io::Write::write_all(&mut tmp, bytes).map_err(|e| cannot(&e))?;
-    let mode = mode.unwrap_or(0o666 & !current_umask());
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode)).map_err(|e| cannot(&e))?;
-    tmp.persist(&real).map_err(|e| cannot(&e.error))?;
-    Ok(())
-}
-
-/// The process's file-creation mask (read by setting it and setting it back).
-fn current_umask() -> u32 {
-    use nix::sys::stat::{Mode, umask};
-    let old = umask(Mode::from_bits_truncate(0o022));
-    umask(old);
-    old.bits()
 }

@@ -67,15 +67,24 @@ fn main_page() -> std::io::Result<Vec<u8>> {
 
 fn write_pages(dir: &Path) -> anyhow::Result<()> {
     let cannot = |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot write man pages to {}: {e}", dir.display());
-    std::fs::create_dir_all(dir).map_err(|e| cannot(&e))?;
-    // generate_to writes every page, webtune.1 included; ours replaces that one.
-    clap_mangen::generate_to(Cli::command(), dir).map_err(|e| cannot(&e))?;
-    std::fs::write(dir.join("webtune.1"), main_page()?).map_err(|e| cannot(&e))?;
+    crate::output::directory(dir)?;
+    // generate_to writes every page (following symlinks): into a private directory first,
+    // then each page to `dir` by the rule of every output file.
+    let staging = tempfile::tempdir().map_err(|e| cannot(&e))?;
+    clap_mangen::generate_to(Cli::command(), staging.path()).map_err(|e| cannot(&e))?;
+    // Ours replaces its webtune.1.
+    std::fs::write(staging.path().join("webtune.1"), main_page()?).map_err(|e| cannot(&e))?;
     // A command's --help ends with the exit statuses; clap_mangen titles that section EXTRA.
     for sub in Cli::command().get_subcommands().filter(|s| s.get_after_help().is_some()) {
-        let page = dir.join(format!("webtune-{}.1", sub.get_name()));
+        let page = staging.path().join(format!("webtune-{}.1", sub.get_name()));
         let text = std::fs::read_to_string(&page).map_err(|e| cannot(&e))?;
         std::fs::write(&page, text.replace(".SH EXTRA\n", ".SH \"EXIT STATUS\"\n")).map_err(|e| cannot(&e))?;
+    }
+    let mut pages: Vec<_> = std::fs::read_dir(staging.path()).map_err(|e| cannot(&e))?.flatten().collect();
+    pages.sort_by_key(|e| e.file_name());
+    for page in pages {
+        let text = std::fs::read(page.path()).map_err(|e| cannot(&e))?;
+        crate::output::replace(&dir.join(page.file_name()), &text)?;
     }
     Ok(())
 }

@@ -25,8 +25,13 @@ use adapters::{Adapter, Ctx, Prepared, Where};
 use process::{stop_group, tail};
 use rundir::RunDir;
 
+/// The longest one readiness probe may take, the whole answer read.
+const PROBE_LIMIT: Duration = Duration::from_secs(1);
+
 /// How long a server may take to stop after SIGTERM before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
+/// The same after Ctrl-C or SIGTERM, which webtune answers within a second.
+const STOP_GRACE_INTERRUPTED: Duration = Duration::from_millis(500);
 
 /// A running server. Dropping it stops it.
 pub struct Running {
@@ -39,6 +44,8 @@ pub struct Running {
     children: Vec<(String, Child)>,
     master: usize,
     prepared: Prepared,
+    /// The daemon followed when the master exited and left it serving.
+    daemon: Option<i32>,
     stopped: bool,
 }
 
@@ -115,6 +122,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
         children: Vec::new(),
         master: prepared.master,
         prepared,
+        daemon: None,
         stopped: false,
     };
     for s in running.prepared.spawns.clone() {
@@ -142,7 +150,7 @@ impl Running {
 
     /// The tuned server's master process.
     pub fn master_pid(&self) -> i32 {
-        self.children[self.master].1.id() as i32
+        self.daemon.unwrap_or(self.children[self.master].1.id() as i32)
     }
 
     /// The front proxy's master process, when one stands before the server (its memory and
@@ -216,8 +224,19 @@ impl Running {
                 self.stop();
                 anyhow::bail!("interrupted");
             }
+            let groups: Vec<i32> = self.children.iter().map(|(_, c)| c.id() as i32).collect();
             for (name, child) in &mut self.children {
                 if let Ok(Some(status)) = child.try_wait() {
+                    // A master that daemonized: what it left carries the marker, outside the
+                    // groups of the run's other processes (a front); followed.
+                    let others: Vec<i32> = groups.iter().copied().filter(|&g| g != child.id() as i32).collect();
+                    let table = crate::procmem::procs::snapshot();
+                    let left = rundir::marked(&self.dir.path)
+                        .into_iter()
+                        .any(|pid| table.get(&pid).is_some_and(|p| !others.contains(&p.pgrp)));
+                    if status.success() && left {
+                        continue;
+                    }
                     let name = name.clone();
                     std::thread::sleep(Duration::from_millis(50));
                     let logs = self.logs();
@@ -225,18 +244,44 @@ impl Running {
                     anyhow::bail!("{name} exited ({status}) before it was ready: {logs}");
                 }
             }
-            if let Some((code, _)) = http::get(&self.host, self.port, path, Duration::from_millis(500))
-                && code < 500
-            {
-                return Ok(());
+            // Each probe ends by the readiness deadline, whatever the server sends.
+            let probe_end = (Instant::now() + PROBE_LIMIT).min(deadline);
+            let last = match http::fetch(&self.host, self.port, path, probe_end, stop) {
+                Ok((code, _)) if code < 500 => {
+                    self.follow_daemon();
+                    return Ok(());
+                }
+                Ok((code, _)) => format!("status {code}"),
+                Err(e) => e,
+            };
+            if stop.load(Ordering::Relaxed) {
+                self.stop();
+                anyhow::bail!("interrupted");
             }
-            if Instant::now() > deadline {
+            if Instant::now() >= deadline {
                 let logs = self.logs();
                 self.stop();
-                anyhow::bail!("{} did not answer {path} within {timeout:?}: {logs}", self.adapter.name());
+                let name = self.adapter.name();
+                anyhow::bail!("{name} did not answer {path} within {timeout:?} (last probe: {last}): {logs}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// When the master exited and left a daemon serving, the daemon is the server: the marked
+    /// process that listens on the server's port (else the first of the marked roots).
+    fn follow_daemon(&mut self) {
+        if !matches!(self.children[self.master].1.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let marked = rundir::marked(&self.dir.path);
+        let listening = marked
+            .iter()
+            .copied()
+            .find(|&pid| crate::procmem::net::listening_addresses(&[pid]).iter().any(|a| a.port() == self.back_port));
+        let table = crate::procmem::procs::snapshot();
+        let root = || marked.iter().copied().find(|pid| table.get(pid).is_none_or(|p| !marked.contains(&p.ppid)));
+        self.daemon = listening.or_else(root);
     }
 
     /// Stops the server and fails when any of its processes listens beyond loopback (a knob
@@ -248,6 +293,7 @@ impl Running {
         for (_, child) in &self.children {
             pids.extend(crate::procmem::select(&crate::procmem::Selector::Pid(child.id() as i32)).unwrap_or_default());
         }
+        pids.extend(rundir::marked(&self.dir.path));
         let outside: Vec<String> = crate::procmem::net::listening_addresses(&pids)
             .into_iter()
             .filter(|a| !a.ip().is_loopback() && Some(a.ip()) != reachable)
@@ -280,11 +326,28 @@ impl Running {
             return;
         }
         self.stopped = true;
+        // The user asked to stop now: a server that ignores SIGTERM must not keep them waiting.
+        let grace = if crate::sys::interrupt_if_installed().load(Ordering::Relaxed) {
+            STOP_GRACE_INTERRUPTED
+        } else {
+            STOP_GRACE
+        };
         for (_, child) in self.children.iter_mut().rev() {
-            stop_group(child.id() as i32, STOP_GRACE);
+            stop_group(child.id() as i32, grace);
             let _ = child.wait();
         }
-        self.dir.remove();
+        // What left the groups (a daemon) is found by the marker in its environment.
+        let left = rundir::stop_marked(&self.dir.path, grace);
+        if left.is_empty() {
+            self.dir.remove();
+        } else {
+            // The run directory stays: the next launch tries again once this webtune is gone.
+            eprintln!(
+                "webtune: warning: processes {left:?} started by {} {} could not be stopped",
+                self.adapter.name(),
+                self.dir.path.display()
+            );
+        }
     }
 }
 

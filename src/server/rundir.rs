@@ -119,6 +119,62 @@ fn alive_owner(dir: &Path) -> bool {
     }
 }
 
+/// Every live process that carries run directory `dir`'s marker, whatever its group: a
+/// daemon that left the run's process groups (setsid, a double fork) still inherits it.
+/// (A process that clears its environment escapes this; only a cgroup would hold it.)
+pub fn marked(dir: &Path) -> Vec<i32> {
+    let marker = format!("{MARKER}={}", dir.display());
+    let me = std::process::id() as i32;
+    procs::all_pids()
+        .into_iter()
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            // A zombie's environment reads empty: only the living match.
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == marker.as_bytes()))
+        })
+        .collect()
+}
+
+/// Stops every process that carries `dir`'s marker: SIGTERM, up to `grace`, then SIGKILL
+/// (the table read again before each signal, so a pid reused meanwhile is spared). The pids
+/// that could not be stopped.
+pub fn stop_marked(dir: &Path, grace: Duration) -> Vec<i32> {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let signal_all = |signal| {
+        let pids = marked(dir);
+        for &pid in &pids {
+            let _ = kill(Pid::from_raw(pid), signal);
+        }
+        pids
+    };
+    if signal_all(Signal::SIGTERM).is_empty() {
+        return Vec::new();
+    }
+    let wait_gone = |limit: Duration| {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if marked(dir).is_empty() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    };
+    if wait_gone(grace) {
+        return Vec::new();
+    }
+    // Again and again for a moment: a daemon may fork while it is being killed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    while std::time::Instant::now() < deadline {
+        if signal_all(Signal::SIGKILL).is_empty() || wait_gone(Duration::from_millis(100)) {
+            return Vec::new();
+        }
+    }
+    marked(dir)
+}
+
 /// Whether process group `pgid` is still the one this run started: its leader is the very
 /// process recorded (pid and start time), or, the leader gone, a member carries the run's
 /// marker. A group id reused by anything else is not ours to kill.
@@ -169,7 +225,10 @@ pub fn reap_stale(base: &Path) -> Vec<i32> {
                 stopped.push(pgid);
             }
         }
-        let _ = std::fs::remove_dir_all(&dir);
+        // Daemons that left the groups; the directory stays while any survives, for the next try.
+        if stop_marked(&dir, Duration::from_secs(5)).is_empty() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
     stopped
 }

@@ -1,6 +1,7 @@
 //! The operating system facts the tool needs: its own CPU use, the CPUs it and the server may
 //! use (`cpus`), its file-descriptor limit, and whether the user asked it to stop.
 
+pub mod bounded;
 pub mod cpus;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,15 +59,24 @@ pub fn ensure_fd_limit(needed: u64) -> anyhow::Result<()> {
 /// The flag SIGINT, SIGTERM and SIGHUP set. One handler for the whole process (a second
 /// cannot be installed): every command and every run in it watch the same flag.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
-    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    FLAG.get_or_init(|| {
-        let flag = Arc::new(AtomicBool::new(false));
-        let on_signal = flag.clone();
-        // Without a handler (another library installed one) the signal keeps its default.
-        let _ = ctrlc::set_handler(move || on_signal.store(true, Ordering::SeqCst));
-        flag
-    })
-    .clone()
+    INTERRUPT
+        .get_or_init(|| {
+            let flag = Arc::new(AtomicBool::new(false));
+            let on_signal = flag.clone();
+            // Without a handler (another library installed one) the signal keeps its default.
+            let _ = ctrlc::set_handler(move || on_signal.store(true, Ordering::SeqCst));
+            flag
+        })
+        .clone()
+}
+
+static INTERRUPT: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// The interrupt flag when a command installed the handler, else a flag never set: for code
+/// deep in a library (a status page read) that must not install a handler of its own.
+pub fn interrupt_if_installed() -> &'static AtomicBool {
+    static NEVER: AtomicBool = AtomicBool::new(false);
+    INTERRUPT.get().map_or(&NEVER, |f| f.as_ref())
 }
 
 /// Whether a stop was asked for (installs the handler on first use).

@@ -3,7 +3,6 @@
 //! app.py), or a module path (`mysite.wsgi:application`) imported from `chdir` and
 //! `pythonpath`. A `config = "app.ini"` is read first (`--ini`), webtune's options after it.
 
-use std::io::Read;
 use std::path::Path;
 
 use super::{Adapter, Ctx, Prepared, native_flags, on};
@@ -243,13 +242,16 @@ fn ini_options(path: &Path) -> std::io::Result<Vec<(usize, String, String)>> {
     Ok(out)
 }
 
+/// The most the stats socket may send: a few kilobytes a worker, for hundreds of workers.
+const MAX_STATS: usize = 8 << 20;
+
 /// Reads uWSGI's stats socket (a JSON document, then close).
 fn read_stats(dir: &std::path::Path) -> Option<String> {
-    let mut s = std::os::unix::net::UnixStream::connect(dir.join("stats.sock")).ok()?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(2))).ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out)
+    let s = std::os::unix::net::UnixStream::connect(dir.join("stats.sock")).ok()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let stop = crate::sys::interrupt_if_installed();
+    let out = crate::sys::bounded::Bounded::new(&s, deadline, MAX_STATS, stop, "uwsgi's stats").read_to_end().ok()?;
+    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
