@@ -152,6 +152,35 @@ fn a_corrupt_or_locked_database_is_one_clear_error_and_the_result_is_still_print
     assert_eq!(json(&out).as_array().unwrap().len(), 1);
 }
 
+#[test]
+fn a_database_that_is_no_file_or_from_a_newer_webtune_is_refused_before_anything_is_written() {
+    // A device: refused before any load, nothing created beside it.
+    let (code, _, err) = wt(Path::new("/dev/null"), &["bench", "-q", "-n", "1", "http://127.0.0.1:9/"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("/dev/null: not a regular file"), "{err}");
+    assert!(!Path::new("/dev/null-journal").exists() && !Path::new("/dev/null-wal").exists());
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = wt(dir.path(), &["runs"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+
+    // A schema from the future: neither read nor written, and left as it was.
+    let future = dir.path().join("future.db");
+    let (code, _, err) = wt(&future, &["runs"]);
+    assert_eq!(code, 0, "{err}");
+    let conn = rusqlite::Connection::open(&future).unwrap();
+    conn.pragma_update(None, "user_version", 999).unwrap();
+    conn.pragma_update(None, "journal_mode", "DELETE").unwrap();
+    drop(conn);
+    let before = std::fs::read(&future).unwrap();
+    for args in [&["runs"][..], &["show", "1"], &["bench", "-q", "-n", "1", "http://127.0.0.1:9/"]] {
+        let (code, _, err) = wt(&future, args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("its schema is version 999, newer than this webtune's"), "{err}");
+    }
+    assert_eq!(std::fs::read(&future).unwrap(), before, "the database was written");
+}
+
 fn chromium() -> Option<PathBuf> {
     find_program("chromium").or_else(|| find_program("chromium-browser"))
 }

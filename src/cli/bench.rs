@@ -98,6 +98,8 @@ fn placement(client: Option<CpuSet>, url: &str) -> Placement {
 /// succeeded, 3 when a `--fail-if` threshold failed.
 pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let thresholds = super::one_run_thresholds(&a.fail_if)?;
+    // A database that cannot be one is said before any load, not after.
+    crate::store::check_path(&crate::store::default_path(db))?;
     let spec = spec(a)?;
     if let Some(client) = &spec.cpus {
         // Every thread started from here on (the engine's, the progress line's) stays on them.

@@ -28,6 +28,7 @@ const DISTURBED: f64 = 0.10;
 /// Runs the tuning and prints the outcome; exit 1 when every trial failed or the journal is
 /// incomplete, 130 when interrupted.
 pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
+    crate::store::check_path(&crate::store::default_path(db))?;
     let mut file = TargetFile::load(&a.file)?;
     super::launch::place(&mut file, a.cpus.as_deref())?;
     let objective = objective(a)?;

@@ -12,11 +12,46 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::BenchReport;
+use crate::input::InputError;
 use crate::procmem::procs;
 use crate::tune::{Outcome, Point};
 
 /// The database: --db, else $WEBTUNE_DB, else $XDG_DATA_HOME/webtune/webtune.db (by default
 /// ~/.local/share/webtune/webtune.db).
+/// The database must be a regular file, or not exist yet: SQLite beside a device or a FIFO
+/// (`--db /dev/null`) would create its journal next to it (`/dev/null-journal`).
+/// A database whose schema is newer than this webtune's is neither read nor written. Checked
+/// read-only, so a run can be refused before its load rather than lose its result after.
+pub fn check_path(path: &Path) -> Result<(), InputError> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => {
+            return Err(InputError(format!(
+                "store {}: not a regular file (a device, FIFO or directory); give --db the path of a database file",
+                path.display()
+            )));
+        }
+        Ok(_) => {}
+        Err(_) => return Ok(()),
+    }
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    // Any other trouble (corrupt, locked) is Store::open's to report, after the run is printed.
+    let version = Connection::open_with_flags(path, flags)
+        .and_then(|c| c.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)))
+        .unwrap_or(0);
+    if version > schema::VERSION {
+        return Err(too_new(path, version));
+    }
+    Ok(())
+}
+
+fn too_new(path: &Path, version: i64) -> InputError {
+    InputError(format!(
+        "store {}: its schema is version {version}, newer than this webtune's {}: use a newer webtune, or another --db",
+        path.display(),
+        schema::VERSION
+    ))
+}
+
 pub fn default_path(flag: Option<&Path>) -> PathBuf {
     if let Some(p) = flag {
         return p.to_path_buf();
@@ -74,6 +109,7 @@ fn set_wal(conn: &Connection) -> rusqlite::Result<()> {
 impl Store {
     /// Opens (creating and migrating) the database; errors name the file.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
+        check_path(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("store {}: cannot create its directory", path.display()))?;
@@ -81,6 +117,11 @@ impl Store {
         let wrap = |e: rusqlite::Error| anyhow::anyhow!("store {}: {e}", path.display());
         let mut conn = Connection::open(path).map_err(wrap)?;
         conn.busy_timeout(Duration::from_secs(3)).map_err(wrap)?;
+        // Again, now that it is open: another webtune may have migrated it meanwhile.
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(wrap)?;
+        if version > schema::VERSION {
+            return Err(too_new(path, version).into());
+        }
         set_wal(&conn).map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
         schema::migrate(&mut conn).map_err(wrap)?;

@@ -67,6 +67,9 @@ const MIGRATIONS: &[&str] = &[
 /// Runs the migrations not yet run. The version is read inside an IMMEDIATE transaction so
 /// two processes opening a new database at once cannot both create the tables: the second
 /// waits for the write lock (busy timeout) and then sees the work done.
+/// The schema version this webtune writes (`PRAGMA user_version`).
+pub const VERSION: i64 = MIGRATIONS.len() as i64;
+
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let done: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
