@@ -195,3 +195,40 @@ fn bad_lab_flags_are_usage_errors() {
         assert!(run.stderr.contains(says) && run.stderr.lines().count() == 1, "{args:?}: {}", run.stderr);
     }
 }
+
+#[test]
+fn pipelined_requests_are_answered_in_order_and_a_leak_too_large_is_refused() {
+    use std::io::{Read, Write};
+    let lab = Lab::start(&["--workers", "1"]);
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", lab.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // Three requests in one write, the second with a body: three answers, in order.
+    let pipelined = "GET /?body=1 HTTP/1.1\r\nHost: lab\r\n\r\n\
+                     POST /?body=2 HTTP/1.1\r\nHost: lab\r\nContent-Length: 5\r\n\r\nhello\
+                     GET /?body=3 HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n";
+    s.write_all(pipelined.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("the connection ends after the third answer");
+    let lengths: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("Content-Length: ")).map(str::trim).collect();
+    assert_eq!(lengths, ["1", "2", "3"], "{out}");
+
+    // Far more than any request may leak: 400, and the worker stays (its pid answers again).
+    let pid_of = |path: &str| {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", lab.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\nHost: lab\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let pid = out.lines().find_map(|l| l.strip_prefix("X-Worker-Pid: ")).map(|p| p.trim().to_string());
+        (out.lines().next().unwrap_or_default().to_string(), pid)
+    };
+    let (before_status, before) = pid_of("/");
+    assert!(before_status.contains("200"), "{before_status}");
+    for path in ["/?leak=99999999999", "/?dirty=99999999999", "/?io=1000000"] {
+        let (status, _) = pid_of(path);
+        assert!(status.contains("400"), "{path}: {status}");
+    }
+    let (after_status, after) = pid_of("/");
+    assert!(after_status.contains("200"), "{after_status}");
+    assert_eq!(before, after, "the worker was not replaced");
+}

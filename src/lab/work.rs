@@ -32,9 +32,9 @@ impl Work {
             match key {
                 "cpu" => self.cpu = duration(key, value)?,
                 "io" | "io_wait" | "io-wait" => self.io_wait = duration(key, value)?,
-                "dirty" | "dirty_kb" => self.dirty_kb = parse_num(key, value)?,
-                "leak" | "leak_kb" => self.leak_kb = parse_num(key, value)?,
-                "body" | "body_bytes" => self.body_bytes = parse_num(key, value)?,
+                "dirty" | "dirty_kb" => self.dirty_kb = parse_num(key, value, MAX_DIRTY_KB)?,
+                "leak" | "leak_kb" => self.leak_kb = parse_num(key, value, MAX_LEAK_KB)?,
+                "body" | "body_bytes" => self.body_bytes = parse_num(key, value, MAX_BODY)?,
                 _ => {}
             }
         }
@@ -42,12 +42,26 @@ impl Work {
     }
 }
 
+/// What one request may ask of a worker: enough for any phenomenon the lab reproduces, never
+/// enough to take the machine (a 1 GiB leak a request, 4 GiB dirtied, an hour's CPU or wait).
+const MAX_LEAK_KB: u64 = 1 << 20;
+const MAX_DIRTY_KB: u64 = 4 << 20;
+const MAX_BODY: u64 = 1 << 40;
+const MAX_WORK_TIME: Duration = Duration::from_secs(3600);
+
 fn duration(key: &str, s: &str) -> Result<Duration, String> {
-    crate::input::duration(key, s).map_err(|e| e.0)
+    let d = crate::input::duration(key, s).map_err(|e| e.0)?;
+    if d > MAX_WORK_TIME {
+        return Err(format!("bad {key} {s:?}: at most 1h a request"));
+    }
+    Ok(d)
 }
 
-fn parse_num(key: &str, s: &str) -> Result<u64, String> {
-    s.parse().map_err(|_| format!("bad {key} {s:?}: expected a whole number"))
+fn parse_num(key: &str, s: &str, max: u64) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n <= max => Ok(n),
+        _ => Err(format!("bad {key} {s:?}: expected a whole number up to {max}")),
+    }
 }
 
 /// The per-worker state the work touches.
@@ -58,8 +72,9 @@ pub struct Worksite<'a> {
 }
 
 impl Worksite<'_> {
-    /// Does the work of one request, in order: CPU, dirtying, leaking, then the wait.
-    pub fn perform(&mut self, w: &Work) {
+    /// Does the work of one request, in order: CPU, dirtying, leaking, then the wait. A leak
+    /// the machine cannot hold is an error, not an abort of the worker.
+    pub fn perform(&mut self, w: &Work) -> Result<(), String> {
         if !w.cpu.is_zero() {
             burn_cpu(w.cpu);
         }
@@ -70,12 +85,17 @@ impl Worksite<'_> {
             }
         }
         if w.leak_kb > 0 {
+            let bytes = w.leak_kb as usize * 1024;
+            let mut leak = Vec::new();
+            leak.try_reserve_exact(bytes).map_err(|_| format!("cannot leak {} KiB more: out of memory", w.leak_kb))?;
             // Filled, so the pages are resident, not just reserved.
-            self.leaked.push(vec![0xa5u8; w.leak_kb as usize * 1024].into_boxed_slice());
+            leak.resize(bytes, 0xa5u8);
+            self.leaked.push(leak.into_boxed_slice());
         }
         if !w.io_wait.is_zero() {
             std::thread::sleep(w.io_wait);
         }
+        Ok(())
     }
 }
 

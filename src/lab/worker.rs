@@ -119,10 +119,10 @@ impl Server<'_> {
                 ("200 OK", "text/plain", Some(text.into_bytes()), 0)
             } else {
                 match cfg.work.with_query(&req.query) {
-                    Ok(work) => {
-                        self.site.perform(&work);
-                        ("200 OK", "text/plain", None, work.body_bytes as usize)
-                    }
+                    Ok(work) => match self.site.perform(&work) {
+                        Ok(()) => ("200 OK", "text/plain", None, work.body_bytes as usize),
+                        Err(e) => ("503 Service Unavailable", "text/plain", Some(format!("{e}\n").into_bytes()), 0),
+                    },
                     Err(e) => ("400 Bad Request", "text/plain", Some(format!("{e}\n").into_bytes()), 0),
                 }
             };
@@ -151,8 +151,8 @@ struct Request {
 }
 
 /// Reads one request head (and discards its body). None at end of stream, timeout or error.
+/// `buf` keeps what arrived after the request: a client may pipeline the next ones behind it.
 fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>, me: &super::scoreboard::Slot) -> Option<Request> {
-    buf.clear();
     let mut chunk = [0u8; 4096];
     loop {
         let mut headers = [httparse::EMPTY_HEADER; 64];
@@ -178,7 +178,9 @@ fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>, me: &super::scoreboar
                     head: req.method == Some("HEAD"),
                 };
                 // Discard the body: what arrived with the head, then the rest.
-                let mut left = length.saturating_sub(buf.len() - n);
+                let in_buf = length.min(buf.len() - n);
+                buf.drain(..n + in_buf);
+                let mut left = length - in_buf;
                 while left > 0 {
                     let got = stream.read(&mut chunk[..left.min(4096)]).ok()?;
                     if got == 0 {
