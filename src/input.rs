@@ -157,9 +157,11 @@ pub fn header_value(name: &str, text: &str) -> Result<String, InputError> {
 
 /// "knob=value" (as --set takes it).
 pub fn setting(text: &str) -> Result<(String, String), InputError> {
-    let (k, v) = text.split_once('=').ok_or_else(|| InputError(format!("--set {text:?}: expected knob=value")))?;
+    let shown = || echo(text);
+    let (k, v) =
+        text.split_once('=').ok_or_else(|| InputError(format!("--set \"{}\": expected knob=value", shown())))?;
     if k.trim().is_empty() {
-        return Err(InputError(format!("--set {text:?}: no knob name")));
+        return Err(InputError(format!("--set \"{}\": no knob name", shown())));
     }
     Ok((k.trim().to_string(), v.trim().to_string()))
 }

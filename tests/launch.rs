@@ -190,6 +190,31 @@ fn knobs_cannot_rewrite_the_configuration_and_servers_cannot_leave_loopback() {
     let run = launch("[target]\nadapter = \"apache\"\n[knobs]\nPerlRequire = [\"/tmp/evil.pl\"]\n");
     assert_eq!(run.status.code(), Some(2), "{}", String::from_utf8_lossy(&run.stderr));
 
+    // A megabyte of value, or of name, in a file or on the command line: one short line.
+    let huge = "x".repeat(1 << 20);
+    let hostile = [
+        format!("[target]\nadapter = \"nginx\"\n[knobs]\nworkers = [\"{huge}\"]\n"),
+        format!("[target]\nadapter = \"nginx\"\n[target.config]\n\"{huge}\" = \"1\"\n"),
+    ];
+    for text in &hostile {
+        let run = launch(text);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{}", &err[..err.len().min(300)]);
+        assert_eq!(err.trim_end().lines().count(), 1, "{}", &err[..err.len().min(300)]);
+        assert!(err.len() < 1200 && err.contains("characters)"), "{} bytes: {}", err.len(), &err[..err.len().min(300)]);
+    }
+    std::fs::write(&f, "[target]\nadapter = \"nginx\"\n").unwrap();
+    // One argument may hold at most 128 KiB.
+    let set = format!("{}=1", &huge[..100_000]);
+    let run = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["launch", f.to_str().unwrap(), "--for", "0s", "--set", &set])
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{}", &err[..err.len().min(300)]);
+    assert!(err.len() < 1200 && err.trim_end().lines().count() == 1, "{} bytes", err.len());
+
     // Whatever the configuration says, what the server really listens on is checked: a
     // command that binds every address is stopped, and the launch fails saying so.
     let run = launch(

@@ -156,7 +156,11 @@ fn clap_exit(e: clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// Errors print as one line: the context chain joined with ": ".
+/// An error as one line (the context chain joined with ": "): newlines become spaces, other control characters are escaped, and
+/// whatever input it quotes, it stays within MAX_ERROR_LINE characters.
 pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    format!("{e:#}").replace('\n', " ")
+    crate::input::echo_max(&format!("{e:#}").replace('\n', " "), MAX_ERROR_LINE)
 }
+
+/// The longest error line printed: room for a path, a place and a quoted value or two.
+const MAX_ERROR_LINE: usize = 1000;

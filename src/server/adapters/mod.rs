@@ -170,10 +170,12 @@ pub fn check_knob(adapter: &dyn Adapter, name: &str, value: &str) -> Result<(), 
     };
     let words: Vec<&str> = name.split(' ').collect();
     if name.len() > 64 || words.len() > 2 || !words.iter().all(|w| word(w)) {
-        return Err(format!("knob name {name:?} is not a name (letters, digits, _ . - [ ], one space at most)"));
+        let name = crate::input::echo(name);
+        return Err(format!("knob name \"{name}\" is not a name (letters, digits, _ . - [ ], one space at most)"));
     }
     if value.len() > 1024 || value.chars().any(|c| c.is_control()) {
-        return Err(format!("{name}: value {value:?} must be one line of at most 1 KiB"));
+        let value = crate::input::echo(value);
+        return Err(format!("{name}: value \"{value}\" must be one line of at most 1 KiB"));
     }
     if name == super::front::KNOB {
         super::front::check(value)?;
