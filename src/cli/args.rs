@@ -102,6 +102,9 @@ pub struct ShowArgs {
     pub id: i64,
     #[arg(long)]
     pub json: bool,
+    /// A tune's diffs of your configuration files only (as `tune --diff` wrote them).
+    #[arg(long, conflicts_with = "json")]
+    pub diff: bool,
 }
 
 #[derive(Debug, Args)]
@@ -188,6 +191,12 @@ pub struct LaunchArgs {
 pub struct TuneArgs {
     /// The target file (TOML: [target], [knobs], [load], [budget]; see examples/).
     pub file: PathBuf,
+
+    /// With `config = "PATH"` (your own configuration tree): write the unified diff of your
+    /// files for the recommendation here, one per tree (apache2.diff, nginx.diff, php-fpm.diff),
+    /// to apply with `patch -p1 -d DIR_OF_YOUR_MAIN_FILE`.
+    #[arg(long = "diff", value_name = "DIR")]
+    pub diff: Option<PathBuf>,
 
     /// How to search.
     #[arg(long, value_enum, default_value_t = crate::tune::Strategy::OneAtATime)]

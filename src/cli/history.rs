@@ -40,6 +40,16 @@ pub fn runs(db: Option<&Path>, a: &RunsArgs) -> anyhow::Result<ExitCode> {
 pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
     let run = get(&s, a.id)?;
+    if a.diff {
+        let Stored::Tune { outcome: Some(o), .. } = &run else {
+            return Err(InputError(format!("run {}: --diff is for a finished tune", a.id)).into());
+        };
+        if o.diffs.is_empty() {
+            eprintln!("run {}: none of the user's configuration files changes", a.id);
+        }
+        super::write_stdout(|out| o.diffs.values().try_for_each(|d| out.write_all(d.as_bytes())))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     super::emit(&run, a.json, |run, out| match run {
         Stored::Bench { report, .. } => crate::report::text::write(report, out),
         Stored::Tune { row, points, outcome, .. } => {

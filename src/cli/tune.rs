@@ -153,7 +153,11 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let points = std::mem::take(&mut t.points);
     drop(t);
     let config = launcher.render(&found.recommended);
-    let outcome = found.into_outcome(a.strategy.name(), objective.describe(), stopped, config, points);
+    let diffs = launcher.diffs(&found.recommended)?;
+    let outcome = found.into_outcome(a.strategy.name(), objective.describe(), stopped, config, diffs, points);
+    if let Some(dir) = &a.diff {
+        write_diffs(dir, &outcome.diffs)?;
+    }
     let mut save_error = observer.save_error.take();
     print(&outcome, a.json)?;
     if let Some((mut s, id)) = store {
@@ -183,6 +187,22 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--diff DIR`: one file per tree that changes (`apache2.diff`...); a tree that does not
+/// change gets none, and an old one of its name is removed so the directory says what is true.
+fn write_diffs(dir: &Path, diffs: &std::collections::BTreeMap<String, String>) -> anyhow::Result<()> {
+    crate::output::directory(dir)?;
+    for (tree, diff) in diffs {
+        crate::output::replace(&dir.join(format!("{tree}.diff")), diff.as_bytes())?;
+    }
+    if diffs.is_empty() {
+        eprintln!("tune: none of your configuration files changes: nothing written to {}", dir.display());
+    } else {
+        let names: Vec<String> = diffs.keys().map(|t| format!("{t}.diff")).collect();
+        eprintln!("tune: wrote {} in {} (patch -p1 -d YOUR_CONFIG_DIR < FILE)", names.join(", "), dir.display());
+    }
+    Ok(())
 }
 
 fn print(o: &Outcome, json: bool) -> anyhow::Result<()> {

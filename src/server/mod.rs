@@ -11,6 +11,7 @@ pub mod http;
 pub mod process;
 pub mod rundir;
 pub mod settings;
+pub mod tree;
 
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,6 +54,13 @@ impl TargetFile {
     /// The adapter that speaks this target's server.
     pub fn adapter(&self) -> &'static dyn Adapter {
         adapters::adapter(self.adapter)
+    }
+
+    /// With the user's own configuration tree (`config = "PATH"`): the unified diff of their
+    /// files for these values, per tree ("apache2", "php-fpm"...); empty without one, or when
+    /// the values are the user's own.
+    pub fn diffs(&self, values: &[(String, String)]) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+        Ok(self.adapter().diffs(self, &front::back_values(values))?.into_iter().collect())
     }
 
     /// The configuration lines for these values, in the server's own syntax.

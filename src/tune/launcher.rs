@@ -22,6 +22,10 @@ impl Launcher for TargetLauncher<'_> {
     fn render(&self, settings: &Settings) -> String {
         self.file.recommend(settings)
     }
+
+    fn diffs(&self, settings: &Settings) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+        self.file.diffs(settings)
+    }
 }
 
 impl Launched for Running {

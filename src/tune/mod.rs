@@ -293,6 +293,11 @@ pub struct Outcome {
     pub stopped: Option<String>,
     /// The recommended configuration in the server's own syntax.
     pub config: String,
+    /// With the user's own configuration tree: the unified diff of their files, by tree
+    /// ("apache2", "nginx", "php-fpm"); `patch -p1 -d DIR` applies each in its main file's
+    /// directory. Empty when nothing of theirs changes.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub diffs: std::collections::BTreeMap<String, String>,
     pub points: Vec<Point>,
     /// Where the server and the client ran (every point records its own too).
     #[serde(default)]

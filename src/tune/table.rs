@@ -151,6 +151,13 @@ pub fn report(o: &Outcome) -> String {
     for line in o.config.lines() {
         let _ = writeln!(out, "    {line}");
     }
+    for (tree, diff) in &o.diffs {
+        let files = crate::server::tree::changed_files(diff).join(", ");
+        let _ = writeln!(
+            out,
+            "Your {tree} files that change: {files} (tune --diff DIR writes {tree}.diff; show --diff prints it)"
+        );
+    }
     let _ = writeln!(out, "\nEvidence:");
     for (knob, value, why) in &o.evidence {
         let _ = writeln!(out, "  {knob} = {value}: {why}");
@@ -166,6 +173,7 @@ impl Found {
         objective: String,
         stopped: Option<String>,
         config: String,
+        diffs: std::collections::BTreeMap<String, String>,
         points: Vec<Point>,
     ) -> Outcome {
         Outcome {
@@ -177,6 +185,7 @@ impl Found {
             evidence: self.evidence,
             stopped,
             config,
+            diffs,
             placement: points.iter().find_map(|p| p.placement.clone()),
             points,
         }

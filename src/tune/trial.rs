@@ -19,6 +19,10 @@ pub trait Launcher {
     fn launch(&mut self, settings: &Settings) -> anyhow::Result<Box<dyn Launched>>;
     /// The configuration in the server's own syntax (what the user pastes).
     fn render(&self, settings: &Settings) -> String;
+    /// The unified diffs of the user's own configuration files for `settings`, by tree.
+    fn diffs(&self, _settings: &Settings) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+        Ok(Default::default())
+    }
 }
 
 /// A running server; dropping it stops it.

@@ -132,6 +132,11 @@ pub trait Adapter: Sync {
             self.name()
         ))
     }
+    /// With the user's own configuration tree: the unified diff of their files for `values`,
+    /// one per tree it reads (`UserTree::diff`), none when nothing changes.
+    fn diffs(&self, _file: &TargetFile, _values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+        Ok(Vec::new())
+    }
     /// How many workers the server starts with these values (launch waits for them).
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
         get(values, "workers")?.parse().ok()

@@ -1,0 +1,196 @@
+//! A user's own configuration tree (`[target] config = "PATH"`): the files the server reads
+//! (its main file and what that includes), read once and never written; their copy in the
+//! run directory, where the server runs from; and the answer, a unified diff of the user's
+//! files for the recommended values that `patch -p1 -d BASE` applies.
+//!
+//! Two layers of change are kept apart: the knobs' edits, which are the user's to take (they
+//! make the diff), and the run's rewrites (loopback listeners, pid, log and socket paths),
+//! which only make the copy runnable here and never reach the diff.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use crate::input::InputError;
+
+/// The most files a tree may hold, and bytes in all: a configuration, not a file system.
+pub const MAX_FILES: usize = 2000;
+pub const MAX_BYTES: usize = 64 << 20;
+
+/// One file of the tree as the user has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeFile {
+    /// Where it is (absolute, as the server names it).
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// The files a server reads, main file first, in the order it reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserTree {
+    /// The diff's name: "apache2", "nginx", "php-fpm", "uwsgi".
+    pub name: String,
+    /// The main file's directory: the diff's paths are relative to it.
+    pub base: PathBuf,
+    pub files: Vec<TreeFile>,
+}
+
+/// Edited texts by the file's path (absolute): what a knob changed.
+pub type Edits = BTreeMap<PathBuf, String>;
+
+impl UserTree {
+    /// A tree whose main file is `main` (read now).
+    pub fn new(name: &str, main: &Path) -> Result<UserTree, InputError> {
+        let main = std::fs::canonicalize(main)
+            .map_err(|e| InputError(format!("cannot read configuration {}: {e}", main.display())))?;
+        let base = main.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
+        let mut tree = UserTree { name: name.to_string(), base, files: Vec::new() };
+        tree.read(&main)?;
+        Ok(tree)
+    }
+
+    /// Reads `path` into the tree (once: a file included twice is read once), and returns its
+    /// index.
+    pub fn read(&mut self, path: &Path) -> Result<usize, InputError> {
+        if let Some(i) = self.files.iter().position(|f| f.path == path) {
+            return Ok(i);
+        }
+        if self.files.len() >= MAX_FILES {
+            return Err(InputError(format!("{}: more than {MAX_FILES} configuration files", self.main().display())));
+        }
+        let text = crate::input::read_text(path, "configuration file")?;
+        let total: usize = self.files.iter().map(|f| f.text.len()).sum::<usize>() + text.len();
+        if total > MAX_BYTES {
+            return Err(InputError(format!("{}: configuration files over {} MiB", path.display(), MAX_BYTES >> 20)));
+        }
+        self.files.push(TreeFile { path: path.to_path_buf(), text });
+        Ok(self.files.len() - 1)
+    }
+
+    pub fn main(&self) -> &Path {
+        self.files.first().map_or(&self.base, |f| &f.path)
+    }
+
+    pub fn text(&self, path: &Path) -> Option<&str> {
+        self.files.iter().find(|f| f.path == path).map(|f| f.text.as_str())
+    }
+
+    /// `path` as the diff names it: relative to the main file's directory.
+    pub fn relative(&self, path: &Path) -> PathBuf {
+        relative_to(path, &self.base)
+    }
+
+    /// Where `path` goes in a copy rooted at `root`: the same place relative to the main
+    /// file's directory, so that the tree's relative includes still resolve.
+    pub fn copied(&self, root: &Path, path: &Path) -> PathBuf {
+        match path.strip_prefix(&self.base) {
+            Ok(rel) => root.join(rel),
+            // Outside the base (an absolute include elsewhere): under root/_outside/, whole.
+            Err(_) => root.join("_outside").join(path.strip_prefix("/").unwrap_or(path)),
+        }
+    }
+
+    /// Writes every file into `root` (the run directory's copy), each with its text from
+    /// `texts` when given there, else as the user has it. Returns the main file's copy.
+    pub fn write_copy(&self, root: &Path, texts: &Edits) -> anyhow::Result<PathBuf> {
+        for f in &self.files {
+            let to = self.copied(root, &f.path);
+            if let Some(dir) = to.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let text = texts.get(&f.path).unwrap_or(&f.text);
+            std::fs::write(&to, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", to.display()))?;
+        }
+        Ok(self.copied(root, self.main()))
+    }
+
+    /// The unified diff from the user's files to `edited` (paths relative to the main file's
+    /// directory, `a/` and `b/` prefixes: `patch -p1 -d BASE`), None when nothing changes.
+    pub fn diff(&self, edited: &Edits) -> Option<String> {
+        let mut out = String::new();
+        for f in &self.files {
+            let Some(new) = edited.get(&f.path).filter(|t| **t != f.text) else { continue };
+            let rel = self.relative(&f.path).display().to_string();
+            let diff = similar::TextDiff::from_lines(f.text.as_str(), new.as_str());
+            out.push_str(
+                &diff.unified_diff().context_radius(3).header(&format!("a/{rel}"), &format!("b/{rel}")).to_string(),
+            );
+            // A file without a final newline still ends its hunk on a line of its own.
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// The files a diff changes, as it names them (`+++ b/PATH`).
+pub fn changed_files(diff: &str) -> Vec<&str> {
+    diff.lines().filter_map(|l| l.strip_prefix("+++ b/")).map(|l| l.split('\t').next().unwrap_or(l)).collect()
+}
+
+/// `path` relative to `base`, with `..` where it lies outside.
+fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    let p: Vec<Component> = path.components().collect();
+    let b: Vec<Component> = base.components().collect();
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c.as_os_str());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_diff_names_the_users_files_and_patch_applies_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("etc");
+        std::fs::create_dir_all(user.join("mods-enabled")).unwrap();
+        std::fs::write(user.join("main.conf"), "Include mods-enabled/*.conf\nTimeout 300\n").unwrap();
+        let mpm = user.join("mods-enabled/mpm.conf");
+        std::fs::write(&mpm, "<IfModule mpm_prefork_module>\n\tMaxRequestWorkers 150\n</IfModule>\n").unwrap();
+        let mut tree = UserTree::new("apache2", &user.join("main.conf")).unwrap();
+        let mpm = std::fs::canonicalize(&mpm).unwrap();
+        tree.read(&mpm).unwrap();
+        assert_eq!(tree.read(&mpm).unwrap(), 1, "read once");
+        assert_eq!(tree.diff(&Edits::new()), None);
+        let mut edits = Edits::new();
+        edits.insert(mpm.clone(), "<IfModule mpm_prefork_module>\n\tMaxRequestWorkers 12\n</IfModule>\n".into());
+        let diff = tree.diff(&edits).unwrap();
+        assert_eq!(changed_files(&diff), ["mods-enabled/mpm.conf"]);
+        assert!(diff.contains("-\tMaxRequestWorkers 150\n+\tMaxRequestWorkers 12\n"), "{diff}");
+
+        // The copy keeps the layout; the user's files are not touched.
+        let copy = dir.path().join("run");
+        let main = tree.write_copy(&copy, &edits).unwrap();
+        assert_eq!(main, copy.join("main.conf"));
+        assert!(std::fs::read_to_string(copy.join("mods-enabled/mpm.conf")).unwrap().contains("12"));
+        assert!(std::fs::read_to_string(&mpm).unwrap().contains("150"));
+
+        if let Ok(out) = std::process::Command::new("patch")
+            .args(["-p1", "--dry-run", "-d"])
+            .arg(&user)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(diff.as_bytes())?;
+                c.wait_with_output()
+            })
+        {
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+        }
+        assert_eq!(
+            relative_to(Path::new("/etc/php/fpm/pool.d/www.conf"), Path::new("/etc/php/fpm")),
+            PathBuf::from("pool.d/www.conf")
+        );
+        assert_eq!(relative_to(Path::new("/etc/x.conf"), Path::new("/etc/php")), PathBuf::from("../x.conf"));
+    }
+}
