@@ -137,6 +137,12 @@ pub trait Adapter: Sync {
     fn diffs(&self, _file: &TargetFile, _values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
         Ok(Vec::new())
     }
+    /// With the user's own configuration tree: what it sets now, as knob = value, for the
+    /// canonical knobs it sets (workers, max_requests...) under their canonical names, for
+    /// `webtune init` to offer ranges around. Nothing without a tree.
+    fn current(&self, _file: &TargetFile) -> anyhow::Result<Vec<(String, String)>> {
+        Ok(Vec::new())
+    }
     /// How many workers the server starts with these values (launch waits for them).
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
         get(values, "workers")?.parse().ok()
