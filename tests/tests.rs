@@ -15,6 +15,7 @@ mod entry_points;
 mod fileset;
 mod hostile_control;
 mod hostile_state;
+mod init;
 mod lab;
 mod launch;
 mod mem_syscalls;

@@ -50,6 +50,10 @@ pub enum Command {
     /// per directory, directories scaled from --ops) and urls.txt, a weighted URL list with
     /// SPECweb96's class mix (35/50/14/1 %) and its popularity within a class.
     Fileset(FilesetArgs),
+    /// Write a target file from a server that is already there: its configuration file
+    /// (--config) or its running master (--pid, read-only: nothing is sent to it). The base is
+    /// your own configuration; the knobs are ranges around what it sets now.
+    Init(InitArgs),
     /// Write a weighted URL list (for bench --urls) from a server's access logs: each GET or
     /// HEAD request answered 2xx or 3xx once, its count its weight, most frequent first.
     Urls(UrlsArgs),
@@ -142,6 +146,25 @@ pub struct ReportArgs {
     /// Where to write the HTML file.
     #[arg(long, required = true)]
     pub html: PathBuf,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("from").required(true).args(["config", "pid"])))]
+pub struct InitArgs {
+    /// The server's main configuration file (apache2.conf, nginx.conf, php-fpm.conf, an
+    /// uwsgi ini, a gunicorn.conf.py).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// A running server's master (or any of its workers): its command line, configuration
+    /// and each worker's memory are read from /proc; no request is sent.
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<i32>,
+
+    /// With --config: the server it configures, when its name does not say
+    /// (apache, nginx, php-fpm, gunicorn, uwsgi).
+    #[arg(long, requires = "config")]
+    pub adapter: Option<String>,
 }
 
 #[derive(Debug, Args)]

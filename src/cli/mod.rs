@@ -6,6 +6,7 @@ pub mod args;
 pub mod bench;
 pub mod fileset;
 pub mod history;
+pub mod init;
 pub mod lab;
 pub mod launch;
 pub mod manual;
@@ -66,6 +67,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Launch(a) => launch::run(&a),
         Command::Fileset(a) => fileset::run(&a),
         Command::Urls(a) => urls::run(&a),
+        Command::Init(a) => init::run(&a),
         Command::Tune(a) => tune::run(&a, db),
         Command::Syscalls(a) => syscalls::run(&a),
         Command::Completions(a) => manual::completions(&a),

@@ -1,0 +1,340 @@
+//! `webtune init`: the first command on a real server. It writes a target file to standard
+//! output from what is already there: a configuration file (`--config PATH`), or a running
+//! master (`--pid PID`: its command line and files, and each worker's memory, read-only; no
+//! request is sent). The target's base is the user's own configuration (`config = PATH`), its
+//! knobs ranges around what that configuration sets now.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use super::args::InitArgs;
+use crate::input::InputError;
+use crate::procmem::{self, Role, Selector};
+use crate::server::TargetFile;
+use crate::server::file::AdapterName;
+
+/// What init found to start from.
+struct Found {
+    adapter: &'static str,
+    config: Option<PathBuf>,
+    /// The server program, when it is not the adapter's usual one.
+    program: Option<String>,
+    /// gunicorn and uwsgi: the app's module path and directory, from the command line.
+    app: Option<String>,
+    chdir: Option<String>,
+    /// Settings its command line gives (gunicorn's --workers), canonical names.
+    given: Vec<(String, String)>,
+    /// Comment lines about the running server (memory, capacity).
+    notes: Vec<String>,
+}
+
+pub fn run(a: &InitArgs) -> anyhow::Result<ExitCode> {
+    let (found, how) = match (&a.config, a.pid) {
+        (Some(path), _) => (from_config(path, a.adapter.as_deref())?, format!("--config {}", path.display())),
+        (None, Some(pid)) => (from_pid(pid)?, format!("--pid {pid}")),
+        (None, None) => return Err(InputError("give --config PATH or --pid PID".into()).into()),
+    };
+    let text = target_text(&found, &how)?;
+    super::write_stdout(|out| out.write_all(text.as_bytes()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The adapter a configuration file is for, from its name (`--adapter` says it otherwise).
+fn guess_adapter(path: &Path) -> Option<&'static str> {
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    let full = path.to_string_lossy().to_ascii_lowercase();
+    Some(match name.as_str() {
+        "apache2.conf" | "httpd.conf" => "apache",
+        "nginx.conf" => "nginx",
+        "php-fpm.conf" => "php-fpm",
+        n if n.ends_with(".ini") => "uwsgi",
+        n if n.ends_with(".py") => "gunicorn",
+        _ if full.contains("/fpm/") => "php-fpm",
+        _ if full.contains("apache") || full.contains("httpd") => "apache",
+        _ if full.contains("nginx") => "nginx",
+        _ => return None,
+    })
+}
+
+fn from_config(path: &Path, adapter: Option<&str>) -> Result<Found, InputError> {
+    let config = std::fs::canonicalize(path).map_err(|e| InputError(format!("--config {}: {e}", path.display())))?;
+    let adapter = match adapter {
+        Some(a) => adapter_name(a)?,
+        None => guess_adapter(&config).ok_or_else(|| {
+            InputError(format!(
+                "--config {}: which server's file is it? say it with --adapter apache|nginx|php-fpm|gunicorn|uwsgi",
+                path.display()
+            ))
+        })?,
+    };
+    Ok(Found {
+        adapter,
+        config: Some(config),
+        program: None,
+        app: None,
+        chdir: None,
+        given: Vec::new(),
+        notes: Vec::new(),
+    })
+}
+
+fn adapter_name(name: &str) -> Result<&'static str, InputError> {
+    const TAKE_CONFIG: [&str; 5] = ["apache", "nginx", "php-fpm", "gunicorn", "uwsgi"];
+    TAKE_CONFIG.iter().find(|a| **a == name).copied().ok_or_else(|| {
+        InputError(format!("--adapter {name:?}: init reads the configuration of {}", TAKE_CONFIG.join(", ")))
+    })
+}
+
+/// A process's command line, its arguments apart (a server that rewrote its title, as nginx
+/// and php-fpm do, has one argument holding it all).
+fn cmdline(pid: i32) -> Result<Vec<String>, InputError> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map_err(|e| InputError(format!("--pid {pid}: cannot read its command line: {e}")))?;
+    Ok(raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect())
+}
+
+fn exe(pid: i32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe")).ok()
+}
+
+/// The master of `pid`'s server: its oldest ancestor running the same program.
+fn master_of(pid: i32) -> i32 {
+    let me = exe(pid);
+    let mut at = pid;
+    while let Some(parent) = procmem::procs::info(at).map(|i| i.ppid).filter(|p| *p > 1) {
+        if exe(parent) != me || me.is_none() {
+            break;
+        }
+        at = parent;
+    }
+    at
+}
+
+/// The value after `flag` in `args` (`-f FILE`, `--ini=FILE`).
+fn flag(args: &[String], names: &[&str]) -> Option<String> {
+    for (i, a) in args.iter().enumerate() {
+        for n in names {
+            if a == n {
+                return args.get(i + 1).cloned();
+            }
+            if let Some(v) = a.strip_prefix(&format!("{n}=")) {
+                return Some(v.to_string());
+            }
+        }
+    }
+    None
+}
+
+fn from_pid(pid: i32) -> Result<Found, InputError> {
+    if procmem::procs::info(pid).is_none() {
+        return Err(InputError(format!("--pid {pid}: no such process")));
+    }
+    let master = master_of(pid);
+    let mut args = cmdline(master)?;
+    // A rewritten title ("nginx: master process /usr/sbin/nginx -c /etc/nginx/nginx.conf"):
+    // its words are the arguments.
+    if args.len() == 1 && args[0].contains(' ') {
+        args = args[0].split_whitespace().map(String::from).collect();
+    }
+    let program = exe(master).map(|p| p.display().to_string()).unwrap_or_default();
+    let base = Path::new(&program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let joined = args.join(" ");
+    let mut found = Found {
+        adapter: "",
+        config: None,
+        program: None,
+        app: None,
+        chdir: None,
+        given: Vec::new(),
+        notes: Vec::new(),
+    };
+    if base.starts_with("apache2") || base.starts_with("httpd") {
+        found.adapter = "apache";
+        let root = flag(&args, &["-d"]).map(PathBuf::from);
+        let file = flag(&args, &["-f"]).map(PathBuf::from);
+        let debian = Path::new("/etc/apache2/apache2.conf");
+        found.config = Some(match (root, file) {
+            (Some(r), Some(f)) if f.is_relative() => r.join(f),
+            (_, Some(f)) => f,
+            (Some(r), None) => r.join(if base.starts_with("apache2") { "apache2.conf" } else { "conf/httpd.conf" }),
+            (None, None) if debian.exists() => debian.to_path_buf(),
+            (None, None) => PathBuf::from("/etc/httpd/conf/httpd.conf"),
+        });
+        found.program = Some(program.clone());
+    } else if base.starts_with("php-fpm") {
+        found.adapter = "php-fpm";
+        // "php-fpm: master process (/etc/php/8.2/fpm/php-fpm.conf)"
+        let inside = joined.split_once('(').and_then(|(_, r)| r.rsplit_once(')')).map(|(p, _)| p.trim().to_string());
+        found.config = inside.or_else(|| flag(&args, &["-y", "--fpm-config"])).map(PathBuf::from);
+        found.program = Some(program.clone());
+    } else if base.starts_with("nginx") {
+        found.adapter = "nginx";
+        let prefix = flag(&args, &["-p"]).map(PathBuf::from);
+        let conf = flag(&args, &["-c"]).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/etc/nginx/nginx.conf"));
+        found.config = Some(match prefix {
+            Some(p) if conf.is_relative() => p.join(conf),
+            _ => conf,
+        });
+    } else if joined.contains("gunicorn") {
+        found.adapter = "gunicorn";
+        found.config = flag(&args, &["-c", "--config"]).map(PathBuf::from);
+        found.chdir = flag(&args, &["--chdir"]);
+        // The app is the last argument that is not an option or an option's value.
+        found.app = args.last().filter(|a| !a.starts_with('-') && (a.contains(':') || a.contains('.'))).cloned();
+        found.given = given(&args, &[("workers", &["-w", "--workers"]), ("max_requests", &["--max-requests"])]);
+    } else if base.starts_with("uwsgi") || joined.contains("uwsgi") {
+        found.adapter = "uwsgi";
+        found.config = flag(&args, &["--ini"]).map(PathBuf::from);
+        found.chdir = flag(&args, &["--chdir"]);
+        found.app = flag(&args, &["--module", "-w"]);
+        found.given =
+            given(&args, &[("workers", &["-p", "--processes", "--workers"]), ("max_requests", &["--max-requests"])]);
+    } else {
+        return Err(InputError(format!(
+            "--pid {pid}: it runs {program} ({}): webtune init knows apache2/httpd, nginx, php-fpm, gunicorn and uwsgi",
+            crate::input::echo(&joined)
+        )));
+    }
+    if let Some(c) = &found.config {
+        let cwd = std::fs::read_link(format!("/proc/{master}/cwd")).unwrap_or_default();
+        let c = if c.is_relative() { cwd.join(c) } else { c.clone() };
+        found.config =
+            Some(std::fs::canonicalize(&c).map_err(|e| {
+                InputError(format!("--pid {pid}: its configuration {} cannot be read: {e}", c.display()))
+            })?);
+    }
+    found.notes = memory_notes(master, &joined);
+    Ok(found)
+}
+
+/// The canonical settings a command line gives, by their flags.
+fn given(args: &[String], flags: &[(&str, &[&str])]) -> Vec<(String, String)> {
+    flags.iter().filter_map(|(knob, names)| Some((knob.to_string(), flag(args, names)?))).collect()
+}
+
+/// Comment lines on the running server's memory: each worker's PSS and USS, and how many
+/// workers the machine's memory holds, by PSS and by RSS (what "RAM divided by RSS" says).
+fn memory_notes(master: i32, command: &str) -> Vec<String> {
+    let mut notes = vec![format!("master {master}: {}", crate::input::echo_max(command, 120))];
+    let Ok(pids) = procmem::select(&Selector::Pid(master)) else { return notes };
+    let procs = procmem::sample(&pids).procs;
+    let workers: Vec<_> = procs.iter().filter(|p| p.role == Role::Worker).collect();
+    for w in &workers {
+        notes.push(format!(
+            "worker {}: PSS {} KiB, USS {} KiB, RSS {} KiB (shared {} KiB)",
+            w.pid, w.mem.pss, w.uss, w.mem.rss, w.shared
+        ));
+    }
+    let available = procmem::capacity::mem_available_kib();
+    if workers.is_empty() || available == 0 {
+        notes.push("no worker to measure: how many fit is not known".into());
+        return notes;
+    }
+    let n = workers.len() as u64;
+    let pss = workers.iter().map(|w| w.mem.pss).sum::<u64>() / n;
+    let rss = workers.iter().map(|w| w.mem.rss).sum::<u64>() / n;
+    let uss_max = workers.iter().map(|w| w.uss).max().unwrap_or(0);
+    // What the workers hold now is theirs to keep: the pool may grow into what is available.
+    let by_pss = (available + pss * n) / pss.max(1);
+    let by_rss = (available + rss * n) / rss.max(1);
+    notes.push(format!(
+        "{n} workers, mean PSS {pss} KiB (largest USS {uss_max} KiB); with {} MiB available, about {by_pss} workers fit by PSS; \
+         by RSS (RAM divided by RSS, as apache2buddy estimates) {by_rss}",
+        available / 1024
+    ));
+    notes
+}
+
+/// Values to try around the current one (powers of two below and above it).
+fn around(current: Option<u64>, fallback: &[u64]) -> Vec<u64> {
+    let Some(n) = current.filter(|n| *n > 0) else { return fallback.to_vec() };
+    let mut v = vec![(n / 4).max(1), (n / 2).max(1), n, n * 2];
+    v.dedup();
+    v
+}
+
+fn quoted(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+fn target_text(found: &Found, how: &str) -> Result<String, InputError> {
+    let mut t = String::new();
+    let _ = writeln!(t, "# Written by `webtune init {how}`: the base is your own configuration, read in place and");
+    let _ = writeln!(t, "# never written; `webtune tune THIS_FILE --diff DIR` answers with a diff of your files.");
+    for n in &found.notes {
+        let _ = writeln!(t, "# {n}");
+    }
+    let _ = writeln!(t, "[target]\nadapter = {}", quoted(found.adapter));
+    if let Some(c) = &found.config {
+        let _ = writeln!(t, "config = {}", quoted(&c.display().to_string()));
+    }
+    if let Some(p) = &found.program {
+        let _ = writeln!(t, "program = {}", quoted(p));
+    }
+    if let Some(a) = &found.app {
+        let _ = writeln!(t, "app = {}", quoted(a));
+    }
+    if let Some(d) = &found.chdir {
+        let _ = writeln!(t, "chdir = {}", quoted(d));
+    }
+    // What the configuration sets now, read through the adapter as the tune will.
+    let file = TargetFile::parse(&t, Path::new("init.toml"))?;
+    let mut current: Vec<(String, String)> =
+        crate::server::adapters::adapter(file.adapter).current(&file).map_err(|e| InputError(format!("{e:#}")))?;
+    // The command line wins over the file, as it does for the server.
+    for (k, v) in &found.given {
+        current.retain(|(n, _)| n != k);
+        current.push((k.clone(), v.clone()));
+    }
+    let get = |k: &str| current.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    if !current.is_empty() {
+        let set: Vec<String> = current.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let _ = writeln!(t, "# Your configuration sets: {}", set.join(", "));
+    }
+    let workers = around(get("workers").and_then(|v| v.parse().ok()), &[2, 4, 8, 16]);
+    let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+    let _ = writeln!(t, "\n[knobs]\nworkers = [{}]", list(&workers));
+    if file.adapter != AdapterName::Nginx {
+        let max_requests = match get("max_requests").and_then(|v| v.parse::<u64>().ok()) {
+            Some(0) | None => vec![0, 1000, 10000],
+            Some(m) => vec![0, (m / 10).max(1), m, m * 10],
+        };
+        let _ = writeln!(t, "max_requests = [{}]", list(&max_requests));
+    }
+    let _ = writeln!(
+        t,
+        "\n[load]\npath = \"/\"          # a page of yours; or access_log = \"/var/log/...\" for your own traffic\n\
+         connections = 32\nduration = \"10s\"\n\n[budget]\nmemory = \"auto\"    # what is available now plus what the server holds"
+    );
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adapters_are_guessed_from_the_files_name() {
+        for (path, adapter) in [
+            ("/etc/apache2/apache2.conf", Some("apache")),
+            ("/etc/httpd/conf/httpd.conf", Some("apache")),
+            ("/etc/nginx/nginx.conf", Some("nginx")),
+            ("/etc/php/8.2/fpm/php-fpm.conf", Some("php-fpm")),
+            ("/srv/app/app.ini", Some("uwsgi")),
+            ("/srv/app/gunicorn.conf.py", Some("gunicorn")),
+            ("/srv/app/site.toml", None),
+        ] {
+            assert_eq!(guess_adapter(Path::new(path)), adapter, "{path}");
+        }
+        assert_eq!(around(Some(150), &[1]), [37, 75, 150, 300]);
+        assert_eq!(around(Some(1), &[1]), [1, 2]);
+        assert_eq!(around(None, &[2, 4]), [2, 4]);
+        let args: Vec<String> =
+            ["nginx:", "master", "process", "/usr/sbin/nginx", "-c", "/x/n.conf"].map(String::from).into();
+        assert_eq!(flag(&args, &["-c"]).as_deref(), Some("/x/n.conf"));
+        let args: Vec<String> = ["uwsgi", "--ini=/srv/app.ini"].map(String::from).into();
+        assert_eq!(flag(&args, &["--ini"]).as_deref(), Some("/srv/app.ini"));
+    }
+}
