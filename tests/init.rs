@@ -1,22 +1,13 @@
 //! `webtune init`: a target file from a server that is already there, by its running master
 //! (read-only) or its configuration file; the file it writes launches that server.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::support::lab::http_get as get;
 use crate::support::nginx::free_port;
 use crate::support::{find_program, missing, stop_child, wait_listening, webtune};
-
-/// GET `path` on 127.0.0.1:`port`: the body.
-fn get(port: u16, path: &str) -> String {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
-}
 
 /// Launches `target` and returns its port, the running launch and the body of `/`.
 fn launch_and_get(target: &std::path::Path) -> String {
