@@ -5,7 +5,7 @@
 //! the command line maps to exit status 2.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Bad input from the user (a flag, a file, a value): reported in one line, exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,6 +43,57 @@ pub fn duration(name: &str, text: &str) -> Result<Duration, InputError> {
         Some(d) if d <= MAX_DURATION => Ok(d),
         _ => Err(named(name, format!("bad duration {t:?}: expected 0s to 366 days, e.g. 30s, 250ms, 2m"))),
     }
+}
+
+/// A point in time as `runs --since` takes it: RFC 3339 with `Z` or an offset
+/// (2026-11-25T12:00:00+01:00), a date (2026-11-25, midnight UTC), or a time ago (90m, 2d).
+pub fn instant(name: &str, text: &str, now: SystemTime) -> Result<SystemTime, InputError> {
+    let t = text.trim();
+    let bad = || {
+        named(
+            name,
+            format!(
+                "bad time {t:?}: expected RFC 3339 (2026-11-25T12:00:00Z, 2026-11-25T12:00:00+01:00), a date (2026-11-25) or a time ago (1h, 2d)"
+            ),
+        )
+    };
+    if t.starts_with(|c: char| c.is_ascii_digit()) && t.len() >= 10 && t.as_bytes()[4] == b'-' {
+        return rfc3339(t).ok_or_else(bad);
+    }
+    // A bare number has no unit to read it by: humantime refuses it, as it should here.
+    let ago = humantime::parse_duration(t).map_err(|_| bad())?;
+    now.checked_sub(ago).ok_or_else(bad)
+}
+
+/// RFC 3339 with `Z` or a `+hh:mm`/`-hh:mm` offset, or a bare date (midnight UTC). Stored
+/// runs' start times read through this too, so `--since` compares times, not text.
+pub fn rfc3339(text: &str) -> Option<SystemTime> {
+    let t = text.trim();
+    if t.len() == 10 {
+        return humantime::parse_rfc3339(&format!("{t}T00:00:00Z")).ok();
+    }
+    let (local, offset_secs) = match t.strip_suffix(['Z', 'z']) {
+        Some(local) => (local, 0i64),
+        None => {
+            let cut = t.len().checked_sub(6)?;
+            let (local, offset) = (t.get(..cut)?, t.get(cut..)?);
+            let sign = match offset.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let (h, m) = offset[1..].split_once(':')?;
+            let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            (local, sign * (h * 3600 + m * 60))
+        }
+    };
+    let as_if_utc = humantime::parse_rfc3339(&format!("{local}Z")).ok()?;
+    // 12:00+01:00 is 11:00 UTC: the offset is taken back off.
+    let shift = Duration::from_secs(offset_secs.unsigned_abs());
+    if offset_secs >= 0 { as_if_utc.checked_sub(shift) } else { as_if_utc.checked_add(shift) }
 }
 
 /// "4GiB", "512MiB", "2G", "1500M", "800000K", "4096B"; binary units throughout; a bare number

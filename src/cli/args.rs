@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::store::RunRef;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "webtune",
@@ -89,27 +91,38 @@ pub struct RunsArgs {
     #[arg(long)]
     pub target: Option<String>,
 
-    /// Only runs started on or after this date (YYYY-MM-DD, or a full RFC 3339 time).
-    #[arg(long)]
+    /// Only runs started at or after this time: RFC 3339 with Z or an offset
+    /// (2026-11-25T12:00:00+01:00), a date (2026-11-25: midnight UTC), or a time ago (1h, 2d).
+    #[arg(long, value_name = "TIME")]
     pub since: Option<String>,
 
+    /// Only runs started before this time (as --since).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+
+    /// Print the rows as a JSON array (id, kind, started_at, target, summary, status).
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    pub id: i64,
+    /// The run: its id (as `webtune runs` lists it), last, or last~N (N runs before the last).
+    #[arg(value_name = "RUN")]
+    pub id: RunRef,
+    /// Print the stored run whole as JSON (a bench run's report, or a tune's points and outcome).
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The run before.
-    pub before: i64,
-    /// The run after.
-    pub after: i64,
+    /// The run before: an id, last, or last~N (compare last~1 last: the two newest runs).
+    #[arg(value_name = "BEFORE")]
+    pub before: RunRef,
+    /// The run after: an id, last, or last~N.
+    #[arg(value_name = "AFTER")]
+    pub after: RunRef,
     /// Print JSON: {"before", "after", "rows", "thresholds"}.
     #[arg(long)]
     pub json: bool,
@@ -124,7 +137,9 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("format").required(true).args(["json", "csv"])))]
 pub struct ExportArgs {
-    pub id: i64,
+    /// The run: its id, last, or last~N.
+    #[arg(value_name = "RUN")]
+    pub id: RunRef,
     /// The whole stored run as JSON.
     #[arg(long)]
     pub json: bool,
@@ -135,7 +150,9 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    pub id: i64,
+    /// The run: its id, last, or last~N.
+    #[arg(value_name = "RUN")]
+    pub id: RunRef,
     /// Where to write the HTML file.
     #[arg(long, required = true)]
     pub html: PathBuf,

@@ -28,9 +28,10 @@ use crate::input::InputError;
 
 /// The `webtune` binary's entry point: parses the arguments and runs the command.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
-        Err(e) => return clap_exit(e),
+        Err(e) => return clap_exit(e, &argv),
     };
     match dispatch(cli) {
         Ok(code) => code,
@@ -123,6 +124,17 @@ pub fn emit<T: serde::Serialize>(
     write_stdout(|out| if json { crate::report::json::write(report, out) } else { text(report, out) })
 }
 
+/// A report as printed with the id the history stored it under: `"run_id"`, last, so a
+/// script reads it from the output instead of guessing it from `runs` while others write.
+#[derive(serde::Serialize)]
+pub struct WithRunId<'a, T> {
+    #[serde(flatten)]
+    pub report: &'a T,
+    /// None when the store failed: the report is printed all the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<i64>,
+}
+
 /// Writes on stdout through `write`, then flushes. A closed pipe (`| head`) is not an error.
 pub fn write_stdout(
     write: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<()>,
@@ -134,8 +146,9 @@ pub fn write_stdout(
     }
 }
 
-/// Help and version print as clap has them; a parse error prints as one line, exit 2.
-fn clap_exit(e: clap::Error) -> ExitCode {
+/// Help and version print as clap has them; a parse error prints as one line, exit 2, with
+/// clap's tips ("a similar argument exists") and the help of the command it was meant for.
+fn clap_exit(e: clap::Error, argv: &[std::ffi::OsString]) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -148,12 +161,27 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         }
         _ => {}
     }
-    // clap's message is a paragraph (then usage and a hint): keep the paragraph, on one line.
+    // clap's message is a paragraph, then tips, usage and "try --help": keep the paragraph and
+    // the tips, on one line; the usage is in the help named at the end.
     let rendered = e.render().to_string();
     let message: Vec<&str> = rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
-    let message = message.join(" ");
-    eprintln!("webtune: {} (see webtune --help)", message.trim_start_matches("error: "));
+    let mut line = message.join(" ").trim_start_matches("error: ").to_string();
+    for tip in rendered.lines().map(str::trim).filter(|l| l.starts_with("tip: ")) {
+        line = format!("{line}; {tip}");
+    }
+    let help = match subcommand_of(argv) {
+        Some(name) => format!("webtune {name} --help"),
+        None => "webtune --help".into(),
+    };
+    eprintln!("webtune: {line} (see {help})");
     ExitCode::from(2)
+}
+
+/// The subcommand the arguments name, if any: the first argument that is one.
+fn subcommand_of(argv: &[std::ffi::OsString]) -> Option<String> {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    argv.iter().skip(1).filter_map(|a| a.to_str()).find(|a| cli.find_subcommand(a).is_some()).map(str::to_string)
 }
 
 /// Errors print as one line: the context chain joined with ": ".

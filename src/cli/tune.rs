@@ -154,15 +154,12 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let config = launcher.render(&found.recommended);
     let outcome = found.into_outcome(a.strategy.name(), objective.describe(), stopped, config, points);
     let mut save_error = observer.save_error.take();
-    print(&outcome, a.json)?;
+    print(&outcome, store.as_ref().map(|(_, id)| *id), a.json)?;
     if let Some((mut s, id)) = store {
         if let Err(e) = s.finish_tune(id, &outcome) {
             save_error.get_or_insert(e);
         } else if !a.quiet {
-            eprintln!(
-                "tune: stored as run {id} in {} (webtune show {id}, webtune report {id} --html F)",
-                s.path.display()
-            );
+            eprintln!("{}", super::bench::stored_line("tune", id, &s.path));
         }
     }
     if let Some(e) = save_error {
@@ -184,10 +181,10 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print(o: &Outcome, json: bool) -> anyhow::Result<()> {
-    super::emit(o, json, |o, out| {
+fn print(o: &Outcome, run_id: Option<i64>, json: bool) -> anyhow::Result<()> {
+    super::emit(&super::WithRunId { report: o, run_id }, json, |o, out| {
         use std::io::Write;
-        write!(out, "{}", table::report(o))
+        write!(out, "{}", table::report(o.report))
     })
 }
 
