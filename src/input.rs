@@ -1,7 +1,7 @@
 //! The input vocabulary: durations, sizes, bandwidths, shares, headers and `knob=value`
 //! settings, parsed the same way wherever they come from (flags, target files, scenario files,
-//! the lab's query strings). A bare number has one meaning everywhere: seconds for a duration,
-//! bytes for a size. Every value is bounded; a bad one is an `InputError` in one line, which
+//! the lab's query strings). A bare number has one meaning everywhere: seconds for a duration;
+//! a size needs its unit. Every value is bounded; a bad one is an `InputError` in one line, which
 //! the command line maps to exit status 2.
 
 use std::path::Path;
@@ -96,8 +96,10 @@ pub fn rfc3339(text: &str) -> Option<SystemTime> {
     if offset_secs >= 0 { as_if_utc.checked_sub(shift) } else { as_if_utc.checked_add(shift) }
 }
 
-/// "4GiB", "512MiB", "2G", "1500M", "800000K", "4096B"; binary units throughout; a bare number
-/// is bytes. The result is in KiB (what /proc reports).
+/// "4GiB", "512MiB", "2G", "1500M", "800000K", "4096B"; binary units throughout (MB is MiB,
+/// as free -m and /proc count memory). A bare number other than 0 is refused: 4 could mean
+/// bytes or GiB, and a guess would be silently wrong by a factor of a billion. The result is
+/// in KiB (what /proc reports).
 pub fn size_kib(name: &str, text: &str) -> Result<u64, InputError> {
     let t = text.trim();
     let bad = || named(name, format!("bad size {t:?} (e.g. 4GiB, 512MiB)"));
@@ -108,7 +110,9 @@ pub fn size_kib(name: &str, text: &str) -> Result<u64, InputError> {
         "m" | "mb" | "mib" => 1024.0,
         "g" | "gb" | "gib" => 1024.0 * 1024.0,
         "t" | "tb" | "tib" => 1024.0 * 1024.0 * 1024.0,
-        "" | "b" => 1.0 / 1024.0,
+        "b" => 1.0 / 1024.0,
+        "" if value == 0.0 => 0.0,
+        "" => return Err(named(name, format!("size {t:?} has no unit: give one, e.g. {t}GiB or {t}MiB"))),
         _ => return Err(bad()),
     };
     let kib = value * kib_per_unit;
@@ -303,7 +307,12 @@ mod tests {
         assert_eq!(size_kib("", "4GiB").unwrap(), 4 * 1024 * 1024);
         assert_eq!(size_kib("", "512M").unwrap(), 512 * 1024);
         assert_eq!(size_kib("", "1.5g").unwrap(), 1536 * 1024);
-        assert_eq!(size_kib("", "8192").unwrap(), 8);
+        assert_eq!(size_kib("", "8192B").unwrap(), 8);
+        assert_eq!(size_kib("", "0").unwrap(), 0);
+        assert_eq!(
+            size_kib("--memory", "4").unwrap_err().0,
+            "--memory: size \"4\" has no unit: give one, e.g. 4GiB or 4MiB"
+        );
         assert!(size_kib("", "lots").is_err());
         assert!(size_kib("", "4XB").is_err());
         assert!(size_kib("", "9999999999T").is_err());

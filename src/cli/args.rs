@@ -422,9 +422,14 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 511)]
     pub backlog: i32,
 
-    /// MiB of data loaded before forking, shared copy-on-write by the workers.
-    #[arg(long, default_value_t = 0)]
-    pub preload_mb: usize,
+    /// Data loaded before forking, shared copy-on-write by the workers (e.g. 64MiB; whole
+    /// MiB, rounded up).
+    #[arg(long, value_name = "SIZE")]
+    pub preload: Option<String>,
+
+    /// The old spelling of --preload, in MiB.
+    #[arg(long, hide = true, conflicts_with = "preload")]
+    pub preload_mb: Option<usize>,
 
     /// CPU time burnt per request (e.g. 2ms; a bare number is seconds). Query: ?cpu=2ms
     #[arg(long, default_value = "0ms")]

@@ -152,7 +152,8 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         failed = true;
     }
     if report.result.succeeded == 0 {
-        match &report.target.tls_failure {
+        let h2c_refused = report.warnings.iter().find(|w| *w == crate::bench::H2C_REFUSED);
+        match report.target.tls_failure.as_ref().or(h2c_refused) {
             Some(why) => eprintln!("webtune: no request succeeded: {why}"),
             None => eprintln!("webtune: no request succeeded"),
         }
