@@ -33,9 +33,9 @@ fn bench_runs_are_stored_listed_shown_compared_and_exported() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
     let url = ng.url("/p.html");
-    let (code, _, err) = wt(&db, &["bench", "-q", "-c", "2", "-n", "200", &url]);
+    let (code, _, err) = wt(&db, &["bench", "--quiet", "-c", "2", "-n", "200", &url]);
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = wt(&db, &["bench", "-q", "-c", "4", "-n", "300", &url]);
+    let (code, _, err) = wt(&db, &["bench", "--quiet", "-c", "4", "-n", "300", &url]);
     assert_eq!(code, 0, "{err}");
 
     let (_, out, _) = wt(&db, &["runs", "--json", "--kind", "bench"]);
@@ -109,7 +109,7 @@ fn concurrent_writers_both_land() {
     ng.write_file("p.html", b"x");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
-    all_at_once(&db, 4, &["bench", "-q", "-c", "2", "-n", "100", &ng.url("/p.html")]);
+    all_at_once(&db, 4, &["bench", "--quiet", "-c", "2", "-n", "100", &ng.url("/p.html")]);
     let (_, out, _) = wt(&db, &["runs", "--json"]);
     assert_eq!(json(&out).as_array().unwrap().len(), 4);
 }
@@ -132,18 +132,18 @@ fn a_corrupt_or_locked_database_is_one_clear_error_and_the_result_is_still_print
     let dir = tempfile::tempdir().unwrap();
     let corrupt = dir.path().join("corrupt.db");
     std::fs::write(&corrupt, vec![0x5a; 8192]).unwrap();
-    let (code, out, err) = wt(&corrupt, &["bench", "--json", "-q", "-n", "20", &url]);
+    let (code, out, err) = wt(&corrupt, &["bench", "--json", "--quiet", "-n", "20", &url]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(json(&out)["result"]["succeeded"], 20, "the result is printed");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("corrupt.db") && err.contains("not a database") && err.contains("not saved"), "{err}");
 
     let locked = dir.path().join("locked.db");
-    let (code, _, _) = wt(&locked, &["bench", "-q", "-n", "10", &url]);
+    let (code, _, _) = wt(&locked, &["bench", "--quiet", "-n", "10", &url]);
     assert_eq!(code, 0);
     let holder = rusqlite::Connection::open(&locked).unwrap();
     holder.execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE;").unwrap();
-    let (code, out, err) = wt(&locked, &["bench", "-q", "-n", "20", &url]);
+    let (code, out, err) = wt(&locked, &["bench", "--quiet", "-n", "20", &url]);
     assert_eq!(code, 1, "{err}");
     assert!(out.contains("Complete requests:   20"), "{out}");
     assert!(err.contains("locked.db") && err.contains("locked"), "{err}");
@@ -177,7 +177,7 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     .unwrap();
     let journal = dir.path().join("j.jsonl");
     let (code, _, err) =
-        wt(&db, &["tune", file.to_str().unwrap(), "-q", "--repeats", "2", "--journal", journal.to_str().unwrap()]);
+        wt(&db, &["tune", file.to_str().unwrap(), "--quiet", "--repeats", "2", "--journal", journal.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let (_, out, _) = wt(&db, &["runs", "--kind", "tune", "--json"]);
     let rows = json(&out);

@@ -79,7 +79,7 @@ fn a_threshold_that_holds_fails_the_run_with_exit_3() {
 fn thresholds_that_do_not_hold_pass_with_exit_0_and_print_after_the_report() {
     let lab = lab_20ms();
     let url = lab.url("/");
-    let mut args = vec!["bench", "-q"];
+    let mut args = vec!["bench", "--quiet"];
     args.extend(lab_load(&url, &["p99 > 5s", "errors > 1%", "rps < 1"]));
     let run = webtune(&args);
     assert_eq!(run.code, 0, "{}", run.stderr);

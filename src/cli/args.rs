@@ -18,8 +18,16 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 
+    /// `webtune --db F runs`, as before --db moved onto the commands that open the history.
+    #[arg(long, hide = true)]
+    pub db: Option<PathBuf>,
+}
+
+/// --db, on the commands that open the history (and only those).
+#[derive(Debug, Args)]
+pub struct DbArg {
     /// The history database (default: $WEBTUNE_DB, else ~/.local/share/webtune/webtune.db).
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
 }
 
@@ -48,8 +56,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Write a stored run as one self-contained HTML file with charts.
     Report(ReportArgs),
-    /// Write seed 004's static workload: a SPECweb96 file set (four size classes of nine files
-    /// per directory, directories scaled from --ops) and urls.txt, a weighted URL list with
+    /// Write a static workload: a SPECweb96 file set (four size classes of nine files per
+    /// directory, directories scaled from --ops) and urls.txt, a weighted URL list with
     /// SPECweb96's class mix (35/50/14/1 %) and its popularity within a class.
     Fileset(FilesetArgs),
     /// Write a weighted URL list (for bench --urls) from a server's access logs: each GET or
@@ -83,6 +91,9 @@ pub struct ManpageArgs {
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {
+    #[command(flatten)]
+    pub store: DbArg,
+
     /// Only bench runs or only tune experiments.
     #[arg(long, value_parser = ["bench", "tune"])]
     pub kind: Option<String>,
@@ -107,6 +118,9 @@ pub struct RunsArgs {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
+    #[command(flatten)]
+    pub store: DbArg,
+
     /// The run: its id (as `webtune runs` lists it), last, or last~N (N runs before the last).
     #[arg(value_name = "RUN")]
     pub id: RunRef,
@@ -117,6 +131,9 @@ pub struct ShowArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
+    #[command(flatten)]
+    pub store: DbArg,
+
     /// The run before: an id, last, or last~N (compare last~1 last: the two newest runs).
     #[arg(value_name = "BEFORE")]
     pub before: RunRef,
@@ -137,6 +154,9 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("format").required(true).args(["json", "csv"])))]
 pub struct ExportArgs {
+    #[command(flatten)]
+    pub store: DbArg,
+
     /// The run: its id, last, or last~N.
     #[arg(value_name = "RUN")]
     pub id: RunRef,
@@ -150,6 +170,9 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
+    #[command(flatten)]
+    pub store: DbArg,
+
     /// The run: its id, last, or last~N.
     #[arg(value_name = "RUN")]
     pub id: RunRef,
@@ -203,6 +226,9 @@ pub struct LaunchArgs {
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
+    #[command(flatten)]
+    pub store: DbArg,
+
     /// The target file (TOML: [target], [knobs], [load], [budget]; see examples/).
     pub file: PathBuf,
 
@@ -233,13 +259,13 @@ pub struct TuneArgs {
     #[arg(long = "max-rounds", default_value_t = 10)]
     pub max_rounds: usize,
 
-    /// Time budget (e.g. 15m): the plan and its estimate come first; at the budget the tuner
-    /// stops with the best so far. Default: the file's [budget] time, else none.
-    #[arg(long)]
-    pub budget: Option<String>,
+    /// The longest the tuning may take (e.g. 15m): the plan and its estimate come first; at
+    /// this the tuner stops with the best so far. Default: the file's [budget] time, else none.
+    #[arg(long = "max-time", alias = "budget", value_name = "DURATION")]
+    pub max_time: Option<String>,
 
-    /// Memory budget (4GiB, 512MiB, auto). Default: the file's [budget] memory.
-    #[arg(long = "memory")]
+    /// The memory the server may use (4GiB, 512MiB, auto). Default: the file's [budget] memory.
+    #[arg(long = "memory", value_name = "SIZE")]
     pub memory: Option<String>,
 
     /// workers: counts within this share of the best throughput are "as good" (the knee).
@@ -270,8 +296,8 @@ pub struct TuneArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// No progress lines on stderr.
-    #[arg(short = 'q', long = "quiet")]
+    /// No progress lines on stderr, nor the line saying where the run was stored.
+    #[arg(long = "quiet")]
     pub quiet: bool,
 }
 
@@ -338,10 +364,10 @@ pub struct MemArgs {
     #[command(flatten)]
     pub server: ServerArgs,
 
-    /// Memory the server may use: a size (4GiB, 512MiB) or "auto" (MemAvailable plus what
-    /// the server uses now).
-    #[arg(long)]
-    pub budget: Option<String>,
+    /// The memory the server may use: a size (4GiB, 512MiB) or "auto" (MemAvailable plus
+    /// what the server uses now).
+    #[arg(long = "memory", alias = "budget", value_name = "SIZE")]
+    pub memory: Option<String>,
 
     /// Sample every interval (e.g. 1s) and print one line per sample.
     #[arg(long)]
@@ -455,6 +481,9 @@ pub struct LabArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
+    #[command(flatten)]
+    pub store: DbArg,
+
     /// The URL to request (http:// or https://); with --urls or --scenario, optional: the base
     /// that relative URLs in the file resolve against.
     pub url: Option<String>,
@@ -472,16 +501,17 @@ pub struct BenchArgs {
     #[arg(short = 'd', long = "duration")]
     pub duration: Option<String>,
 
-    /// Engine threads (default: one per core available to this process).
+    /// Engine threads, as wrk -t (default: one per core available to this process). Not ab's
+    /// -t, a time limit: that is -d.
     #[arg(short = 't', long = "threads")]
     pub threads: Option<u64>,
 
     /// Keep connections alive between requests (the default; accepted for ab compatibility).
-    #[arg(short = 'k', long = "keepalive", overrides_with = "no_keepalive")]
+    #[arg(short = 'k', long = "keepalive", conflicts_with = "no_keepalive")]
     pub keepalive: bool,
 
     /// A new connection for every request, as ab without -k.
-    #[arg(long = "no-keepalive", overrides_with = "keepalive")]
+    #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
 
     /// Collect each response as soon as it arrives (wrk's way). By default, when many
@@ -543,8 +573,8 @@ pub struct BenchArgs {
     #[arg(long = "hdr-log")]
     pub hdr_log: Option<PathBuf>,
 
-    /// No progress line.
-    #[arg(short = 'q', long = "quiet")]
+    /// No progress line, nor the line saying where the run was stored.
+    #[arg(long = "quiet")]
     pub quiet: bool,
 
     /// Open loop: start this many requests per second whatever the server's pace; latency
@@ -595,6 +625,8 @@ pub struct BenchArgs {
     pub scenario: Option<PathBuf>,
 
     /// Cap each client's bandwidth, both ways (e.g. 33.6kbps, 1Mbps, 100KB/s), as http_load.
+    /// Bandwidths are decimal, as networks count (1MB/s is 10^6 bytes/s; 1MiB/s is 2^20);
+    /// sizes of memory are binary (MB is MiB).
     #[arg(long = "throttle")]
     pub throttle: Option<String>,
 

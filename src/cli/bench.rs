@@ -107,6 +107,14 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     if a.agent {
         return agent(&plan);
     }
+    // ab's -t is a time limit; here it is threads, as wrk's: more than the cores says which
+    // one the user meant.
+    let cores = spec.cpus.as_ref().map_or_else(crate::sys::available_cores, CpuSet::len);
+    if let Some(threads) = a.threads.filter(|&t| t > cores as u64) {
+        eprintln!(
+            "webtune: -t {threads}: {threads} engine threads on {cores} core(s) (wrk's -t); ab's time limit is -d {threads}s"
+        );
+    }
     plan.hdr_log = a.hdr_log.clone();
     let (mut report, hdr_log) = match Remote::of(&spec)? {
         Some(remote) => {

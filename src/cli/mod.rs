@@ -44,14 +44,19 @@ pub fn main() -> ExitCode {
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    let db = cli.db.as_deref();
+    // --db before the command (as it once was global) is still read, where there is a store.
+    let before = cli.db;
+    let db = |own: &args::DbArg| own.db.clone().or_else(|| before.clone());
+    if before.is_some() && !cli.command.opens_the_store() {
+        return Err(InputError("--db: this command does not use the history".into()).into());
+    }
     match cli.command {
-        Command::Bench(a) => bench::run(&a, db),
-        Command::Runs(a) => history::runs(db, &a),
-        Command::Show(a) => history::show(db, &a),
-        Command::Compare(a) => history::compare(db, &a),
-        Command::Export(a) => history::export(db, &a),
-        Command::Report(a) => history::report(db, &a),
+        Command::Bench(a) => bench::run(&a, db(&a.store).as_deref()),
+        Command::Runs(a) => history::runs(db(&a.store).as_deref(), &a),
+        Command::Show(a) => history::show(db(&a.store).as_deref(), &a),
+        Command::Compare(a) => history::compare(db(&a.store).as_deref(), &a),
+        Command::Export(a) => history::export(db(&a.store).as_deref(), &a),
+        Command::Report(a) => history::report(db(&a.store).as_deref(), &a),
         Command::Merge(a) => {
             let thresholds = one_run_thresholds(&a.fail_if)?;
             let mut report = merge::run(&a.files)?;
@@ -67,7 +72,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Launch(a) => launch::run(&a),
         Command::Fileset(a) => fileset::run(&a),
         Command::Urls(a) => urls::run(&a),
-        Command::Tune(a) => tune::run(&a, db),
+        Command::Tune(a) => tune::run(&a, db(&a.store).as_deref()),
         Command::Syscalls(a) => syscalls::run(&a),
         Command::Completions(a) => manual::completions(&a),
         Command::Manpage(a) => manual::manpage(&a),
@@ -75,6 +80,22 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::lab::run(&lab::config(&a)?)?;
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+impl Command {
+    /// Whether the command reads or writes the history (and so takes --db).
+    fn opens_the_store(&self) -> bool {
+        matches!(
+            self,
+            Command::Bench(_)
+                | Command::Tune(_)
+                | Command::Runs(_)
+                | Command::Show(_)
+                | Command::Compare(_)
+                | Command::Export(_)
+                | Command::Report(_)
+        )
     }
 }
 
@@ -163,6 +184,12 @@ fn clap_exit(e: clap::Error, argv: &[std::ffi::OsString]) -> ExitCode {
     }
     // clap's message is a paragraph, then tips, usage and "try --help": keep the paragraph and
     // the tips, on one line; the usage is in the help named at the end.
+    if quiet_taken_for_a_rate(&e) {
+        eprintln!(
+            "webtune: -q: webtune's request rate is --rate R (in all, as oha's -q; hey's -q is per worker); quiet is --quiet"
+        );
+        return ExitCode::from(2);
+    }
     let rendered = e.render().to_string();
     let message: Vec<&str> = rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
     let mut line = message.join(" ").trim_start_matches("error: ").to_string();
@@ -175,6 +202,14 @@ fn clap_exit(e: clap::Error, argv: &[std::ffi::OsString]) -> ExitCode {
     };
     eprintln!("webtune: {line} (see {help})");
     ExitCode::from(2)
+}
+
+/// `-q`, which oha and hey users type for a rate: webtune's -q was quiet once, and is now
+/// neither, so neither habit does the wrong thing silently.
+fn quiet_taken_for_a_rate(e: &clap::Error) -> bool {
+    use clap::error::{ContextKind, ContextValue};
+    e.kind() == clap::error::ErrorKind::UnknownArgument
+        && matches!(e.get(ContextKind::InvalidArg), Some(ContextValue::String(arg)) if arg == "-q" || arg.starts_with("-q"))
 }
 
 /// The subcommand the arguments name, if any: the first argument that is one.

@@ -70,8 +70,8 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     };
     // Before the server starts, all it can have is what is available.
     let budget_kib = memory.map(|b| b.resolve(&[]));
-    let time_budget = match &a.budget {
-        Some(t) => Some(input::duration("--budget", t)?),
+    let time_budget = match &a.max_time {
+        Some(t) => Some(input::duration("--max-time", t)?),
         None => file.time,
     };
     let interrupt = crate::sys::interrupt_flag();
