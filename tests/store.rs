@@ -176,12 +176,24 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     )
     .unwrap();
     let journal = dir.path().join("j.jsonl");
-    let (code, _, err) =
-        wt(&db, &["tune", file.to_str().unwrap(), "--quiet", "--repeats", "2", "--journal", journal.to_str().unwrap()]);
+    let (code, outcome, err) = wt(
+        &db,
+        &[
+            "tune",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--json",
+            "--repeats",
+            "2",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
     assert_eq!(code, 0, "{err}");
     let (_, out, _) = wt(&db, &["runs", "--kind", "tune", "--json"]);
     let rows = json(&out);
     assert_eq!(rows[0]["status"], "done");
+    assert_eq!(json(&outcome)["run_id"], rows[0]["id"], "the tune's JSON names the run it stored");
     let id = rows[0]["id"].to_string();
     // One CSV row per measured point (each round of a comparison is a point of its own).
     let (_, stored, _) = wt(&db, &["export", &id, "--json"]);
