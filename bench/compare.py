@@ -308,7 +308,7 @@ def make_h2_tools(webtune, seconds, conns, streams):
     c, s, m = str(conns), str(seconds), str(streams)
 
     def webtune_argv(url, _keepalive):
-        return [webtune, "bench", "--h2", "--streams", m, "-t", "1", "-c", c, "-d", f"{s}s", "-q",
+        return [webtune, "bench", "--h2", "--streams", m, "-t", "1", "-c", c, "-d", f"{s}s", "--quiet",
                 "--json", url]
 
     def h2load_argv(url, _keepalive):
@@ -393,7 +393,7 @@ def make_tools(webtune, seconds, conns):
     c, s = str(conns), str(seconds)
 
     def webtune_argv(url, keepalive):
-        argv = [webtune, "bench", "-t", "1", "-c", c, "-d", f"{s}s", "-q", "--json"]
+        argv = [webtune, "bench", "-t", "1", "-c", c, "-d", f"{s}s", "--quiet", "--json"]
         return argv + ([] if keepalive else ["--no-keepalive"]) + [url]
 
     def webtune_nc_argv(url, keepalive):
@@ -604,7 +604,7 @@ def memory_check(webtune, url, short_s, long_s, conns):
     for secs in (short_s, long_s):
         progress(f"  memory: {secs} s run ...")
         run = run_pinned([webtune, "bench", "-t", "1", "-c", str(conns), "-d", f"{secs}s",
-                          "-q", "--json", url])
+                          "--quiet", "--json", url])
         try:
             done = f"{json.loads(run.stdout)['result']['succeeded']} requests"
         except (ValueError, KeyError):

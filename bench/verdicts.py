@@ -194,12 +194,12 @@ class TuneRun:
 
 
 def run_tune(ws, webtune, target_text, args, timeout):
-    """Writes the target file, runs `webtune tune FILE --json -q --journal J ARGS` in the
+    """Writes the target file, runs `webtune tune FILE --json --quiet --journal J ARGS` in the
     workspace, bounded by `timeout`, and returns a TuneRun."""
     target = ws.path("target", "toml")
     with open(target, "w") as f:
         f.write(target_text)
-    argv = [webtune, "tune", target, "--json", "-q", "--journal", ws.path("journal", "jsonl")]
+    argv = [webtune, "tune", target, "--json", "--quiet", "--journal", ws.path("journal", "jsonl")]
     argv += args
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()

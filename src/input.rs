@@ -1,11 +1,11 @@
 //! The input vocabulary: durations, sizes, bandwidths, shares, headers and `knob=value`
 //! settings, parsed the same way wherever they come from (flags, target files, scenario files,
-//! the lab's query strings). A bare number has one meaning everywhere: seconds for a duration,
-//! bytes for a size. Every value is bounded; a bad one is an `InputError` in one line, which
+//! the lab's query strings). A bare number has one meaning everywhere: seconds for a duration;
+//! a size needs its unit. Every value is bounded; a bad one is an `InputError` in one line, which
 //! the command line maps to exit status 2.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Bad input from the user (a flag, a file, a value): reported in one line, exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -71,8 +71,61 @@ pub fn duration(name: &str, text: &str) -> Result<Duration, InputError> {
     }
 }
 
-/// "4GiB", "512MiB", "2G", "1500M", "800000K", "4096B"; binary units throughout; a bare number
-/// is bytes. The result is in KiB (what /proc reports).
+/// A point in time as `runs --since` takes it: RFC 3339 with `Z` or an offset
+/// (2026-11-25T12:00:00+01:00), a date (2026-11-25, midnight UTC), or a time ago (90m, 2d).
+pub fn instant(name: &str, text: &str, now: SystemTime) -> Result<SystemTime, InputError> {
+    let t = text.trim();
+    let bad = || {
+        named(
+            name,
+            format!(
+                "bad time {t:?}: expected RFC 3339 (2026-11-25T12:00:00Z, 2026-11-25T12:00:00+01:00), a date (2026-11-25) or a time ago (1h, 2d)"
+            ),
+        )
+    };
+    if t.starts_with(|c: char| c.is_ascii_digit()) && t.len() >= 10 && t.as_bytes()[4] == b'-' {
+        return rfc3339(t).ok_or_else(bad);
+    }
+    // A bare number has no unit to read it by: humantime refuses it, as it should here.
+    let ago = humantime::parse_duration(t).map_err(|_| bad())?;
+    now.checked_sub(ago).ok_or_else(bad)
+}
+
+/// RFC 3339 with `Z` or a `+hh:mm`/`-hh:mm` offset, or a bare date (midnight UTC). Stored
+/// runs' start times read through this too, so `--since` compares times, not text.
+pub fn rfc3339(text: &str) -> Option<SystemTime> {
+    let t = text.trim();
+    if t.len() == 10 {
+        return humantime::parse_rfc3339(&format!("{t}T00:00:00Z")).ok();
+    }
+    let (local, offset_secs) = match t.strip_suffix(['Z', 'z']) {
+        Some(local) => (local, 0i64),
+        None => {
+            let cut = t.len().checked_sub(6)?;
+            let (local, offset) = (t.get(..cut)?, t.get(cut..)?);
+            let sign = match offset.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let (h, m) = offset[1..].split_once(':')?;
+            let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            (local, sign * (h * 3600 + m * 60))
+        }
+    };
+    let as_if_utc = humantime::parse_rfc3339(&format!("{local}Z")).ok()?;
+    // 12:00+01:00 is 11:00 UTC: the offset is taken back off.
+    let shift = Duration::from_secs(offset_secs.unsigned_abs());
+    if offset_secs >= 0 { as_if_utc.checked_sub(shift) } else { as_if_utc.checked_add(shift) }
+}
+
+/// "4GiB", "512MiB", "2G", "1500M", "800000K", "4096B"; binary units throughout (MB is MiB,
+/// as free -m and /proc count memory). A bare number other than 0 is refused: 4 could mean
+/// bytes or GiB, and a guess would be silently wrong by a factor of a billion. The result is
+/// in KiB (what /proc reports).
 pub fn size_kib(name: &str, text: &str) -> Result<u64, InputError> {
     let t = text.trim();
     let bad = || named(name, format!("bad size {t:?} (e.g. 4GiB, 512MiB)"));
@@ -83,7 +136,9 @@ pub fn size_kib(name: &str, text: &str) -> Result<u64, InputError> {
         "m" | "mb" | "mib" => 1024.0,
         "g" | "gb" | "gib" => 1024.0 * 1024.0,
         "t" | "tb" | "tib" => 1024.0 * 1024.0 * 1024.0,
-        "" | "b" => 1.0 / 1024.0,
+        "b" => 1.0 / 1024.0,
+        "" if value == 0.0 => 0.0,
+        "" => return Err(named(name, format!("size {t:?} has no unit: give one, e.g. {t}GiB or {t}MiB"))),
         _ => return Err(bad()),
     };
     let kib = value * kib_per_unit;
@@ -280,7 +335,12 @@ mod tests {
         assert_eq!(size_kib("", "4GiB").unwrap(), 4 * 1024 * 1024);
         assert_eq!(size_kib("", "512M").unwrap(), 512 * 1024);
         assert_eq!(size_kib("", "1.5g").unwrap(), 1536 * 1024);
-        assert_eq!(size_kib("", "8192").unwrap(), 8);
+        assert_eq!(size_kib("", "8192B").unwrap(), 8);
+        assert_eq!(size_kib("", "0").unwrap(), 0);
+        assert_eq!(
+            size_kib("--memory", "4").unwrap_err().0,
+            "--memory: size \"4\" has no unit: give one, e.g. 4GiB or 4MiB"
+        );
         assert!(size_kib("", "lots").is_err());
         assert!(size_kib("", "4XB").is_err());
         assert!(size_kib("", "9999999999T").is_err());

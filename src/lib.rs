@@ -14,7 +14,7 @@
 //!   never prints.
 //! - [`aggregate`]: sinks that turn records into figures (histograms, counters) and the
 //!   plain-data result every exporter reads.
-//! - [`fileset`]: seed 004's static workload: a SPECweb96 file set on disk and its weighted
+//! - [`fileset`]: a static workload: a SPECweb96 file set on disk and its weighted
 //!   URL list.
 //! - [`server`]: the real servers, launched from a target file through one adapter each, in
 //!   private run directories and process groups; stopped on drop.

@@ -359,7 +359,7 @@ fn bad_h2_flags_are_usage_errors() {
         (vec!["--h2", "--rate", "100"], "--h2 does not work with --rate"),
         (vec!["--h2", "--no-keepalive"], "--h2 does not work with --no-keepalive"),
     ] {
-        let mut full = vec!["bench", "-q", "-n", "10"];
+        let mut full = vec!["bench", "--quiet", "-n", "10"];
         full.extend(args);
         full.push("http://127.0.0.1:9/");
         let run = crate::support::webtune(&full);

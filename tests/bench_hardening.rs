@@ -15,7 +15,7 @@ use crate::support::{Spawned, assert_valid, bench_json, errors, float, num, spaw
 /// Runs `webtune bench --json -q ARGS`, which must end within `limit`: its report, how long it
 /// took and its peak resident memory in KiB (the kernel's own high-water mark, from wait4).
 fn bench_peak_rss(args: &[&str], limit: Duration) -> (serde_json::Value, Duration, i64) {
-    let mut full = vec!["bench", "--json", "-q"];
+    let mut full = vec!["bench", "--json", "--quiet"];
     full.extend_from_slice(args);
     let Spawned { mut child, stdout, .. } = spawn_webtune(&full);
     let pid = child.id() as libc::pid_t;

@@ -55,7 +55,7 @@ fn coalesced_wake_ups_count_exactly_and_are_reported() {
     assert_eq!(num(&v, "/result/connections/opened"), 64);
     assert_eq!(ng.access_log(20000).len(), 20000);
     coalesced_figures_add_up(&v, 20000);
-    let text = webtune(&["bench", "-q", "-c", "64", "-t", "1", "-n", "5000", &url]);
+    let text = webtune(&["bench", "--quiet", "-c", "64", "-t", "1", "-n", "5000", &url]);
     let line = text.stdout.lines().find(|l| l.starts_with("Wake-ups:")).unwrap_or_default();
     assert!(line.contains("% of responses, which waited") || line.contains("not coalesced"), "{}", text.stdout);
     for (args, why) in [
@@ -203,7 +203,7 @@ fn ctrl_c_ends_the_run_with_its_results() {
     ng.write_file("1k.html", &page());
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"))
         .env("WEBTUNE_DB", crate::support::test_db())
-        .args(["bench", "--json", "-q", "-c", "2", "-d", "30s", &ng.url("/1k.html")])
+        .args(["bench", "--json", "--quiet", "-c", "2", "-d", "30s", &ng.url("/1k.html")])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -227,13 +227,13 @@ fn file_descriptor_limit_is_raised_or_reported() {
     ng.write_file("1k.html", &page());
     let url = ng.url("/1k.html");
     // A soft limit below what -c 500 needs is raised up to the hard limit.
-    let run = webtune_with_nofile(&["bench", "--json", "-q", "-c", "500", "-n", "1500", &url], 256, 4096);
+    let run = webtune_with_nofile(&["bench", "--json", "--quiet", "-c", "500", "-n", "1500", &url], 256, 4096);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(num(&v, "/result/succeeded"), 1500, "{v:#}");
     assert_eq!(num(&v, "/result/connections/opened"), 500);
     // A hard limit below it is a clear error.
-    let run = webtune_with_nofile(&["bench", "-q", "-c", "500", "-n", "500", &url], 256, 256);
+    let run = webtune_with_nofile(&["bench", "--quiet", "-c", "500", "-n", "500", &url], 256, 256);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("hard limit is 256"), "{}", run.stderr);
 }
@@ -307,6 +307,6 @@ fn tls_failures_say_why() {
         eprintln!("{url}: {why}");
     }
     // The text report says it too.
-    let run = webtune(&["bench", "-q", "-c", "1", "-n", "1", &format!("https://localhost:{tls_port}/1k.html")]);
+    let run = webtune(&["bench", "--quiet", "-c", "1", "-n", "1", &format!("https://localhost:{tls_port}/1k.html")]);
     assert!(run.stdout.contains("TLS failure:         the server's certificate is self-signed"), "{}", run.stdout);
 }

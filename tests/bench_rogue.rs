@@ -184,7 +184,7 @@ fn latency_reflects_server_delay() {
 #[test]
 fn text_report_has_the_ab_fields() {
     let server = Rogue::start(|mut s, _| serve_each(&mut s, None, |_| response("200 OK", b"hello")));
-    let run = webtune(&["bench", "-q", "-c", "2", "-n", "10", &server.url("/")]);
+    let run = webtune(&["bench", "--quiet", "-c", "2", "-n", "10", &server.url("/")]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     for field in [
         "Document length:     5 bytes",
@@ -249,7 +249,7 @@ fn the_handshakes_last_ack_rides_on_the_request() {
 /// `webtune bench --json -q ARGS`, which must end within `limit` (else the test fails): its
 /// report, checked against the schema, and how long it ran.
 fn bench_within(args: &[&str], limit: Duration) -> (serde_json::Value, Duration) {
-    let mut full = vec!["bench", "--json", "-q"];
+    let mut full = vec!["bench", "--json", "--quiet"];
     full.extend_from_slice(args);
     let started = Instant::now();
     let run = webtune_with_limit(&full, limit);
@@ -337,7 +337,7 @@ fn endless_interim_responses_end_on_time() {
 fn endless_interim_responses_yield_to_ctrl_c() {
     let server = endless_interim_server();
     let Spawned { mut child, stdout: out, .. } =
-        spawn_webtune(&["bench", "--json", "-q", "-c", "2", "-d", "30s", &server.url("/")]);
+        spawn_webtune(&["bench", "--json", "--quiet", "-c", "2", "-d", "30s", &server.url("/")]);
     std::thread::sleep(Duration::from_millis(700));
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
@@ -501,7 +501,7 @@ fn hostile_server_resets_mid_response() {
 /// Runs `webtune bench --json -q ARGS`, which must end within `limit` and never have more
 /// than 64 MiB resident (read from /proc every 50 ms); returns its report.
 fn bench_in_bounded_memory(args: &[&str], limit: Duration) -> serde_json::Value {
-    let mut full = vec!["bench", "--json", "-q"];
+    let mut full = vec!["bench", "--json", "--quiet"];
     full.extend_from_slice(args);
     let Spawned { mut child, stdout: out, .. } = spawn_webtune(&full);
     let status = format!("/proc/{}/status", child.id());
@@ -566,7 +566,8 @@ fn hdr_log_write_errors_are_one_line_and_lose_no_report() {
     let server = Rogue::start(|mut s, _| serve_each(&mut s, None, |_| response("200 OK", b"hello")));
     // A device (that would refuse every write, ENOSPC) is not a file: refused before any
     // load, exit 2, as every output path that is not an ordinary file of this user.
-    let run = webtune(&["bench", "--json", "-q", "-c", "1", "-n", "20", "--hdr-log", "/dev/full", &server.url("/")]);
+    let run =
+        webtune(&["bench", "--json", "--quiet", "-c", "1", "-n", "20", "--hdr-log", "/dev/full", &server.url("/")]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(run.stderr, "webtune: /dev/full: not a regular file; give a file name\n");
     assert_eq!(server.accepted.load(std::sync::atomic::Ordering::SeqCst), 0, "no load was sent");
@@ -576,7 +577,8 @@ fn hdr_log_write_errors_are_one_line_and_lose_no_report() {
     let file = tempfile::NamedTempFile::new().unwrap();
     let path = file.path().join("x.hlog");
     let before = server.accepted.load(std::sync::atomic::Ordering::SeqCst);
-    let run = webtune(&["bench", "-q", "-c", "1", "-n", "5", "--hdr-log", path.to_str().unwrap(), &server.url("/")]);
+    let run =
+        webtune(&["bench", "--quiet", "-c", "1", "-n", "5", "--hdr-log", path.to_str().unwrap(), &server.url("/")]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     assert!(run.stderr.contains("cannot create") && run.stderr.contains("Not a directory"), "{}", run.stderr);

@@ -107,7 +107,7 @@ fn tune_django(adapter: &str, native_workers: &str) {
             "tune",
             f.to_str().unwrap(),
             "--json",
-            "-q",
+            "--quiet",
             "--repeats",
             "1",
             "--max-rounds",

@@ -137,7 +137,7 @@ fn a_ready_page_that_never_ends_is_given_up_at_the_ready_timeout() {
     for mode in ["endless", "head", "trickle"] {
         let f = hostile_target(dir.path(), mode, "3s");
         let journal = dir.path().join(format!("{mode}.jsonl")).display().to_string();
-        let tune = vec!["tune", &f, "-q", "--repeats", "1", "--journal", &journal];
+        let tune = vec!["tune", &f, "--quiet", "--repeats", "1", "--journal", &journal];
         for command in [vec!["launch", &f, "--for", "0s"], tune] {
             let what = format!("{} {mode}", command[0]);
             let child = spawn(&command, dir.path());
@@ -192,7 +192,8 @@ fn a_daemonizing_command_target_is_followed_and_stopped() {
     .unwrap();
     let f = f.display().to_string();
     let journal = dir.path().join("daemon.jsonl").display().to_string();
-    for command in [vec!["launch", &f, "--for", "0s"], vec!["tune", &f, "-q", "--repeats", "1", "--journal", &journal]]
+    for command in
+        [vec!["launch", &f, "--for", "0s"], vec!["tune", &f, "--quiet", "--repeats", "1", "--journal", &journal]]
     {
         let child = spawn(&command, dir.path());
         let (took, _, err) = watch(child, Duration::from_secs(30), 200, command[0]);
@@ -277,7 +278,7 @@ fn output_paths_refuse_fifos_devices_and_other_users_files() {
     let fifo = dir.path().join("fifo");
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     for target in [fifo.to_str().unwrap(), "/dev/full"] {
-        let args = ["bench", "http://127.0.0.1:9/", "-n", "1", "-c", "1", "-q", "--hdr-log", target];
+        let args = ["bench", "http://127.0.0.1:9/", "-n", "1", "-c", "1", "--quiet", "--hdr-log", target];
         let (took, _, err) = watch(spawn(&args, dir.path()), Duration::from_secs(3), 100, target);
         assert!(took < Duration::from_secs(1), "{target}: {took:?}");
         assert!(err.ends_with("(exit 2)") && err.contains("not a regular file"), "{target}: {err}");

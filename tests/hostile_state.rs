@@ -322,7 +322,7 @@ fn a_second_tune_on_a_journal_in_use_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let f = small_tune_file(dir.path(), "backlog = [511, 1024]");
     let journal = dir.path().join("j.jsonl");
-    let args = ["tune", &f, "-q", "--json", "--repeats", "1", "--journal", journal.to_str().unwrap()];
+    let args = ["tune", &f, "--quiet", "--json", "--repeats", "1", "--journal", journal.to_str().unwrap()];
     let first = spawn_webtune(&args, dir.path());
     wait_lines(&journal, 1, Duration::from_secs(30));
     for resume in [false, true] {
@@ -363,7 +363,7 @@ fn a_tune_killed_outright_shows_as_killed() {
     let f = small_tune_file(dir.path(), "backlog = [511, 1024]");
     let journal = dir.path().join("j.jsonl");
     let mut tune =
-        spawn_webtune(&["tune", &f, "-q", "--repeats", "1", "--journal", journal.to_str().unwrap()], dir.path());
+        spawn_webtune(&["tune", &f, "--quiet", "--repeats", "1", "--journal", journal.to_str().unwrap()], dir.path());
     wait_lines(&journal, 2, Duration::from_secs(60));
     assert_eq!(tune_status(&f), "running");
     tune.kill().unwrap();
@@ -389,7 +389,7 @@ fn an_interrupted_tune_claims_nothing_of_values_never_measured() {
     let f = small_tune_file(dir.path(), "backlog = [511, 1024, 2048]\nworkers = [2, 4]");
     let journal = dir.path().join("j.jsonl");
     let tune = spawn_webtune(
-        &["tune", &f, "-q", "--json", "--repeats", "1", "--journal", journal.to_str().unwrap()],
+        &["tune", &f, "--quiet", "--json", "--repeats", "1", "--journal", journal.to_str().unwrap()],
         dir.path(),
     );
     // The incumbent's first window is in: the challengers are not all measured yet.
@@ -467,7 +467,16 @@ fn the_tuner_fails_a_point_whose_memory_it_cannot_read() {
     let wrapper: Vec<&str> = NOBODY.iter().copied().chain(["env"]).chain(env.iter().map(String::as_str)).collect();
     let run = crate::support::webtune_via(
         &wrapper,
-        &["tune", target.to_str().unwrap(), "--json", "-q", "--repeats", "1", "--journal", journal.to_str().unwrap()],
+        &[
+            "tune",
+            target.to_str().unwrap(),
+            "--json",
+            "--quiet",
+            "--repeats",
+            "1",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
         Duration::from_secs(120),
     );
     assert_eq!(run.code, 1, "{}", run.stderr);

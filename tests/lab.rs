@@ -28,7 +28,7 @@ fn issue_17_bench_confines_its_client_and_finds_the_servers_cpus() {
     assert_eq!(v["placement"], serde_json::json!({ "server": lab_cpus, "client": client, "shared": true }));
     let share = float(&v, "/client_cpu/percent_of_machine");
     assert!(share > 0.0 && share <= 100.0, "{share}");
-    let warned = v["warnings"].to_string().contains("section 1.6");
+    let warned = v["warnings"].to_string().contains("the client should not run on the server's CPUs");
     assert_eq!(warned, share > 10.0, "{}", v["warnings"]);
 }
 

@@ -134,11 +134,11 @@ fn after_sigkill_the_next_run_stops_what_was_left() {
 fn a_server_that_fails_to_start_leaves_nothing_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("bad.toml");
-    // The lab refuses an unknown option; its own words come back.
+    // The lab refuses knobs that are each valid but not together; its own words come back.
     std::fs::write(
         &f,
         format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nbogus = 1\n",
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 2\nstart_workers = 3\n",
             env!("CARGO_BIN_EXE_webtune")
         ),
     )
@@ -151,7 +151,7 @@ fn a_server_that_fails_to_start_leaves_nothing_and_says_why() {
     let err = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(1), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("exited") && err.contains("bogus"), "{err}");
+    assert!(err.contains("exited") && err.contains("--start-workers 3 is more than --workers 2"), "{err}");
     let runs: Vec<_> = std::fs::read_dir(dir.path().join("webtune")).unwrap().collect();
     assert!(runs.is_empty());
 

@@ -119,7 +119,9 @@ fn mem_selection_errors() {
         (vec!["mem", "--pid", "2147483646"], "no process 2147483646"),
         (vec!["mem", "--port", "1"], "nothing listens on TCP port 1"),
         (vec!["mem", "--name", "no-such-program-x"], "no process named"),
-        (vec!["mem", "--pid", "1", "--budget", "lots"], "--budget"),
+        (vec!["mem", "--pid", "1", "--memory", "lots"], "--memory"),
+        // --budget, its old name, still read.
+        (vec!["mem", "--pid", "1", "--budget", "lots"], "--memory"),
         (vec!["mem"], "--pid"),
     ] {
         let run = webtune(&args);

@@ -19,7 +19,7 @@ fn a_bench_through_two_hosts_and_this_machine_is_merged_exactly() {
     let Some((lab, hosts)) = lab_of(&[HostKind::Real, HostKind::Real]) else { return };
     let url = ng.url("/");
     let run = lab.run(
-        &["bench", &url, "-n", "3001", "-c", "6", "--json", "-q", "--remote", &hosts[0], "--remote", &hosts[1]],
+        &["bench", &url, "-n", "3001", "-c", "6", "--json", "--quiet", "--remote", &hosts[0], "--remote", &hosts[1]],
         Duration::from_secs(90),
     );
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
@@ -38,7 +38,20 @@ fn a_bench_through_two_hosts_and_this_machine_is_merged_exactly() {
     assert_eq!(shares, [1001, 1000, 1000], "-n split exactly");
     // The text report shows each host's line.
     let text = lab.run(
-        &["bench", &url, "-n", "40", "-c", "2", "-q", "--remote-only", "--remote", &hosts[0], "--remote", &hosts[1]],
+        &[
+            "bench",
+            &url,
+            "-n",
+            "40",
+            "-c",
+            "2",
+            "--quiet",
+            "--remote-only",
+            "--remote",
+            &hosts[0],
+            "--remote",
+            &hosts[1],
+        ],
         Duration::from_secs(60),
     );
     assert_eq!(text.code, 0, "stderr: {}", text.stderr);
@@ -71,8 +84,8 @@ fn ctrl_c_stops_every_host_and_keeps_the_figures_so_far() {
     let url = ng.url("/");
     let child = lab
         .webtune(&[
-            "bench", &url, "-d", "60s", "-c", "3", "--rate", "200", "--json", "-q", "--remote", &hosts[0], "--remote",
-            &hosts[1],
+            "bench", &url, "-d", "60s", "-c", "3", "--rate", "200", "--json", "--quiet", "--remote", &hosts[0],
+            "--remote", &hosts[1],
         ])
         .spawn()
         .unwrap();
@@ -104,7 +117,20 @@ fn a_killed_client_leaves_no_webtune_on_the_hosts() {
     let Some((lab, hosts)) = lab_of(&[HostKind::Real]) else { return };
     let url = ng.url("/");
     let mut child = lab
-        .webtune(&["bench", &url, "-d", "60s", "-c", "1", "--rate", "50", "-q", "--remote-only", "--remote", &hosts[0]])
+        .webtune(&[
+            "bench",
+            &url,
+            "-d",
+            "60s",
+            "-c",
+            "1",
+            "--rate",
+            "50",
+            "--quiet",
+            "--remote-only",
+            "--remote",
+            &hosts[0],
+        ])
         .spawn()
         .unwrap();
     wait_agents(&url, 1);
@@ -121,7 +147,8 @@ fn a_lost_host_stops_the_others_and_fails_the_run_naming_it() {
     let url = ng.url("/");
     let child = lab
         .webtune(&[
-            "bench", &url, "-d", "60s", "-c", "3", "--rate", "60", "-q", "--remote", &hosts[0], "--remote", &hosts[1],
+            "bench", &url, "-d", "60s", "-c", "3", "--rate", "60", "--quiet", "--remote", &hosts[0], "--remote",
+            &hosts[1],
         ])
         .spawn()
         .unwrap();
@@ -196,7 +223,7 @@ fn a_tune_with_remote_hosts_completes_and_its_points_say_where_the_load_came_fro
             "tune",
             file.to_str().unwrap(),
             "--json",
-            "-q",
+            "--quiet",
             "--repeats",
             "1",
             "--max-rounds",
@@ -261,7 +288,7 @@ fn tune_under_way(
 #[test]
 fn ctrl_c_in_a_tune_with_remote_hosts_keeps_the_points_and_leaves_no_webtune() {
     let Some((lab, hosts)) = lab_of(&[HostKind::Real]) else { return };
-    let (child, dir, marker) = tune_under_way(&lab, &hosts[0], "tune-interrupted", &["-q"]);
+    let (child, dir, marker) = tune_under_way(&lab, &hosts[0], "tune-interrupted", &["--quiet"]);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let run = crate::support::finish(child, Duration::from_secs(60), &["tune (interrupted)"]);
     assert_eq!(run.code, 130, "stderr: {}", run.stderr);
@@ -324,7 +351,7 @@ fn hostile_bench(
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"));
-    c.args(["bench", "http://127.0.0.1:9/", "-q", "--remote-only", "--remote", "ssh://hostile"])
+    c.args(["bench", "http://127.0.0.1:9/", "--quiet", "--remote-only", "--remote", "ssh://hostile"])
         .args(extra)
         .env("WEBTUNE_SSH", &ssh)
         .env("HOSTILE_MODE", mode)
@@ -365,7 +392,7 @@ fn a_hostile_host_cannot_hold_or_flood_the_bench() {
     // SIGINT while the host is silent on a long run: ended within a second.
     let ssh_dir = dir.path().to_path_buf();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"))
-        .args(["bench", "http://127.0.0.1:9/", "-q", "-d", "60s", "--remote-only", "--remote", "ssh://hostile"])
+        .args(["bench", "http://127.0.0.1:9/", "--quiet", "-d", "60s", "--remote-only", "--remote", "ssh://hostile"])
         .env("WEBTUNE_SSH", ssh_dir.join("ssh"))
         .env("HOSTILE_MODE", "silent")
         .env("WEBTUNE_DB", crate::support::test_db())

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -32,9 +33,9 @@ fn bench_runs_are_stored_listed_shown_compared_and_exported() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
     let url = ng.url("/p.html");
-    let (code, _, err) = wt(&db, &["bench", "-q", "-c", "2", "-n", "200", &url]);
+    let (code, _, err) = wt(&db, &["bench", "--quiet", "-c", "2", "-n", "200", &url]);
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = wt(&db, &["bench", "-q", "-c", "4", "-n", "300", &url]);
+    let (code, _, err) = wt(&db, &["bench", "--quiet", "-c", "4", "-n", "300", &url]);
     assert_eq!(code, 0, "{err}");
 
     let (_, out, _) = wt(&db, &["runs", "--json", "--kind", "bench"]);
@@ -108,7 +109,7 @@ fn concurrent_writers_both_land() {
     ng.write_file("p.html", b"x");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
-    all_at_once(&db, 4, &["bench", "-q", "-c", "2", "-n", "100", &ng.url("/p.html")]);
+    all_at_once(&db, 4, &["bench", "--quiet", "-c", "2", "-n", "100", &ng.url("/p.html")]);
     let (_, out, _) = wt(&db, &["runs", "--json"]);
     assert_eq!(json(&out).as_array().unwrap().len(), 4);
 }
@@ -131,18 +132,18 @@ fn a_corrupt_or_locked_database_is_one_clear_error_and_the_result_is_still_print
     let dir = tempfile::tempdir().unwrap();
     let corrupt = dir.path().join("corrupt.db");
     std::fs::write(&corrupt, vec![0x5a; 8192]).unwrap();
-    let (code, out, err) = wt(&corrupt, &["bench", "--json", "-q", "-n", "20", &url]);
+    let (code, out, err) = wt(&corrupt, &["bench", "--json", "--quiet", "-n", "20", &url]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(json(&out)["result"]["succeeded"], 20, "the result is printed");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("corrupt.db") && err.contains("not a database") && err.contains("not saved"), "{err}");
 
     let locked = dir.path().join("locked.db");
-    let (code, _, _) = wt(&locked, &["bench", "-q", "-n", "10", &url]);
+    let (code, _, _) = wt(&locked, &["bench", "--quiet", "-n", "10", &url]);
     assert_eq!(code, 0);
     let holder = rusqlite::Connection::open(&locked).unwrap();
     holder.execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE;").unwrap();
-    let (code, out, err) = wt(&locked, &["bench", "-q", "-n", "20", &url]);
+    let (code, out, err) = wt(&locked, &["bench", "--quiet", "-n", "20", &url]);
     assert_eq!(code, 1, "{err}");
     assert!(out.contains("Complete requests:   20"), "{out}");
     assert!(err.contains("locked.db") && err.contains("locked"), "{err}");
@@ -155,7 +156,7 @@ fn a_corrupt_or_locked_database_is_one_clear_error_and_the_result_is_still_print
 #[test]
 fn a_database_that_is_no_file_or_from_a_newer_webtune_is_refused_before_anything_is_written() {
     // A device: refused before any load, nothing created beside it.
-    let (code, _, err) = wt(Path::new("/dev/null"), &["bench", "-q", "-n", "1", "http://127.0.0.1:9/"]);
+    let (code, _, err) = wt(Path::new("/dev/null"), &["bench", "--quiet", "-n", "1", "http://127.0.0.1:9/"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("/dev/null: not a regular file"), "{err}");
     assert!(!Path::new("/dev/null-journal").exists() && !Path::new("/dev/null-wal").exists());
@@ -173,7 +174,7 @@ fn a_database_that_is_no_file_or_from_a_newer_webtune_is_refused_before_anything
     conn.pragma_update(None, "journal_mode", "DELETE").unwrap();
     drop(conn);
     let before = std::fs::read(&future).unwrap();
-    for args in [&["runs"][..], &["show", "1"], &["bench", "-q", "-n", "1", "http://127.0.0.1:9/"]] {
+    for args in [&["runs"][..], &["show", "1"], &["bench", "--quiet", "-n", "1", "http://127.0.0.1:9/"]] {
         let (code, _, err) = wt(&future, args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains("its schema is version 999, newer than this webtune's"), "{err}");
@@ -204,12 +205,24 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     )
     .unwrap();
     let journal = dir.path().join("j.jsonl");
-    let (code, _, err) =
-        wt(&db, &["tune", file.to_str().unwrap(), "-q", "--repeats", "2", "--journal", journal.to_str().unwrap()]);
+    let (code, outcome, err) = wt(
+        &db,
+        &[
+            "tune",
+            file.to_str().unwrap(),
+            "--quiet",
+            "--json",
+            "--repeats",
+            "2",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
     assert_eq!(code, 0, "{err}");
     let (_, out, _) = wt(&db, &["runs", "--kind", "tune", "--json"]);
     let rows = json(&out);
     assert_eq!(rows[0]["status"], "done");
+    assert_eq!(json(&outcome)["run_id"], rows[0]["id"], "the tune's JSON names the run it stored");
     let id = rows[0]["id"].to_string();
     // One CSV row per measured point (each round of a comparison is a point of its own).
     let (_, stored, _) = wt(&db, &["export", &id, "--json"]);
@@ -268,4 +281,151 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
         assert!(dom.contains(title), "{title} missing");
     }
     assert!(dom.contains("Recommended configuration") && dom.contains("webtune lab"));
+}
+
+/// A run's start time as the store writes it, `ago` before now.
+fn started(ago: std::time::Duration) -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now() - ago).to_string()
+}
+
+#[test]
+fn issue_28_scripts_get_the_run_id_and_name_runs_as_last_and_last_n() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("p.html", b"p");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let url = ng.url("/p.html");
+    let stored = |id: i64| {
+        format!("bench: stored as run {id} in {} (webtune show {id}; webtune compare last~1 last)\n", db.display())
+    };
+
+    let (code, out, err) = wt(&db, &["bench", "--json", "-c", "1", "-n", "20", &url]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["run_id"], 1, "the id is in the JSON");
+    assert_eq!(err, stored(1), "and on stderr");
+    crate::support::assert_valid(&json(&out));
+    let (code, out, err) = wt(&db, &["bench", "-c", "1", "-n", "30", &url]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Complete requests:   30"), "{out}");
+    assert_eq!(err, stored(2));
+    let (_, _, err) = wt(&db, &["bench", "--quiet", "-c", "1", "-n", "30", &url]);
+    assert_eq!(err, "", "--quiet: no line");
+
+    let (code, out, err) = wt(&db, &["compare", "last~2", "last~1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let compared = json(&out);
+    assert_eq!((compared["before"].as_i64(), compared["after"].as_i64()), (Some(1), Some(2)));
+    let (_, out, _) = wt(&db, &["show", "last", "--json"]);
+    assert_eq!(json(&out)["row"]["id"], 3);
+    let (_, out, _) = wt(&db, &["export", "last~2", "--json"]);
+    assert_eq!(json(&out)["report"]["result"]["succeeded"], 20);
+    let html = dir.path().join("r.html");
+    let (code, _, err) = wt(&db, &["report", "last~0", "--html", html.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+
+    for (bad, says) in [
+        ("last~3", format!("webtune: no run last~3: {} holds 3 runs\n", db.display())),
+        (
+            "lsat",
+            "webtune: invalid value 'lsat' for '<RUN>': \"lsat\" is not a run: give its id (12), last, or last~N (last~1 is the one before last) (see webtune show --help)\n".into(),
+        ),
+        (
+            "last~x",
+            "webtune: invalid value 'last~x' for '<RUN>': \"last~x\" is not a run: give its id (12), last, or last~N (last~1 is the one before last) (see webtune show --help)\n".into(),
+        ),
+    ] {
+        let (code, out, err) = wt(&db, &["show", bad]);
+        assert_eq!((code, out.as_str(), err.as_str()), (2, "", says.as_str()), "{bad}");
+    }
+}
+
+#[test]
+fn issue_28_runs_since_and_until_compare_times_with_offsets_and_refuse_garbage() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let (code, _, _) = wt(&db, &["runs"]);
+    assert_eq!(code, 0, "the database is created");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    for at in
+        ["2026-11-25T10:30:00Z", "2026-11-25T11:30:00Z", "2026-11-25T12:30:00.250Z", &started(Duration::from_secs(60))]
+    {
+        conn.execute(
+            "INSERT INTO runs (kind, started_at, target, summary, status) VALUES ('tune', ?1, 't.toml', 's', 'done')",
+            [at],
+        )
+        .unwrap();
+    }
+    let ids = |args: &[&str]| -> Vec<i64> {
+        let mut full = vec!["runs", "--json"];
+        full.extend_from_slice(args);
+        let (code, out, err) = wt(&db, &full);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        json(&out).as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect()
+    };
+    // 12:00+01:00 is 11:00Z: the runs at 11:30Z and after, though "11:30" < "12:00" as text.
+    assert_eq!(ids(&["--since", "2026-11-25T12:00:00+01:00"]), [4, 3, 2]);
+    assert_eq!(ids(&["--since", "2026-11-25T11:00:00-01:00"]), [4, 3]);
+    assert_eq!(ids(&["--since", "2026-11-25T11:00:00Z", "--until", "2026-11-25T12:30:00Z"]), [2]);
+    assert_eq!(ids(&["--since", "2026-11-25", "--until", "2026-11-26"]), [3, 2, 1]);
+    assert_eq!(ids(&["--since", "1h"]), [4]);
+    assert_eq!(ids(&["--until", "10m"]), [3, 2, 1]);
+    let garbage = |t: &str| {
+        format!(
+            "webtune: --since: bad time {t:?}: expected RFC 3339 (2026-11-25T12:00:00Z, 2026-11-25T12:00:00+01:00), a date (2026-11-25) or a time ago (1h, 2d)\n"
+        )
+    };
+    for bad in ["garbage", "5", "2026-13-01", "2026-11-25T12:00:00+25:00"] {
+        let (code, out, err) = wt(&db, &["runs", "--since", bad]);
+        assert_eq!((code, out.as_str(), err), (2, "", garbage(bad)), "{bad}");
+    }
+}
+
+#[test]
+fn issue_28_a_run_that_served_nothing_is_listed_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    // Nothing listens on port 9 (discard) here: every request fails.
+    let (code, _, err) = wt(&db, &["bench", "--quiet", "-c", "1", "-n", "3", "http://127.0.0.1:9/"]);
+    assert_eq!(code, 1, "{err}");
+    // A run stored before the status existed reads failed too.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let report: String = conn.query_row("SELECT report FROM bench WHERE run_id = 1", [], |r| r.get(0)).unwrap();
+    conn.execute(
+        "INSERT INTO runs (kind, started_at, target, summary, status) VALUES ('bench', 'x', 'u', 's', 'done')",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO bench (run_id, requests_per_s, succeeded, failed, report) VALUES (2, 0, 0, 3, ?1)",
+        [report],
+    )
+    .unwrap();
+    let (_, out, _) = wt(&db, &["runs", "--json"]);
+    let statuses: Vec<String> =
+        json(&out).as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap().into()).collect();
+    assert_eq!(statuses, ["failed", "failed"]);
+    let (_, out, _) = wt(&db, &["runs"]);
+    assert!(out.lines().nth(1).unwrap().contains(" failed "), "{out}");
+}
+
+#[test]
+fn issue_28_merge_refuses_the_same_report_twice() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    ng.write_file("p.html", b"p");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let (code, out, err) = wt(&db, &["bench", "--json", "--quiet", "-c", "1", "-n", "20", &ng.url("/p.html")]);
+    assert_eq!(code, 0, "{err}");
+    let (a, copy) = (dir.path().join("a.json"), dir.path().join("copy.json"));
+    std::fs::write(&a, &out).unwrap();
+    // The same run, written again by another tool: other bytes, the same run.
+    std::fs::write(&copy, json(&out).to_string()).unwrap();
+    let (a, copy) = (a.to_str().unwrap(), copy.to_str().unwrap());
+    let (code, out, err) = wt(&db, &["merge", a, a]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    let started = json(&std::fs::read_to_string(a).unwrap())["started_at"].as_str().unwrap().to_string();
+    assert_eq!(err, format!("webtune: {a} is the same run as {a} (started {started}): each run merges once\n"));
+    let (code, _, err) = wt(&db, &["merge", a, copy]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err, format!("webtune: {copy} is the same run as {a} (started {started}): each run merges once\n"));
 }

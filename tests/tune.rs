@@ -36,7 +36,7 @@ fn lab_target(dir: &std::path::Path, config: &str, knobs: &str, extra: &str) -> 
 
 fn tune(file: &str, args: &[&str], dir: &std::path::Path) -> Value {
     let journal = dir.join("journal.jsonl");
-    let mut full = vec!["tune", file, "--json", "-q", "--repeats", "2", "--journal", journal.to_str().unwrap()];
+    let mut full = vec!["tune", file, "--json", "--quiet", "--repeats", "2", "--journal", journal.to_str().unwrap()];
     full.extend_from_slice(args);
     let run = webtune_with_limit(&full, Duration::from_secs(600));
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -287,7 +287,7 @@ fn windows_hold_several_recycles_and_disturbed_windows_are_measured_again() {
     let f = lab_target(dir.path(), "workers = 2\ncpu = \"1ms\"\nio_wait = \"10ms\"", "backlog = [511]", "");
     let journal = dir.path().join("spun.jsonl");
     let run = webtune_with_limit(
-        &["tune", &f, "--json", "-q", "--repeats", "1", "--journal", journal.to_str().unwrap()],
+        &["tune", &f, "--json", "--quiet", "--repeats", "1", "--journal", journal.to_str().unwrap()],
         Duration::from_secs(300),
     );
     let _ = spin.kill();
@@ -350,7 +350,7 @@ fn issue_17_the_server_tree_and_the_engine_threads_stay_on_their_cpus() {
     let journal = dir.path().join("placed.jsonl");
     let placement = format!("server={server},client={client}");
     let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
-        .args(["tune", &f, "--json", "-q", "--repeats", "1", "--cpus", &placement])
+        .args(["tune", &f, "--json", "--quiet", "--repeats", "1", "--cpus", &placement])
         .args(["--journal", journal.to_str().unwrap()])
         .env("WEBTUNE_DB", support::test_db())
         .stdout(Stdio::piped())
@@ -404,7 +404,7 @@ fn issue_17_the_server_tree_and_the_engine_threads_stay_on_their_cpus() {
 
     // Its points are not reused by a run placed otherwise.
     let run = webtune_with_limit(
-        &["tune", &f, "-q", "--resume", "--cpus", "shared", "--journal", journal.to_str().unwrap()],
+        &["tune", &f, "--quiet", "--resume", "--cpus", "shared", "--journal", journal.to_str().unwrap()],
         Duration::from_secs(60),
     );
     assert_ne!(run.code, 0, "{}", run.stderr);
@@ -423,7 +423,7 @@ fn issue_17_the_default_placement_on_a_small_machine_is_shared_and_every_point_s
             "tune",
             &f,
             "--json",
-            "-q",
+            "--quiet",
             "--repeats",
             "1",
             "--strategy",
@@ -448,8 +448,8 @@ fn issue_17_the_default_placement_on_a_small_machine_is_shared_and_every_point_s
         }
         let share = p["client_share"].as_f64().unwrap();
         assert!(share > 0.0 && share <= 1.0, "{p}");
-        // A shared client over 10% is warned about, with the seed's rule.
-        let warned = p["notes"].to_string().contains("section 1.6");
+        // A shared client over 10% is warned about.
+        let warned = p["notes"].to_string().contains("the client should not run on the server's CPUs");
         assert_eq!(warned, placement["shared"] == true && share > 0.10, "{p}");
     }
     // The evidence of the knee says on how many CPUs the server ran.

@@ -30,6 +30,9 @@ use hdrlog::{HdrLogWriter, Timing};
 const CLIENT_BOUND_SHARE: f64 = 0.90;
 /// Shorter runs are not judged: the client's start-up (threads, connections) then weighs as
 /// much as the load, and a run that failed at once divides nothing by nothing.
+/// The warning of an `--h2` run without TLS against a server that answered in HTTP/1.x.
+pub const H2C_REFUSED: &str = "the server did not speak HTTP/2: it answered the h2c preface (prior knowledge) in HTTP/1.x, so every request failed as malformed; it serves HTTP/1.1 here (drop --h2)";
+
 const CLIENT_BOUND_MIN_RUN: Duration = Duration::from_millis(200);
 
 /// How far a run has got: `run_watched` passes one every second.
@@ -150,6 +153,12 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
             "{} of {} scheduled requests were never sent: the rate outran what {} connections carried; they are in no latency figure",
             outcome.unsent, outcome.scheduled, ep.connections
         ));
+    }
+    // Every failure malformed, and HTTP/1.x where frames were due: the server does not speak
+    // h2c, which "malformed N" alone does not say.
+    let only_malformed = result.errors.iter().all(|(class, n)| *n == 0 || class == "malformed");
+    if outcome.answered_http1 && result.failed > 0 && only_malformed {
+        warnings.push(H2C_REFUSED.into());
     }
     if outcome.interrupted {
         warnings.push("interrupted: the figures cover the requests finished before Ctrl-C".into());

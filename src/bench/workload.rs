@@ -63,7 +63,13 @@ impl Origin {
         let https = match url.scheme() {
             "http" => false,
             "https" => true,
-            other => return Err(usage(format!("bad URL {:?}: scheme {other:?} is not http or https", url.as_str()))),
+            other => {
+                return Err(usage(format!(
+                    "bad URL {:?}: scheme {other:?} is not http or https{}",
+                    url.as_str(),
+                    did_you_mean(url.as_str())
+                )));
+            }
         };
         let host = url
             .host_str()
@@ -122,7 +128,19 @@ pub fn parse_url(text: &str, base: Option<&Url>) -> Result<Url, InputError> {
         Some(b) => b.join(text),
         None => Url::parse(text),
     };
-    parsed.map_err(|e| usage(format!("bad URL {text:?}: {e}")))
+    parsed.map_err(|e| usage(format!("bad URL {text:?}: {e}{}", did_you_mean(text))))
+}
+
+/// "127.0.0.1:8080/" or "localhost:8080" (curl's habit: no scheme): "; did you mean
+/// http://localhost:8080/?", when the text with http:// in front is a URL with a host.
+fn did_you_mean(text: &str) -> String {
+    if text.contains("://") {
+        return String::new();
+    }
+    match Url::parse(&format!("http://{text}")) {
+        Ok(u) if u.host_str().is_some_and(|h| !h.is_empty() && !h.contains(' ')) => format!("; did you mean {u}?"),
+        _ => String::new(),
+    }
 }
 
 /// A URL line's weight: a finite positive number.

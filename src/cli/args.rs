@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::store::RunRef;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "webtune",
@@ -16,8 +18,16 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 
+    /// `webtune --db F runs`, as before --db moved onto the commands that open the history.
+    #[arg(long, hide = true)]
+    pub db: Option<PathBuf>,
+}
+
+/// --db, on the commands that open the history (and only those).
+#[derive(Debug, Args)]
+pub struct DbArg {
     /// The history database (default: $WEBTUNE_DB, else ~/.local/share/webtune/webtune.db).
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
 }
 
@@ -46,8 +56,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Write a stored run as one self-contained HTML file with charts.
     Report(ReportArgs),
-    /// Write seed 004's static workload: a SPECweb96 file set (four size classes of nine files
-    /// per directory, directories scaled from --ops) and urls.txt, a weighted URL list with
+    /// Write a static workload: a SPECweb96 file set (four size classes of nine files per
+    /// directory, directories scaled from --ops) and urls.txt, a weighted URL list with
     /// SPECweb96's class mix (35/50/14/1 %) and its popularity within a class.
     Fileset(FilesetArgs),
     /// Write a target file from a server that is already there: its configuration file
@@ -85,6 +95,9 @@ pub struct ManpageArgs {
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {
+    #[command(flatten)]
+    pub store: DbArg,
+
     /// Only bench runs or only tune experiments.
     #[arg(long, value_parser = ["bench", "tune"])]
     pub kind: Option<String>,
@@ -93,17 +106,29 @@ pub struct RunsArgs {
     #[arg(long)]
     pub target: Option<String>,
 
-    /// Only runs started on or after this date (YYYY-MM-DD, or a full RFC 3339 time).
-    #[arg(long)]
+    /// Only runs started at or after this time: RFC 3339 with Z or an offset
+    /// (2026-11-25T12:00:00+01:00), a date (2026-11-25: midnight UTC), or a time ago (1h, 2d).
+    #[arg(long, value_name = "TIME")]
     pub since: Option<String>,
 
+    /// Only runs started before this time (as --since).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+
+    /// Print the rows as a JSON array (id, kind, started_at, target, summary, status).
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    pub id: i64,
+    #[command(flatten)]
+    pub store: DbArg,
+
+    /// The run: its id (as `webtune runs` lists it), last, or last~N (N runs before the last).
+    #[arg(value_name = "RUN")]
+    pub id: RunRef,
+    /// Print the stored run whole as JSON (a bench run's report, or a tune's points and outcome).
     #[arg(long)]
     pub json: bool,
     /// A tune's diffs of your configuration files only (as `tune --diff` wrote them).
@@ -113,10 +138,15 @@ pub struct ShowArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The run before.
-    pub before: i64,
-    /// The run after.
-    pub after: i64,
+    #[command(flatten)]
+    pub store: DbArg,
+
+    /// The run before: an id, last, or last~N (compare last~1 last: the two newest runs).
+    #[arg(value_name = "BEFORE")]
+    pub before: RunRef,
+    /// The run after: an id, last, or last~N.
+    #[arg(value_name = "AFTER")]
+    pub after: RunRef,
     /// Print JSON: {"before", "after", "rows", "thresholds"}.
     #[arg(long)]
     pub json: bool,
@@ -131,7 +161,12 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("format").required(true).args(["json", "csv"])))]
 pub struct ExportArgs {
-    pub id: i64,
+    #[command(flatten)]
+    pub store: DbArg,
+
+    /// The run: its id, last, or last~N.
+    #[arg(value_name = "RUN")]
+    pub id: RunRef,
     /// The whole stored run as JSON.
     #[arg(long)]
     pub json: bool,
@@ -142,7 +177,12 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    pub id: i64,
+    #[command(flatten)]
+    pub store: DbArg,
+
+    /// The run: its id, last, or last~N.
+    #[arg(value_name = "RUN")]
+    pub id: RunRef,
     /// Where to write the HTML file.
     #[arg(long, required = true)]
     pub html: PathBuf,
@@ -212,6 +252,9 @@ pub struct LaunchArgs {
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
+    #[command(flatten)]
+    pub store: DbArg,
+
     /// The target file (TOML: [target], [knobs], [load], [budget]; see examples/).
     pub file: PathBuf,
 
@@ -248,13 +291,13 @@ pub struct TuneArgs {
     #[arg(long = "max-rounds", default_value_t = 10)]
     pub max_rounds: usize,
 
-    /// Time budget (e.g. 15m): the plan and its estimate come first; at the budget the tuner
-    /// stops with the best so far. Default: the file's [budget] time, else none.
-    #[arg(long)]
-    pub budget: Option<String>,
+    /// The longest the tuning may take (e.g. 15m): the plan and its estimate come first; at
+    /// this the tuner stops with the best so far. Default: the file's [budget] time, else none.
+    #[arg(long = "max-time", alias = "budget", value_name = "DURATION")]
+    pub max_time: Option<String>,
 
-    /// Memory budget (4GiB, 512MiB, auto). Default: the file's [budget] memory.
-    #[arg(long = "memory")]
+    /// The memory the server may use (4GiB, 512MiB, auto). Default: the file's [budget] memory.
+    #[arg(long = "memory", value_name = "SIZE")]
     pub memory: Option<String>,
 
     /// workers: counts within this share of the best throughput are "as good" (the knee).
@@ -285,8 +328,8 @@ pub struct TuneArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// No progress lines on stderr.
-    #[arg(short = 'q', long = "quiet")]
+    /// No progress lines on stderr, nor the line saying where the run was stored.
+    #[arg(long = "quiet")]
     pub quiet: bool,
 }
 
@@ -353,10 +396,10 @@ pub struct MemArgs {
     #[command(flatten)]
     pub server: ServerArgs,
 
-    /// Memory the server may use: a size (4GiB, 512MiB) or "auto" (MemAvailable plus what
-    /// the server uses now).
-    #[arg(long)]
-    pub budget: Option<String>,
+    /// The memory the server may use: a size (4GiB, 512MiB) or "auto" (MemAvailable plus
+    /// what the server uses now).
+    #[arg(long = "memory", alias = "budget", value_name = "SIZE")]
+    pub memory: Option<String>,
 
     /// Sample every interval (e.g. 1s) and print one line per sample.
     #[arg(long)]
@@ -437,9 +480,14 @@ pub struct LabArgs {
     #[arg(long, default_value_t = 511)]
     pub backlog: i32,
 
-    /// MiB of data loaded before forking, shared copy-on-write by the workers.
-    #[arg(long, default_value_t = 0)]
-    pub preload_mb: usize,
+    /// Data loaded before forking, shared copy-on-write by the workers (e.g. 64MiB; whole
+    /// MiB, rounded up).
+    #[arg(long, value_name = "SIZE")]
+    pub preload: Option<String>,
+
+    /// The old spelling of --preload, in MiB.
+    #[arg(long, hide = true, conflicts_with = "preload")]
+    pub preload_mb: Option<usize>,
 
     /// CPU time burnt per request (e.g. 2ms; a bare number is seconds). Query: ?cpu=2ms
     #[arg(long, default_value = "0ms")]
@@ -465,6 +513,9 @@ pub struct LabArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
+    #[command(flatten)]
+    pub store: DbArg,
+
     /// The URL to request (http:// or https://); with --urls or --scenario, optional: the base
     /// that relative URLs in the file resolve against.
     pub url: Option<String>,
@@ -482,16 +533,17 @@ pub struct BenchArgs {
     #[arg(short = 'd', long = "duration")]
     pub duration: Option<String>,
 
-    /// Engine threads (default: one per core available to this process).
+    /// Engine threads, as wrk -t (default: one per core available to this process). Not ab's
+    /// -t, a time limit: that is -d.
     #[arg(short = 't', long = "threads")]
     pub threads: Option<u64>,
 
     /// Keep connections alive between requests (the default; accepted for ab compatibility).
-    #[arg(short = 'k', long = "keepalive", overrides_with = "no_keepalive")]
+    #[arg(short = 'k', long = "keepalive", conflicts_with = "no_keepalive")]
     pub keepalive: bool,
 
     /// A new connection for every request, as ab without -k.
-    #[arg(long = "no-keepalive", overrides_with = "keepalive")]
+    #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
 
     /// Collect each response as soon as it arrives (wrk's way). By default, when many
@@ -553,8 +605,8 @@ pub struct BenchArgs {
     #[arg(long = "hdr-log")]
     pub hdr_log: Option<PathBuf>,
 
-    /// No progress line.
-    #[arg(short = 'q', long = "quiet")]
+    /// No progress line, nor the line saying where the run was stored.
+    #[arg(long = "quiet")]
     pub quiet: bool,
 
     /// Open loop: start this many requests per second whatever the server's pace; latency
@@ -605,6 +657,8 @@ pub struct BenchArgs {
     pub scenario: Option<PathBuf>,
 
     /// Cap each client's bandwidth, both ways (e.g. 33.6kbps, 1Mbps, 100KB/s), as http_load.
+    /// Bandwidths are decimal, as networks count (1MB/s is 10^6 bytes/s; 1MiB/s is 2^20);
+    /// sizes of memory are binary (MB is MiB).
     #[arg(long = "throttle")]
     pub throttle: Option<String>,
 

@@ -109,6 +109,14 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     if a.agent {
         return agent(&plan);
     }
+    // ab's -t is a time limit; here it is threads, as wrk's: more than the cores says which
+    // one the user meant.
+    let cores = spec.cpus.as_ref().map_or_else(crate::sys::available_cores, CpuSet::len);
+    if let Some(threads) = a.threads.filter(|&t| t > cores as u64) {
+        eprintln!(
+            "webtune: -t {threads}: {threads} engine threads on {cores} core(s) (wrk's -t); ab's time limit is -d {threads}s"
+        );
+    }
     plan.hdr_log = a.hdr_log.clone();
     let (mut report, hdr_log) = match Remote::of(&spec)? {
         Some(remote) => {
@@ -132,20 +140,30 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         }
     };
     super::judge(&mut report, &thresholds)?;
-    super::emit(&report, a.json, crate::report::text::write)?;
-    // The result is printed first: a store that fails loses nothing the user sees.
-    let saved = crate::store::Store::open(&crate::store::default_path(db)).and_then(|mut s| s.save_bench(&report));
+    // Stored before it is printed, so the JSON can carry its id; a store that fails loses
+    // nothing the user sees: the report is printed all the same.
+    let saved = crate::store::Store::open(&crate::store::default_path(db))
+        .and_then(|mut s| s.save_bench(&report).map(|id| (id, s.path)));
+    let run_id = saved.as_ref().ok().map(|(id, _)| *id);
+    super::emit(&super::WithRunId { report: &report, run_id }, a.json, |r, out| {
+        crate::report::text::write(r.report, out)
+    })?;
     let mut failed = false;
-    if let Err(e) = saved {
-        eprintln!("webtune: {}; the result above was not saved", super::one_line(&e));
-        failed = true;
+    match saved {
+        Ok((id, path)) if !a.quiet => eprintln!("{}", stored_line("bench", id, &path)),
+        Ok(_) => {}
+        Err(e) => {
+            eprintln!("webtune: {}; the result above was not saved", super::one_line(&e));
+            failed = true;
+        }
     }
     if let Err(e) = hdr_log {
         eprintln!("webtune: {}; the HdrHistogram log is incomplete (the report is whole)", super::one_line(&e));
         failed = true;
     }
     if report.result.succeeded == 0 {
-        match &report.target.tls_failure {
+        let h2c_refused = report.warnings.iter().find(|w| *w == crate::bench::H2C_REFUSED);
+        match report.target.tls_failure.as_ref().or(h2c_refused) {
             Some(why) => eprintln!("webtune: no request succeeded: {why}"),
             None => eprintln!("webtune: no request succeeded"),
         }
@@ -158,6 +176,12 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(super::THRESHOLD_FAILED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line that says where a run was stored, the same for bench and tune (scripts read it):
+/// `bench: stored as run 12 in PATH (webtune show 12; webtune compare last~1 last)`.
+pub fn stored_line(command: &str, id: i64, db: &Path) -> String {
+    format!("{command}: stored as run {id} in {} (webtune show {id}; webtune compare last~1 last)", db.display())
 }
 
 /// A remote host's share (`--agent`, started by `--remote` over ssh): says it is ready, starts

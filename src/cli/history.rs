@@ -8,20 +8,32 @@ use super::args::{CompareArgs, ExportArgs, ReportArgs, RunsArgs, ShowArgs};
 use crate::gate;
 use crate::input::InputError;
 use crate::report::compare::Comparison;
-use crate::store::{self, Store, Stored};
+use crate::store::{self, RunFilter, RunRef, Store, Stored};
 
 fn open(db: Option<&Path>) -> anyhow::Result<Store> {
     Store::open(&store::default_path(db))
 }
 
-fn get(s: &Store, id: i64) -> anyhow::Result<Stored> {
-    s.run(id)?.ok_or_else(|| InputError(format!("no run {id} in {}", s.path.display())).into())
+/// The run a reference names, and its id.
+fn get(s: &Store, run: RunRef) -> anyhow::Result<(i64, Stored)> {
+    let id = s.resolve(run)?;
+    let stored = s.run(id)?.ok_or_else(|| InputError(format!("no run {id} in {}", s.path.display())))?;
+    Ok((id, stored))
 }
 
-/// `webtune runs`: lists the stored runs, filtered by kind, target and date.
+/// `webtune runs`: lists the stored runs, filtered by kind, target and time.
 pub fn runs(db: Option<&Path>, a: &RunsArgs) -> anyhow::Result<ExitCode> {
+    // Bad input is refused before the database is opened (or created).
+    let now = std::time::SystemTime::now();
+    let time = |flag: &str, t: &Option<String>| t.as_deref().map(|t| crate::input::instant(flag, t, now)).transpose();
+    let filter = RunFilter {
+        kind: a.kind.as_deref(),
+        target: a.target.as_deref(),
+        since: time("--since", &a.since)?,
+        until: time("--until", &a.until)?,
+    };
     let s = open(db)?;
-    let rows = s.runs(a.kind.as_deref(), a.target.as_deref(), a.since.as_deref())?;
+    let rows = s.runs(&filter)?;
     super::emit(&rows, a.json, |rows, out| {
         writeln!(out, "{:>5}  {:<5}  {:<24}  {:<11}  {:<40}  summary", "id", "kind", "started", "status", "target")?;
         for r in rows {
@@ -39,7 +51,7 @@ pub fn runs(db: Option<&Path>, a: &RunsArgs) -> anyhow::Result<ExitCode> {
 /// `webtune show ID`: one stored run as text, or as JSON with --json.
 pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
-    let run = get(&s, a.id)?;
+    let (_, run) = get(&s, a.id)?;
     if a.diff {
         let Stored::Tune { outcome: Some(o), .. } = &run else {
             return Err(InputError(format!("run {}: --diff is for a finished tune", a.id)).into());
@@ -80,14 +92,14 @@ pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
 pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let gates = super::thresholds(&a.fail_if)?;
     let s = open(db)?;
-    let (before, after) = (get(&s, a.before)?, get(&s, a.after)?);
+    let ((before_id, before), (after_id, after)) = (get(&s, a.before)?, get(&s, a.after)?);
     let rows = crate::report::compare::rows(&before, &after).map_err(|e| InputError(e.to_string()))?;
     let thresholds = match (gate::figures(&before), gate::figures(&after)) {
         (Some(b), Some(f)) => gates.iter().map(|g| g.judge_between(b, f)).collect::<Result<_, _>>()?,
         // rows() has refused runs without figures already.
         _ => Vec::new(),
     };
-    let comparison = Comparison { before: a.before, after: a.after, rows, thresholds };
+    let comparison = Comparison { before: before_id, after: after_id, rows, thresholds };
     super::emit(&comparison, a.json, crate::report::compare::write_text)?;
     if !gate::all_pass(&comparison.thresholds) {
         return Ok(ExitCode::from(super::THRESHOLD_FAILED));
@@ -98,7 +110,7 @@ pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
 /// `webtune export ID`: one stored run as CSV, or as JSON with --json.
 pub fn export(db: Option<&Path>, a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
-    let run = get(&s, a.id)?;
+    let (_, run) = get(&s, a.id)?;
     if a.json {
         super::emit(&run, true, |_, _| Ok(()))?;
     } else {
@@ -110,7 +122,7 @@ pub fn export(db: Option<&Path>, a: &ExportArgs) -> anyhow::Result<ExitCode> {
 /// `webtune report ID --html FILE`: writes one stored run as an HTML page and prints its path.
 pub fn report(db: Option<&Path>, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
-    let run = get(&s, a.id)?;
+    let (_, run) = get(&s, a.id)?;
     let html = crate::report::html::render(&run);
     crate::output::replace(&a.html, html.as_bytes())?;
     super::write_stdout(|o| writeln!(o, "{}", a.html.display()))?;

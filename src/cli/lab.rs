@@ -26,7 +26,10 @@ pub fn config(a: &LabArgs) -> Result<LabConfig, InputError> {
         keepalive_timeout: input::duration("--keepalive-timeout", &a.keepalive_timeout)?,
         max_keepalive_requests: a.max_keepalive_requests,
         backlog: a.backlog,
-        preload_mb: a.preload_mb,
+        preload_mb: match (&a.preload, a.preload_mb) {
+            (Some(size), _) => input::size_kib("--preload", size)?.div_ceil(1024) as usize,
+            (None, mb) => mb.unwrap_or(0),
+        },
         work: Work {
             cpu: input::duration("--cpu", &a.cpu)?,
             io_wait: input::duration("--io-wait", &a.io_wait)?,

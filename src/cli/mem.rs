@@ -15,7 +15,7 @@ use crate::report::mem::{MemReport, WatchSample};
 /// Prints the memory report of the selected server, or with --watch a line per interval.
 pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
     let selector = a.server.selector()?;
-    let budget = a.budget.as_deref().map(|b| Budget::parse("--budget", b)).transpose()?;
+    let budget = a.memory.as_deref().map(|b| Budget::parse("--memory", b)).transpose()?;
     let pids = procmem::select(&selector).map_err(|e| InputError(e.to_string()))?;
     if let Some(every) = &a.watch {
         let every = input::duration("--watch", every)?;

@@ -29,9 +29,10 @@ use crate::input::InputError;
 
 /// The `webtune` binary's entry point: parses the arguments and runs the command.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
-        Err(e) => return clap_exit(e),
+        Err(e) => return clap_exit(e, &argv),
     };
     match dispatch(cli) {
         Ok(code) => code,
@@ -44,14 +45,19 @@ pub fn main() -> ExitCode {
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    let db = cli.db.as_deref();
+    // --db before the command (as it once was global) is still read, where there is a store.
+    let before = cli.db;
+    let db = |own: &args::DbArg| own.db.clone().or_else(|| before.clone());
+    if before.is_some() && !cli.command.opens_the_store() {
+        return Err(InputError("--db: this command does not use the history".into()).into());
+    }
     match cli.command {
-        Command::Bench(a) => bench::run(&a, db),
-        Command::Runs(a) => history::runs(db, &a),
-        Command::Show(a) => history::show(db, &a),
-        Command::Compare(a) => history::compare(db, &a),
-        Command::Export(a) => history::export(db, &a),
-        Command::Report(a) => history::report(db, &a),
+        Command::Bench(a) => bench::run(&a, db(&a.store).as_deref()),
+        Command::Runs(a) => history::runs(db(&a.store).as_deref(), &a),
+        Command::Show(a) => history::show(db(&a.store).as_deref(), &a),
+        Command::Compare(a) => history::compare(db(&a.store).as_deref(), &a),
+        Command::Export(a) => history::export(db(&a.store).as_deref(), &a),
+        Command::Report(a) => history::report(db(&a.store).as_deref(), &a),
         Command::Merge(a) => {
             let thresholds = one_run_thresholds(&a.fail_if)?;
             let mut report = merge::run(&a.files)?;
@@ -68,7 +74,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fileset(a) => fileset::run(&a),
         Command::Urls(a) => urls::run(&a),
         Command::Init(a) => init::run(&a),
-        Command::Tune(a) => tune::run(&a, db),
+        Command::Tune(a) => tune::run(&a, db(&a.store).as_deref()),
         Command::Syscalls(a) => syscalls::run(&a),
         Command::Completions(a) => manual::completions(&a),
         Command::Manpage(a) => manual::manpage(&a),
@@ -76,6 +82,22 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::lab::run(&lab::config(&a)?)?;
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+impl Command {
+    /// Whether the command reads or writes the history (and so takes --db).
+    fn opens_the_store(&self) -> bool {
+        matches!(
+            self,
+            Command::Bench(_)
+                | Command::Tune(_)
+                | Command::Runs(_)
+                | Command::Show(_)
+                | Command::Compare(_)
+                | Command::Export(_)
+                | Command::Report(_)
+        )
     }
 }
 
@@ -125,6 +147,17 @@ pub fn emit<T: serde::Serialize>(
     write_stdout(|out| if json { crate::report::json::write(report, out) } else { text(report, out) })
 }
 
+/// A report as printed with the id the history stored it under: `"run_id"`, last, so a
+/// script reads it from the output instead of guessing it from `runs` while others write.
+#[derive(serde::Serialize)]
+pub struct WithRunId<'a, T> {
+    #[serde(flatten)]
+    pub report: &'a T,
+    /// None when the store failed: the report is printed all the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<i64>,
+}
+
 /// Writes on stdout through `write`, then flushes. A closed pipe (`| head`) is not an error.
 pub fn write_stdout(
     write: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<()>,
@@ -136,8 +169,9 @@ pub fn write_stdout(
     }
 }
 
-/// Help and version print as clap has them; a parse error prints as one line, exit 2.
-fn clap_exit(e: clap::Error) -> ExitCode {
+/// Help and version print as clap has them; a parse error prints as one line, exit 2, with
+/// clap's tips ("a similar argument exists") and the help of the command it was meant for.
+fn clap_exit(e: clap::Error, argv: &[std::ffi::OsString]) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -150,12 +184,41 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         }
         _ => {}
     }
-    // clap's message is a paragraph (then usage and a hint): keep the paragraph, on one line.
+    // clap's message is a paragraph, then tips, usage and "try --help": keep the paragraph and
+    // the tips, on one line; the usage is in the help named at the end.
+    if quiet_taken_for_a_rate(&e) {
+        eprintln!(
+            "webtune: -q: webtune's request rate is --rate R (in all, as oha's -q; hey's -q is per worker); quiet is --quiet"
+        );
+        return ExitCode::from(2);
+    }
     let rendered = e.render().to_string();
     let message: Vec<&str> = rendered.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
-    let message = message.join(" ");
-    eprintln!("webtune: {} (see webtune --help)", message.trim_start_matches("error: "));
+    let mut line = message.join(" ").trim_start_matches("error: ").to_string();
+    for tip in rendered.lines().map(str::trim).filter(|l| l.starts_with("tip: ")) {
+        line = format!("{line}; {tip}");
+    }
+    let help = match subcommand_of(argv) {
+        Some(name) => format!("webtune {name} --help"),
+        None => "webtune --help".into(),
+    };
+    eprintln!("webtune: {line} (see {help})");
     ExitCode::from(2)
+}
+
+/// `-q`, which oha and hey users type for a rate: webtune's -q was quiet once, and is now
+/// neither, so neither habit does the wrong thing silently.
+fn quiet_taken_for_a_rate(e: &clap::Error) -> bool {
+    use clap::error::{ContextKind, ContextValue};
+    e.kind() == clap::error::ErrorKind::UnknownArgument
+        && matches!(e.get(ContextKind::InvalidArg), Some(ContextValue::String(arg)) if arg == "-q" || arg.starts_with("-q"))
+}
+
+/// The subcommand the arguments name, if any: the first argument that is one.
+fn subcommand_of(argv: &[std::ffi::OsString]) -> Option<String> {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    argv.iter().skip(1).filter_map(|a| a.to_str()).find(|a| cli.find_subcommand(a).is_some()).map(str::to_string)
 }
 
 /// An error as one line (the context chain joined with ": "): newlines become spaces, other control characters are escaped, and

@@ -71,8 +71,8 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     };
     // Before the server starts, all it can have is what is available.
     let budget_kib = memory.map(|b| b.resolve(&[]));
-    let time_budget = match &a.budget {
-        Some(t) => Some(input::duration("--budget", t)?),
+    let time_budget = match &a.max_time {
+        Some(t) => Some(input::duration("--max-time", t)?),
         None => file.time,
     };
     let interrupt = crate::sys::interrupt_flag();
@@ -159,15 +159,12 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         write_diffs(dir, &outcome.diffs)?;
     }
     let mut save_error = observer.save_error.take();
-    print(&outcome, a.json)?;
+    print(&outcome, store.as_ref().map(|(_, id)| *id), a.json)?;
     if let Some((mut s, id)) = store {
         if let Err(e) = s.finish_tune(id, &outcome) {
             save_error.get_or_insert(e);
         } else if !a.quiet {
-            eprintln!(
-                "tune: stored as run {id} in {} (webtune show {id}, webtune report {id} --html F)",
-                s.path.display()
-            );
+            eprintln!("{}", super::bench::stored_line("tune", id, &s.path));
         }
     }
     if let Some(e) = save_error {
@@ -205,10 +202,10 @@ fn write_diffs(dir: &Path, diffs: &std::collections::BTreeMap<String, String>) -
     Ok(())
 }
 
-fn print(o: &Outcome, json: bool) -> anyhow::Result<()> {
-    super::emit(o, json, |o, out| {
+fn print(o: &Outcome, run_id: Option<i64>, json: bool) -> anyhow::Result<()> {
+    super::emit(&super::WithRunId { report: o, run_id }, json, |o, out| {
         use std::io::Write;
-        write!(out, "{}", table::report(o))
+        write!(out, "{}", table::report(o.report))
     })
 }
 

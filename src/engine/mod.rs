@@ -310,6 +310,8 @@ pub struct Outcome<S> {
     pub server: Option<String>,
     /// Why the first TLS failure happened (one thread's), in words.
     pub tls_failure: Option<String>,
+    /// `--h2` without TLS: some connection was answered in HTTP/1.x instead of frames.
+    pub answered_http1: bool,
     /// Requests in flight when the run ended: abandoned, in no figure. A duration-bound run
     /// against a server that starves some connections shows it here (wrk says nothing).
     pub in_flight_at_end: u64,
@@ -381,6 +383,7 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
     let mut sinks = Vec::with_capacity(plan.threads);
     let mut server = None;
     let mut tls_failure = None;
+    let mut answered_http1 = false;
     let mut failure = None;
     let mut in_flight_at_end = 0;
     let mut scheduled = 0;
@@ -391,6 +394,7 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
             Ok(Ok(done)) => {
                 server = server.or(done.server);
                 tls_failure = tls_failure.or(done.tls_failure);
+                answered_http1 |= done.answered_http1;
                 in_flight_at_end += done.in_flight;
                 scheduled += done.scheduled;
                 unsent += done.unsent;
@@ -416,6 +420,7 @@ pub fn run<S: Sink + 'static>(plan: &Plan, sinks: Vec<S>, shared: Arc<Shared>) -
         interrupted: shared.interrupted(),
         server,
         tls_failure,
+        answered_http1,
         in_flight_at_end,
         scheduled,
         unsent,

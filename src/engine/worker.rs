@@ -125,6 +125,8 @@ pub struct Done<S> {
     pub server: Option<String>,
     /// Why this thread's first TLS failure happened.
     pub tls_failure: Option<String>,
+    /// `--h2` without TLS: the server answered the HTTP/2 preface with HTTP/1.x bytes.
+    pub answered_http1: bool,
     /// Requests still in flight when the run ended, and (open loop) due but never started:
     /// abandoned, not recorded.
     pub in_flight: u64,
@@ -352,6 +354,7 @@ impl<S: Sink> Worker<S> {
                 sink: self.sink,
                 server: None,
                 tls_failure: None,
+                answered_http1: false,
                 in_flight: 0,
                 unsent: 0,
                 scheduled: 0,
@@ -431,6 +434,7 @@ impl<S: Sink> Worker<S> {
             sink: self.sink,
             server: self.server,
             tls_failure: self.tls_failure,
+            answered_http1: false,
             in_flight,
             unsent,
             scheduled,

@@ -19,9 +19,11 @@ impl Budget {
         if text.trim().eq_ignore_ascii_case("auto") {
             return Ok(Budget::Auto);
         }
-        input::size_kib(name, text)
-            .map(Budget::KiB)
-            .map_err(|_| InputError(format!("{name}: bad size {text:?} (e.g. 4GiB, 512MiB, auto)")))
+        // A bare number keeps its own message: it asks for the unit.
+        let bare_number = text.trim().parse::<f64>().is_ok();
+        input::size_kib(name, text).map(Budget::KiB).map_err(|e| {
+            if bare_number { e } else { InputError(format!("{name}: bad size {text:?} (e.g. 4GiB, 512MiB, auto)")) }
+        })
     }
 
     /// In KiB, for a server whose processes are `procs` now (none before it starts).

@@ -91,7 +91,11 @@ pub fn write_text(r: &MemReport, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "PARTIAL: {denied} of the server's processes could not be read; the figures leave them out")?;
     }
     writeln!(out, "Real memory:   {:.1} MiB (sum of PSS)", mib(t.pss_sum))?;
-    writeln!(out, "Seeds' formula: {:.1} MiB (sum of RSS - shared, plus the largest shared)", mib(t.seeds_formula))?;
+    writeln!(
+        out,
+        "Private + largest shared: {:.1} MiB (sum of RSS - shared, plus the largest shared)",
+        mib(t.seeds_formula)
+    )?;
     writeln!(
         out,
         "RSS sum:       {:.1} MiB: what adding up ps/top figures gives, {:.0}% more than the real total",

@@ -84,9 +84,57 @@ pub struct RunRow {
     pub target: String,
     /// A one-line summary.
     pub summary: String,
-    /// "done", "running" (a tune still going), "interrupted" (Ctrl-C: what was measured is
-    /// kept), "killed" (its webtune process died without finishing: SIGKILL, OOM, power loss).
+    /// "done", "failed" (a bench run without one successful request, a tune whose every
+    /// trial failed), "running" (a tune still going), "interrupted" (Ctrl-C: what was measured
+    /// is kept), "killed" (its webtune process died without finishing: SIGKILL, OOM, power loss).
     pub status: String,
+}
+
+/// A run as the history commands take it: its id, or `last`, `last~1`, `last~N` (the
+/// newest run, the one before it, N before it), as git names commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunRef {
+    Id(i64),
+    Last(u64),
+}
+
+impl std::str::FromStr for RunRef {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<RunRef, String> {
+        let bad =
+            || format!("{text:?} is not a run: give its id (12), last, or last~N (last~1 is the one before last)");
+        let t = text.trim();
+        if t == "last" {
+            return Ok(RunRef::Last(0));
+        }
+        if let Some(back) = t.strip_prefix("last~") {
+            return back.parse().map(RunRef::Last).map_err(|_| bad());
+        }
+        match t.parse() {
+            Ok(id) if id > 0 => Ok(RunRef::Id(id)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl std::fmt::Display for RunRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunRef::Id(id) => write!(f, "{id}"),
+            RunRef::Last(0) => write!(f, "last"),
+            RunRef::Last(n) => write!(f, "last~{n}"),
+        }
+    }
+}
+
+/// Which runs `runs` lists: a kind, a target substring, a time window.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter<'a> {
+    pub kind: Option<&'a str>,
+    pub target: Option<&'a str>,
+    pub since: Option<std::time::SystemTime>,
+    pub until: Option<std::time::SystemTime>,
 }
 
 /// Switches a database to WAL. SQLite does not call the busy handler for this switch (it
@@ -145,7 +193,11 @@ impl Store {
             report.options.connections
         );
         let json = serde_json::to_string(report)?;
-        let status = if report.interrupted { "interrupted" } else { "done" };
+        let status = match (report.interrupted, r.succeeded) {
+            (true, _) => "interrupted",
+            (false, 0) => "failed",
+            (false, _) => "done",
+        };
         let tx = self.conn.transaction().map_err(|e| anyhow::anyhow!("store: {e}"))?;
         tx.execute(
             "INSERT INTO runs (kind, started_at, target, summary, status) VALUES ('bench', ?1, ?2, ?3, ?4)",
@@ -295,20 +347,26 @@ impl Store {
         Ok(dead)
     }
 
-    /// Runs, newest first, filtered by kind, a target substring and a start date prefix. A
-    /// run whose writer is gone reads as "killed" (`mark_killed`).
-    pub fn runs(&self, kind: Option<&str>, target: Option<&str>, since: Option<&str>) -> anyhow::Result<Vec<RunRow>> {
+    /// Runs, newest first, filtered by kind, a target substring and a start time window. A
+    /// run whose writer is gone reads as "killed" (`mark_killed`); a finished run that
+    /// served nothing reads as "failed", even one stored as "done" before that status was.
+    pub fn runs(&self, filter: &RunFilter) -> anyhow::Result<Vec<RunRow>> {
         self.mark_killed()?;
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT id, kind, started_at, target, summary, status FROM runs
-                 WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR instr(target, ?2) > 0) AND (?3 IS NULL OR started_at >= ?3)
-                 ORDER BY id DESC",
+                "SELECT r.id, r.kind, r.started_at, r.target, r.summary,
+                   CASE WHEN r.status = 'done' AND (b.succeeded = 0 OR (r.kind = 'tune'
+                     AND EXISTS (SELECT 1 FROM points p WHERE p.run_id = r.id)
+                     AND NOT EXISTS (SELECT 1 FROM points p WHERE p.run_id = r.id AND p.status = 'ok')))
+                   THEN 'failed' ELSE r.status END
+                 FROM runs r LEFT JOIN bench b ON b.run_id = r.id
+                 WHERE (?1 IS NULL OR r.kind = ?1) AND (?2 IS NULL OR instr(r.target, ?2) > 0)
+                 ORDER BY r.id DESC",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(params![kind, target, since], |r| {
+            .query_map(params![filter.kind, filter.target], |r| {
                 Ok(RunRow {
                     id: r.get(0)?,
                     kind: r.get(1)?,
@@ -318,14 +376,55 @@ impl Store {
                     status: r.get(5)?,
                 })
             })
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .and_then(|rows| rows.collect::<Result<Vec<RunRow>, _>>())
             .map_err(|e| self.err(e))?;
-        Ok(rows)
+        if filter.since.is_none() && filter.until.is_none() {
+            return Ok(rows);
+        }
+        // Compared as times: start times are UTC, a filter may carry any offset.
+        Ok(rows
+            .into_iter()
+            .filter(|r| {
+                let Some(started) = crate::input::rfc3339(&r.started_at) else { return false };
+                filter.since.is_none_or(|s| started >= s) && filter.until.is_none_or(|u| started < u)
+            })
+            .collect())
+    }
+
+    /// The id a reference names: an id as it is, `last~N` the (N+1)th newest run. A
+    /// reference past the oldest run is bad input.
+    pub fn resolve(&self, run: RunRef) -> anyhow::Result<i64> {
+        let back = match run {
+            RunRef::Id(id) => return Ok(id),
+            RunRef::Last(back) => back,
+        };
+        let newest = self
+            .conn
+            .query_row(
+                "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                [i64::try_from(back).unwrap_or(i64::MAX)],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        match newest {
+            Some(id) => Ok(id),
+            None => {
+                let count: i64 =
+                    self.conn.query_row("SELECT count(*) FROM runs", [], |r| r.get(0)).map_err(|e| self.err(e))?;
+                Err(crate::input::InputError(format!(
+                    "no run {run}: {} holds {count} run{}",
+                    self.path.display(),
+                    if count == 1 { "" } else { "s" }
+                ))
+                .into())
+            }
+        }
     }
 
     /// Run `id` in full (report, or points and outcome); None when there is no such run.
     pub fn run(&self, id: i64) -> anyhow::Result<Option<Stored>> {
-        let row = self.runs(None, None, None)?.into_iter().find(|r| r.id == id);
+        let row = self.runs(&RunFilter::default())?.into_iter().find(|r| r.id == id);
         let Some(row) = row else { return Ok(None) };
         if row.kind == "bench" {
             let json: String = self
@@ -450,7 +549,8 @@ mod tests {
         s.conn.execute("UPDATE runs SET owner = ?2 WHERE id = ?1", params![dead, gone]).unwrap();
         let other = format!("{pid} {} {} another-host", start + 1, me.split_whitespace().nth(2).unwrap());
         s.conn.execute("UPDATE runs SET owner = ?2 WHERE id = ?1", params![elsewhere, other]).unwrap();
-        let status = |s: &Store, id| s.runs(None, None, None).unwrap().into_iter().find(|r| r.id == id).unwrap().status;
+        let status =
+            |s: &Store, id| s.runs(&RunFilter::default()).unwrap().into_iter().find(|r| r.id == id).unwrap().status;
         assert_eq!(status(&s, live), "running");
         assert_eq!(status(&s, dead), "killed");
         assert_eq!(status(&s, elsewhere), "running", "another machine's run cannot be judged here");

@@ -308,7 +308,7 @@ pub const SHARED_CLIENT_WARNING_START: &str = "the client took ";
 pub fn shared_client_warning(placement: &Placement, share: f64) -> Option<String> {
     (placement.shared && share > SHARED_CLIENT_WARNING).then(|| {
         format!(
-            "{SHARED_CLIENT_WARNING_START}{:.0}% of the CPU it shares with the server ({}): seed 001, section 1.6: \"you should not run the clients and the server on the same machine\"; give them apart CPUs (--cpus server=...,client=...) or load from other machines",
+            "{SHARED_CLIENT_WARNING_START}{:.0}% of the CPU it shares with the server ({}): the client should not run on the server's CPUs, whose work it takes and slows; give them apart CPUs (--cpus server=...,client=...) or load from other machines",
             share * 100.0,
             placement.describe()
         )
@@ -505,11 +505,14 @@ mod tests {
     }
 
     #[test]
-    fn a_shared_client_over_ten_percent_is_warned_with_the_seed() {
+    fn a_shared_client_over_ten_percent_is_warned_with_what_to_do() {
         let shared = Placement::shared(&set("0-1"));
         assert_eq!(shared_client_warning(&shared, 0.05), None);
         let w = shared_client_warning(&shared, 0.25).unwrap();
-        assert!(w.contains("25%") && w.contains("section 1.6") && w.contains("same machine"), "{w}");
+        assert!(
+            w.contains("25%") && w.contains("should not run on the server's CPUs") && w.contains("apart CPUs"),
+            "{w}"
+        );
         let apart = PlacementSpec::parse("", "server=1,client=0").unwrap().resolve("", &set("0-1")).unwrap();
         assert_eq!(shared_client_warning(&apart, 0.5), None);
     }

@@ -118,7 +118,7 @@ pub fn webtune(args: &[&str]) -> Run {
 
 /// Runs `webtune bench ARGS --json -q`, checks the output against the JSON schema, returns it.
 pub fn bench_json(args: &[&str]) -> (Value, Run) {
-    let mut full = vec!["bench", "--json", "-q"];
+    let mut full = vec!["bench", "--json", "--quiet"];
     full.extend_from_slice(args);
     let run = webtune(&full);
     let v: Value = serde_json::from_str(&run.stdout)

@@ -156,6 +156,8 @@ pub(crate) struct Worker<S> {
     tls: Option<TlsSettings>,
     /// Why the first TLS failure of this thread happened (transport::tls_failure).
     tls_failure: Option<String>,
+    /// A server answered with HTTP/1.x bytes where frames were due (h2c to an HTTP/1.1 server).
+    answered_http1: bool,
     /// Each template's request in the forms a connection sends it (frame::Prepared).
     requests: Vec<frame::Prepared>,
     order: Order,
@@ -234,6 +236,7 @@ impl<S: Sink> Worker<S> {
             addr: plan.endpoint.addr,
             tls: plan.endpoint.tls.clone(),
             tls_failure: None,
+            answered_http1: false,
             requests: frame::prepare(&templates.iter().map(|t| &*t.h2).collect::<Vec<_>>()),
             order: plan.endpoint.order.clone(),
             cursor: place.index * templates.len() / plan.threads.max(1),
@@ -262,6 +265,7 @@ impl<S: Sink> Worker<S> {
                 sink: self.sink,
                 server: None,
                 tls_failure: self.tls_failure,
+                answered_http1: self.answered_http1,
                 in_flight: 0,
                 unsent: 0,
                 scheduled: 0,
@@ -332,6 +336,7 @@ impl<S: Sink> Worker<S> {
             sink: self.sink,
             server: self.server,
             tls_failure: self.tls_failure,
+            answered_http1: self.answered_http1,
             in_flight,
             unsent: 0,
             scheduled: 0,
@@ -592,6 +597,8 @@ impl<S: Sink> Worker<S> {
             let drained = n < self.scratch.len() && sock.short_read_drains();
             events.clear();
             if c.session.feed(&self.scratch[..n], &mut events).is_err() {
+                // No frame starts so ("HTT" would be a 4.7 MB frame): an HTTP/1.x status line.
+                self.answered_http1 |= self.scratch[..n].starts_with(b"HTTP/1.");
                 let code = c.session.error_code;
                 frame::put_goaway(&mut c.session.out, 0, code);
                 self.flush(ci);

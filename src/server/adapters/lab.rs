@@ -18,6 +18,37 @@ const NATIVE: [(&str, &str); 8] = [
     ("backlog", "backlog"),
 ];
 
+/// What a lab knob's value is, so a file's mistake is found when it is read, with its line,
+/// not when the lab refuses its flag after the tuner has started.
+#[derive(Clone, Copy)]
+enum Value {
+    Count,
+    Switch,
+    Duration,
+    Size,
+}
+
+/// Every knob the lab has: its flags, as `webtune lab --help` lists them.
+const KNOBS: [(&str, Value); 16] = [
+    ("workers", Value::Count),
+    ("start_workers", Value::Count),
+    ("min_spare", Value::Count),
+    ("max_spare", Value::Count),
+    ("max_requests", Value::Count),
+    ("keepalive", Value::Switch),
+    ("keepalive_timeout", Value::Duration),
+    ("max_keepalive_requests", Value::Count),
+    ("backlog", Value::Count),
+    ("preload", Value::Size),
+    // The old spelling, in MiB, still read.
+    ("preload_mb", Value::Count),
+    ("cpu", Value::Duration),
+    ("io_wait", Value::Duration),
+    ("dirty_kb", Value::Count),
+    ("leak_kb", Value::Count),
+    ("body_bytes", Value::Count),
+];
+
 fn flag(knob: &str) -> String {
     NATIVE.iter().find(|(k, _)| *k == knob).map_or_else(|| knob.replace('_', "-"), |(_, f)| f.to_string())
 }
@@ -39,9 +70,6 @@ impl Adapter for Lab {
         };
         let mut args = vec!["lab".to_string(), "--listen".into(), format!("{}:{}", ctx.host, ctx.port)];
         for (k, v) in values {
-            if k == "preload" {
-                anyhow::bail!("the lab has no preload switch: its parent always builds --preload-mb before forking");
-            }
             args.push(format!("--{}", flag(k)));
             args.push(v.clone());
         }
@@ -54,6 +82,27 @@ impl Adapter for Lab {
             status_path: Some("/server-status?json".into()),
             front: None,
         })
+    }
+
+    fn check_value(&self, name: &str, value: &str) -> Result<(), String> {
+        let Some((_, kind)) = KNOBS.iter().find(|(k, _)| *k == name) else {
+            let names: Vec<&str> = KNOBS.iter().map(|(k, _)| *k).filter(|k| *k != "preload_mb").collect();
+            return Err(format!("{name}: the lab has no such knob (its knobs: {})", names.join(", ")));
+        };
+        let checked = match kind {
+            Value::Count => {
+                value.parse::<u32>().map(drop).map_err(|_| format!("expected a whole number, e.g. {name} = 4"))
+            }
+            Value::Switch => match value {
+                "on" | "off" => Ok(()),
+                _ => Err("expected on or off".to_string()),
+            },
+            Value::Duration => crate::input::duration("", value).map(drop).map_err(|e| e.0),
+            Value::Size => crate::input::size_kib("", value)
+                .map(drop)
+                .map_err(|e| format!("{} (the lab always preloads; this is how much)", e.0)),
+        };
+        checked.map_err(|why| format!("{name} = {value:?}: {why}"))
     }
 
     fn recommend(&self, _file: &TargetFile, values: &[(String, String)]) -> String {
