@@ -258,6 +258,8 @@ fn a_crafted_report_is_refused_in_one_line() {
     for (pointer, value, says) in crafted {
         let mut bad = v.clone();
         *bad.pointer_mut(pointer).unwrap() = value;
+        // Another run (merge refuses the same run twice before it reads a figure).
+        bad["started_at"] = serde_json::json!("2026-01-01T00:00:00.000Z");
         let f = dir.path().join("bad.json");
         std::fs::write(&f, bad.to_string()).unwrap();
         let child = spawn(&["merge", "--json", good.to_str().unwrap(), f.to_str().unwrap()], dir.path());
