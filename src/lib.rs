@@ -29,6 +29,10 @@
 //! - [`syscalls`]: system calls per request, from strace.
 //! - [`sys`]: the OS facts the tool needs (its CPU use, file-descriptor limits, Ctrl-C).
 
+/// The version and the commit built from (build.rs), as `webtune --version` prints them and
+/// `--remote` compares them: "0.1.0 (0123456789ab)", "-dirty" after it for uncommitted changes.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("WEBTUNE_COMMIT"), ")");
+
 pub mod aggregate;
 pub mod bench;
 pub mod cli;

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod about;
 mod access_log;
 mod asp;
 mod bench_errors;

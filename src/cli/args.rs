@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "webtune",
-    version,
+    version = crate::VERSION,
     about = "Find, by measurement, the server configuration that serves the most within its memory",
     after_help = super::manual::exit_status_help()
 )]
