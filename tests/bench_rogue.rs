@@ -581,7 +581,8 @@ fn hdr_log_write_errors_are_one_line_and_lose_no_report() {
     assert_eq!(num(&v, "/result/succeeded"), 20, "{v:#}");
     // Stored too (the port is this test's alone).
     let runs = webtune(&["runs", "--json", "--target", &server.url("/")]);
-    let rows: serde_json::Value = serde_json::from_str(&runs.stdout).expect("runs as JSON");
+    let rows: serde_json::Value =
+        serde_json::from_str::<serde_json::Value>(&runs.stdout).expect("runs as JSON")["runs"].take();
     assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows:#}");
     let shown = webtune(&["show", &rows[0]["id"].to_string(), "--json"]);
     let stored: serde_json::Value = serde_json::from_str(&shown.stdout).expect("the stored run");

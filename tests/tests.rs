@@ -18,6 +18,7 @@ mod hostile_state;
 mod lab;
 mod launch;
 mod mem_syscalls;
+mod outputs;
 mod package;
 mod remote;
 mod store;

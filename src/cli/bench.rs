@@ -10,6 +10,7 @@ use super::args::BenchArgs;
 use crate::bench::remote::{self, Remote};
 use crate::bench::{self, BenchPlan, BenchSpec};
 use crate::input::{self, InputError};
+use crate::report::format::Numbered;
 use crate::report::progress::ProgressLine;
 use crate::sys::cpus::{CpuSet, Placement, PlacementSpec};
 
@@ -98,6 +99,7 @@ fn placement(client: Option<CpuSet>, url: &str) -> Placement {
 /// succeeded, 3 when a `--fail-if` threshold failed.
 pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let thresholds = super::one_run_thresholds(&a.fail_if)?;
+    let files = a.output.files::<crate::aggregate::BenchReport>()?;
     let spec = spec(a)?;
     if let Some(client) = &spec.cpus {
         // Every thread started from here on (the engine's, the progress line's) stays on them.
@@ -130,12 +132,21 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         }
     };
     super::judge(&mut report, &thresholds)?;
-    super::emit(&report, a.json, crate::report::text::write)?;
+    super::emit(&report, super::output::stdout_format(a.json))?;
     // The result is printed first: a store that fails loses nothing the user sees.
     let saved = crate::store::Store::open(&crate::store::default_path(db)).and_then(|mut s| s.save_bench(&report));
     let mut failed = false;
-    if let Err(e) = saved {
-        eprintln!("webtune: {}; the result above was not saved", super::one_line(&e));
+    let id = match saved {
+        Ok(id) => Some(id),
+        Err(e) => {
+            eprintln!("webtune: {}; the result above was not saved", super::one_line(&e));
+            failed = true;
+            None
+        }
+    };
+    // After the store, so the files' rows carry the run's id.
+    if let Err(e) = super::output::write_files(&Numbered { id, report: &report }, &files) {
+        eprintln!("webtune: {}", super::one_line(&e));
         failed = true;
     }
     if let Err(e) = hdr_log {
@@ -180,7 +191,7 @@ fn agent(plan: &BenchPlan) -> anyhow::Result<ExitCode> {
         watch.store(true, Ordering::SeqCst);
     });
     let report = bench::run(plan, &stop)?;
-    super::emit(&report, true, crate::report::text::write)?;
+    super::emit(&report, crate::report::Format::Json)?;
     Ok(ExitCode::SUCCESS)
 }
 

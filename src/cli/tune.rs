@@ -9,14 +9,13 @@ use std::time::{Duration, Instant};
 use super::args::TuneArgs;
 use crate::input::{self, InputError};
 use crate::procmem::capacity::Budget;
+use crate::report::format::Tuned;
 use crate::server::TargetFile;
 use crate::tune::journal::{Header, Journal};
 use crate::tune::launcher::TargetLauncher;
 use crate::tune::strategies::Knobs;
 use crate::tune::trial::{self, Launcher, Load, TrialOptions};
-use crate::tune::{
-    Judging, Measure, Objective, Observer, Outcome, Point, Settings, Tuner, fmt_secs, summary_line, table,
-};
+use crate::tune::{Judging, Measure, Objective, Observer, Point, Settings, Tuner, fmt_secs, summary_line};
 
 /// Requests per worker sent before measuring.
 const WARM_REQUESTS_PER_WORKER: u64 = 20;
@@ -28,6 +27,7 @@ const DISTURBED: f64 = 0.10;
 /// Runs the tuning and prints the outcome; exit 1 when every trial failed or the journal is
 /// incomplete, 130 when interrupted.
 pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let files = a.output.files::<Tuned>()?;
     let mut file = TargetFile::load(&a.file)?;
     super::launch::place(&mut file, a.cpus.as_deref())?;
     let objective = objective(a)?;
@@ -154,7 +154,8 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let config = launcher.render(&found.recommended);
     let outcome = found.into_outcome(a.strategy.name(), objective.describe(), stopped, config, points);
     let mut save_error = observer.save_error.take();
-    print(&outcome, a.json)?;
+    super::emit(&Tuned::new(&outcome), super::output::stdout_format(a.json))?;
+    let written = super::output::write_files(&Tuned::new(&outcome), &files);
     if let Some((mut s, id)) = store {
         if let Err(e) = s.finish_tune(id, &outcome) {
             save_error.get_or_insert(e);
@@ -167,6 +168,10 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     }
     if let Some(e) = save_error {
         eprintln!("webtune: the journal is incomplete: {e:#}");
+        return Ok(ExitCode::from(1));
+    }
+    if let Err(e) = written {
+        eprintln!("webtune: {}", super::one_line(&e));
         return Ok(ExitCode::from(1));
     }
     if outcome.stopped.as_deref() == Some("interrupted") {
@@ -182,13 +187,6 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn print(o: &Outcome, json: bool) -> anyhow::Result<()> {
-    super::emit(o, json, |o, out| {
-        use std::io::Write;
-        write!(out, "{}", table::report(o))
-    })
 }
 
 fn objective(a: &TuneArgs) -> Result<Objective, InputError> {
