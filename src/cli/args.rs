@@ -353,7 +353,7 @@ pub struct SyscallsArgs {
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
 
-    /// Print JSON (schema webtune.syscalls.v1) instead of a table.
+    /// Print JSON (schema/syscalls.v1.json) instead of a table.
     #[arg(long)]
     pub json: bool,
 }
@@ -393,7 +393,7 @@ pub struct MemArgs {
     #[arg(long)]
     pub partial: bool,
 
-    /// Print JSON (schema webtune.mem.v1) instead of a table.
+    /// Print JSON (schema/mem.v2.json, sizes in KiB) instead of a table.
     #[arg(long)]
     pub json: bool,
 }
