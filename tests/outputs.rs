@@ -232,6 +232,12 @@ fn tune_writes_json_and_markdown_files_while_its_tables_stay_on_stdout() {
     let (code, out, err) = wt(&db, &full);
     assert_eq!(code, 0, "{err}");
     assert_schema("tune.v1.json", &json(&out));
+    // The stored tune run, exported: markdown on stdout, a CSV row per point in a file.
+    let (code, out, err) = wt(&db, &["export", "1", "--markdown", "--export-csv", &p("points.csv")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("## webtune tune: one-at-a-time"), "{out}");
+    let points = std::fs::read_to_string(dir.path().join("points.csv")).unwrap();
+    assert_eq!(points.lines().count(), 1 + v["points"].as_array().unwrap().len(), "{points}");
 }
 
 #[test]

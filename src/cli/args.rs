@@ -79,7 +79,7 @@ pub struct OutputArgs {
     /// Write the report as CSV to FILE too (repeatable).
     #[arg(long = "export-csv", value_name = "FILE")]
     pub export_csv: Vec<PathBuf>,
-    /// Write the report as a markdown table to FILE too (repeatable).
+    /// Write the report as markdown tables to FILE too (repeatable).
     #[arg(long = "export-markdown", value_name = "FILE")]
     pub export_markdown: Vec<PathBuf>,
 }

@@ -14,9 +14,13 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
+/// A table; a column of numbers (or "-") is aligned right, any other left.
 fn table(out: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
+    let numeric = |i: usize| {
+        rows.iter().all(|r| r.get(i).is_some_and(|c| c == "-" || c.trim_end_matches('%').parse::<f64>().is_ok()))
+    };
     writeln!(out, "| {} |", header.join(" | "))?;
-    writeln!(out, "|{}", (0..header.len()).map(|i| if i == 0 { "---|" } else { "---:|" }).collect::<String>())?;
+    writeln!(out, "|{}", (0..header.len()).map(|i| if numeric(i) { "---:|" } else { "---|" }).collect::<String>())?;
     for row in rows {
         writeln!(out, "| {} |", row.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "))?;
     }
