@@ -24,10 +24,15 @@
 //! - [`stats`]: the statistics the tuner and the history share.
 //! - [`store`]: the SQLite history of every bench run and tune point.
 //! - [`gate`]: `--fail-if` thresholds, judged against a bench run or between two stored runs.
-//! - [`report`]: exporters, one per format (text, JSON, compare, CSV, HTML, progress line).
+//! - [`report`]: exporters: the output formats (text, JSON, CSV, markdown: `report::format`
+//!   says which report is written how), HTML, the progress line, and output files.
 //! - [`lab`]: the embedded pre-forking test server (`webtune lab`), the default target.
 //! - [`syscalls`]: system calls per request, from strace.
 //! - [`sys`]: the OS facts the tool needs (its CPU use, file-descriptor limits, Ctrl-C).
+
+/// The version and the commit built from (build.rs), as `webtune --version` prints them and
+/// `--remote` compares them: "0.1.0 (0123456789ab)", "-dirty" after it for uncommitted changes.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("WEBTUNE_COMMIT"), ")");
 
 pub mod aggregate;
 pub mod bench;

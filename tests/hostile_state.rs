@@ -350,7 +350,7 @@ fn a_second_tune_on_a_journal_in_use_is_refused() {
 fn tune_status(f: &str) -> String {
     let run = crate::support::webtune(&["runs", "--kind", "tune", "--target", f, "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let rows: Value = serde_json::from_str(&run.stdout).unwrap();
+    let rows: Value = serde_json::from_str::<Value>(&run.stdout).unwrap()["runs"].take();
     assert_eq!(rows.as_array().unwrap().len(), 1, "{rows:#}");
     rows[0]["status"].as_str().unwrap().to_string()
 }

@@ -29,7 +29,8 @@ fn shared_preload_counted_once_not_per_worker() {
     bench_json(&["-c", "3", "-n", "30", &lab.url("/")]);
     let pid = lab.pid().to_string();
     let v = json(&["mem", "--pid", &pid, "--json", "--budget", "1GiB"]);
-    assert_eq!(v["schema"], "webtune.mem.v1");
+    assert_eq!(v["schema"], "webtune.mem.v2");
+    crate::support::assert_schema("mem.v2.json", &v);
     let procs = v["processes"].as_array().unwrap();
     assert_eq!(procs.len(), 4, "{v:#}");
     assert_eq!(procs[0]["role"], "parent");
@@ -37,15 +38,15 @@ fn shared_preload_counted_once_not_per_worker() {
     assert_eq!(workers(&v).len(), 3);
     let mib = 1024.0;
     // Four processes each map the 64 MiB: RSS counts it four times, PSS once.
-    let rss_sum = f(&v, "/totals/rss_sum") / mib;
-    let pss_sum = f(&v, "/totals/pss_sum") / mib;
-    let formula = f(&v, "/totals/seeds_formula") / mib;
+    let rss_sum = f(&v, "/totals/rss_sum_kib") / mib;
+    let pss_sum = f(&v, "/totals/pss_sum_kib") / mib;
+    let formula = f(&v, "/totals/seeds_formula_kib") / mib;
     assert!(rss_sum > 4.0 * 64.0, "rss sum {rss_sum} MiB");
     assert!((64.0..80.0).contains(&pss_sum), "pss sum {pss_sum} MiB");
     assert!((formula - pss_sum).abs() < 0.1 * pss_sum, "formula {formula} vs pss {pss_sum}");
     assert!(f(&v, "/rss_sum_overstates_percent") > 200.0);
     for w in workers(&v) {
-        assert!(w["shared"].as_u64().unwrap() >= 60 * 1024, "{w:#}");
+        assert!(w["shared_kib"].as_u64().unwrap() >= 60 * 1024, "{w:#}");
     }
     // Capacity: the parent's shared memory is paid once, each worker adds its USS.
     let c = &v["capacity"];
@@ -82,7 +83,8 @@ fn leak_slope_matches_the_leak() {
         "2GiB",
         "--json",
     ]);
-    let slope = f(&v, "/growth/uss_per_request");
+    crate::support::assert_schema("mem.v2.json", &v);
+    let slope = f(&v, "/growth/uss_kib_per_request");
     assert!((slope - 64.0).abs() <= 6.4, "leak slope {slope} KiB/request, expected 64 +-10%");
     assert_eq!(v["growth"]["requests"], 400);
     let limit = v["growth"]["max_requests_per_worker"].as_u64().unwrap();
@@ -95,8 +97,8 @@ fn dirtying_moves_pages_from_shared_to_private() {
     let lab = Lab::start(&["--workers", "2", "--preload-mb", "64", "--dirty-kb", "32"]);
     bench_json(&["-c", "2", "-n", "10", &lab.url("/")]);
     let v = json(&["mem", "--pid", &lab.pid().to_string(), "--url", &lab.url("/"), "-n", "400", "--json"]);
-    let gained = f(&v, "/growth/uss_per_request");
-    let lost = f(&v, "/growth/shared_lost_per_request");
+    let gained = f(&v, "/growth/uss_kib_per_request");
+    let lost = f(&v, "/growth/shared_lost_kib_per_request");
     assert!((gained - 32.0).abs() <= 3.2, "USS +{gained} KiB/request, expected 32");
     assert!((lost - 32.0).abs() <= 3.2, "shared -{lost} KiB/request, expected 32");
 }
@@ -135,6 +137,7 @@ fn syscalls_per_request_on_the_lab() {
     let lab = Lab::start(&["--workers", "1"]);
     let v = json(&["syscalls", "--pid", &lab.pid().to_string(), "--url", &lab.url("/"), "-n", "200", "--json"]);
     assert_eq!(v["schema"], "webtune.syscalls.v1");
+    crate::support::assert_schema("syscalls.v1.json", &v);
     assert_eq!(v["requests"], 200);
     let per = |name: &str| {
         v["calls"]
@@ -200,7 +203,7 @@ fn apache_mod_perl_preload_is_shared() {
     assert_eq!(procs[0]["pid"].as_i64().unwrap(), apache.pid() as i64, "{v:#}");
     assert_eq!(workers(&v).len(), 3, "{v:#}");
     for w in workers(&v) {
-        assert!(w["shared"].as_u64().unwrap() >= 48 * 1024, "a worker shares less than the preload: {w:#}");
+        assert!(w["shared_kib"].as_u64().unwrap() >= 48 * 1024, "a worker shares less than the preload: {w:#}");
     }
-    assert!(f(&v, "/totals/rss_sum") > 2.5 * f(&v, "/totals/pss_sum"), "{v:#}");
+    assert!(f(&v, "/totals/rss_sum_kib") > 2.5 * f(&v, "/totals/pss_sum_kib"), "{v:#}");
 }

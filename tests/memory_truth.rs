@@ -51,8 +51,8 @@ fn trial(pid: i32, stop: impl FnOnce()) -> Option<(i64, i64, i64)> {
     let run = support::webtune(&["mem", "--pid", &pid.to_string(), "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
-    let pss = v["totals"]["pss_sum"].as_i64().unwrap();
-    let rss = v["totals"]["rss_sum"].as_i64().unwrap();
+    let pss = v["totals"]["pss_sum_kib"].as_i64().unwrap();
+    let rss = v["totals"]["rss_sum_kib"].as_i64().unwrap();
     let (before, spread_before) = settled_available();
     stop();
     let (after, spread_after) = settled_available();

@@ -170,15 +170,18 @@ fn a_host_with_another_version_a_refused_key_or_a_clock_off_is_a_one_line_error(
         return;
     };
     let url = ng.url("/");
-    let version = env!("CARGO_PKG_VERSION");
+    // Same version, another commit: refused as another build.
+    let ours = crate::support::webtune(&["--version"]).stdout;
+    let version = ours.trim().strip_prefix("webtune ").unwrap();
     let run =
         lab.run(&["bench", &url, "-n", "10", "--remote", &hosts[0], "--remote", &hosts[1]], Duration::from_secs(60));
     assert_eq!(run.code, 2, "stderr: {}", run.stderr);
     assert_eq!(
         run.stderr,
         format!(
-            "webtune: {} has webtune 9.9.9, this machine webtune {version}: install the same version on both\n",
-            hosts[1]
+            "webtune: {} has webtune {} (000000000000), this machine webtune {version}: install the same build (version and commit) on both\n",
+            hosts[1],
+            env!("CARGO_PKG_VERSION")
         )
     );
     let run = lab.run(&["bench", &url, "-n", "10", "--remote", &hosts[2]], Duration::from_secs(60));

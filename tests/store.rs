@@ -39,7 +39,7 @@ fn bench_runs_are_stored_listed_shown_compared_and_exported() {
     assert_eq!(code, 0, "{err}");
 
     let (_, out, _) = wt(&db, &["runs", "--json", "--kind", "bench"]);
-    let rows = json(&out);
+    let rows = json(&out)["runs"].take();
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0]["id"], 2, "newest first");
@@ -111,7 +111,7 @@ fn concurrent_writers_both_land() {
     let db = dir.path().join("h.db");
     all_at_once(&db, 4, &["bench", "--quiet", "-c", "2", "-n", "100", &ng.url("/p.html")]);
     let (_, out, _) = wt(&db, &["runs", "--json"]);
-    assert_eq!(json(&out).as_array().unwrap().len(), 4);
+    assert_eq!(json(&out)["runs"].as_array().unwrap().len(), 4);
 }
 
 /// Many processes creating one new database at once: each one migrates it or waits for the
@@ -150,7 +150,7 @@ fn a_corrupt_or_locked_database_is_one_clear_error_and_the_result_is_still_print
     drop(holder);
     // Nothing half-written: the one run saved before is all there is.
     let (_, out, _) = wt(&locked, &["runs", "--json"]);
-    assert_eq!(json(&out).as_array().unwrap().len(), 1);
+    assert_eq!(json(&out)["runs"].as_array().unwrap().len(), 1);
 }
 
 #[test]
@@ -220,7 +220,7 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     );
     assert_eq!(code, 0, "{err}");
     let (_, out, _) = wt(&db, &["runs", "--kind", "tune", "--json"]);
-    let rows = json(&out);
+    let rows = json(&out)["runs"].take();
     assert_eq!(rows[0]["status"], "done");
     assert_eq!(json(&outcome)["run_id"], rows[0]["id"], "the tune's JSON names the run it stored");
     let id = rows[0]["id"].to_string();

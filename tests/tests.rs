@@ -2,6 +2,7 @@
 
 mod support;
 
+mod about;
 mod access_log;
 mod asp;
 mod bench_errors;
@@ -19,6 +20,7 @@ mod init;
 mod lab;
 mod launch;
 mod mem_syscalls;
+mod outputs;
 mod package;
 mod remote;
 mod store;

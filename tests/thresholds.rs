@@ -112,7 +112,7 @@ fn a_bad_threshold_is_one_line_and_exit_2_before_any_load() {
 /// The id of the newest stored bench run on `url`.
 fn newest_run(url: &str) -> i64 {
     let run = webtune(&["runs", "--json", "--kind", "bench", "--target", url]);
-    let rows: Value = serde_json::from_str(&run.stdout).unwrap();
+    let rows: Value = serde_json::from_str::<Value>(&run.stdout).unwrap()["runs"].take();
     rows[0]["id"].as_i64().unwrap_or_else(|| panic!("no run on {url}: {rows}"))
 }
 

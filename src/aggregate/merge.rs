@@ -58,8 +58,9 @@ pub fn merge(reports: &[BenchReport], names: &[String]) -> anyhow::Result<BenchR
         hosts: merge_parts(reports.iter().map(|r| &r.breakdown.hosts), max)?,
     };
     Ok(BenchReport {
-        schema: first.schema.clone(),
-        webtune_version: env!("CARGO_PKG_VERSION").into(),
+        // Written in this version's layout, whichever the reports were in.
+        schema: super::result::SCHEMA_ID.into(),
+        webtune_version: crate::VERSION.into(),
         started_at: reports.iter().map(|r| r.started_at.clone()).min().unwrap_or_default(),
         target: first.target.clone(),
         options,

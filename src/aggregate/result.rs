@@ -1,12 +1,15 @@
 //! The result of a bench run as plain data: the stable contract that exporters read and the
-//! JSON schema (schema/bench-report.v1.json) describes. Change it only with a schema bump.
+//! JSON schema (schema/bench-report.v2.json) describes. Change it only with a schema bump.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The `schema` value written into every bench report; `webtune merge` refuses any other.
-pub const SCHEMA_ID: &str = "webtune.bench.v1";
+/// The `schema` value written into every bench report.
+pub const SCHEMA_ID: &str = "webtune.bench.v2";
+
+/// The layouts `webtune merge` reads: v1 is v2 less fields that all have defaults here.
+pub const READABLE_SCHEMAS: [&str; 2] = ["webtune.bench.v1", SCHEMA_ID];
 
 /// One bench run (or several merged) as exported to JSON and kept in the store.
 #[derive(Debug, Clone, Serialize, Deserialize)]

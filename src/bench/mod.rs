@@ -168,7 +168,7 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
     }
     let report = BenchReport {
         schema: SCHEMA_ID.into(),
-        webtune_version: env!("CARGO_PKG_VERSION").into(),
+        webtune_version: crate::VERSION.into(),
         started_at: humantime::format_rfc3339_millis(wall_origin).to_string(),
         target: TargetInfo {
             url: plan.url.clone(),

@@ -155,10 +155,11 @@ impl Remote {
         let text = String::from_utf8_lossy(&out.stdout);
         let mut lines = text.lines();
         let version = lines.next().unwrap_or("").trim().strip_prefix("webtune ").unwrap_or("?").to_string();
-        let ours = env!("CARGO_PKG_VERSION");
+        // Version and commit: two builds of one version may still measure differently.
+        let ours = crate::VERSION;
         if version != ours {
             return Err(InputError(format!(
-                "{} has webtune {version}, this machine webtune {ours}: install the same version on both",
+                "{} has webtune {version}, this machine webtune {ours}: install the same build (version and commit) on both",
                 host.name
             )));
         }

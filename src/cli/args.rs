@@ -10,7 +10,7 @@ use crate::store::RunRef;
 #[derive(Debug, Parser)]
 #[command(
     name = "webtune",
-    version,
+    version = crate::VERSION,
     about = "Find, by measurement, the server configuration that serves the most within its memory",
     after_help = super::manual::exit_status_help()
 )]
@@ -52,7 +52,7 @@ pub enum Command {
     /// exceeds the runs' spread.
     #[command(after_help = super::manual::exit_status_help())]
     Compare(CompareArgs),
-    /// Export a stored run as JSON or CSV.
+    /// Export a stored run as JSON, CSV or markdown.
     Export(ExportArgs),
     /// Write a stored run as one self-contained HTML file with charts.
     Report(ReportArgs),
@@ -77,6 +77,25 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page webtune(1) as roff (webtune manpage | man -l -).
     Manpage(ManpageArgs),
+}
+
+/// Files the report is written to as well, each in its own format, while the text stays on
+/// the terminal (oha's -o, hyperfine's --export-*).
+#[derive(Debug, Args, Default)]
+pub struct OutputArgs {
+    /// Write the report to FILE too, in the format its extension names (.json, .csv, .md,
+    /// .txt); repeatable. A symbolic link or a device is refused, not followed.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Vec<PathBuf>,
+    /// Write the report as JSON to FILE too (repeatable).
+    #[arg(long = "export-json", value_name = "FILE")]
+    pub export_json: Vec<PathBuf>,
+    /// Write the report as CSV to FILE too (repeatable).
+    #[arg(long = "export-csv", value_name = "FILE")]
+    pub export_csv: Vec<PathBuf>,
+    /// Write the report as markdown tables to FILE too (repeatable).
+    #[arg(long = "export-markdown", value_name = "FILE")]
+    pub export_markdown: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -115,9 +134,12 @@ pub struct RunsArgs {
     #[arg(long, value_name = "TIME")]
     pub until: Option<String>,
 
-    /// Print the rows as a JSON array (id, kind, started_at, target, summary, status).
+    /// Print the list as JSON (schema/runs.v1.json) instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -134,6 +156,9 @@ pub struct ShowArgs {
     /// A tune's diffs of your configuration files only (as `tune --diff` wrote them).
     #[arg(long, conflicts_with = "json")]
     pub diff: bool,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -147,9 +172,12 @@ pub struct CompareArgs {
     /// The run after: an id, last, or last~N.
     #[arg(value_name = "AFTER")]
     pub after: RunRef,
-    /// Print JSON: {"before", "after", "rows", "thresholds"}.
+    /// Print JSON (schema/compare.v1.json): {"schema", "before", "after", "rows", "thresholds"}.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 
     /// A regression gate (exit 3 when it holds), repeatable: a signed change from the run
     /// before to the run after, e.g. 'rps < -5%', 'p99 > +10%', or an absolute threshold on
@@ -159,7 +187,7 @@ pub struct CompareArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("format").required(true).args(["json", "csv"])))]
+#[command(group(clap::ArgGroup::new("format").args(["json", "csv", "markdown"])))]
 pub struct ExportArgs {
     #[command(flatten)]
     pub store: DbArg,
@@ -167,12 +195,19 @@ pub struct ExportArgs {
     /// The run: its id, last, or last~N.
     #[arg(value_name = "RUN")]
     pub id: RunRef,
-    /// The whole stored run as JSON.
+    /// The whole stored run as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Bench: one row of figures; tune: one row per measured point.
+    /// CSV on stdout. Bench: one wide row of figures (README lists the columns); tune: one
+    /// row per measured point.
     #[arg(long)]
     pub csv: bool,
+    /// Markdown tables on stdout.
+    #[arg(long)]
+    pub markdown: bool,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -324,9 +359,12 @@ pub struct TuneArgs {
     #[arg(long)]
     pub resume: bool,
 
-    /// Print the outcome as JSON instead of the tables.
+    /// Print the outcome as JSON (schema/tune.v1.json) instead of the tables.
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 
     /// No progress lines on stderr, nor the line saying where the run was stored.
     #[arg(long = "quiet")]
@@ -386,7 +424,7 @@ pub struct SyscallsArgs {
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
 
-    /// Print JSON (schema webtune.syscalls.v1) instead of a table.
+    /// Print JSON (schema/syscalls.v1.json) instead of a table.
     #[arg(long)]
     pub json: bool,
 }
@@ -426,7 +464,7 @@ pub struct MemArgs {
     #[arg(long)]
     pub partial: bool,
 
-    /// Print JSON (schema webtune.mem.v1) instead of a table.
+    /// Print JSON (schema/mem.v2.json, sizes in KiB) instead of a table.
     #[arg(long)]
     pub json: bool,
 }
@@ -596,9 +634,12 @@ pub struct BenchArgs {
     #[arg(long = "streams", requires = "h2")]
     pub streams: Option<u64>,
 
-    /// Print the report as JSON (schema/bench-report.v1.json) instead of text.
+    /// Print the report as JSON (schema/bench-report.v2.json) instead of text.
     #[arg(long = "json")]
     pub json: bool,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 
     /// Write per-second latency histograms to FILE in the HdrHistogram log format. A write
     /// that fails is an error (exit 1); the report is still printed and stored.

@@ -10,6 +10,7 @@ use super::args::BenchArgs;
 use crate::bench::remote::{self, Remote};
 use crate::bench::{self, BenchPlan, BenchSpec};
 use crate::input::{self, InputError};
+use crate::report::format::Numbered;
 use crate::report::progress::ProgressLine;
 use crate::sys::cpus::{CpuSet, Placement, PlacementSpec};
 
@@ -100,6 +101,7 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let thresholds = super::one_run_thresholds(&a.fail_if)?;
     // A database that cannot be one is said before any load, not after.
     crate::store::check_path(&crate::store::default_path(db))?;
+    let files = a.output.files::<crate::aggregate::BenchReport>()?;
     let spec = spec(a)?;
     if let Some(client) = &spec.cpus {
         // Every thread started from here on (the engine's, the progress line's) stays on them.
@@ -140,14 +142,13 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         }
     };
     super::judge(&mut report, &thresholds)?;
-    // Stored before it is printed, so the JSON can carry its id; a store that fails loses
-    // nothing the user sees: the report is printed all the same.
+    // Stored before it is printed, so the JSON (and a file's CSV row) can carry its id; a
+    // store that fails loses nothing the user sees: the report is printed all the same.
     let saved = crate::store::Store::open(&crate::store::default_path(db))
         .and_then(|mut s| s.save_bench(&report).map(|id| (id, s.path)));
-    let run_id = saved.as_ref().ok().map(|(id, _)| *id);
-    super::emit(&super::WithRunId { report: &report, run_id }, a.json, |r, out| {
-        crate::report::text::write(r.report, out)
-    })?;
+    let id = saved.as_ref().ok().map(|(id, _)| *id);
+    let numbered = Numbered { id, report: &report };
+    super::emit(&numbered, super::output::stdout_format(a.json))?;
     let mut failed = false;
     match saved {
         Ok((id, path)) if !a.quiet => eprintln!("{}", stored_line("bench", id, &path)),
@@ -156,6 +157,10 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
             eprintln!("webtune: {}; the result above was not saved", super::one_line(&e));
             failed = true;
         }
+    }
+    if let Err(e) = super::output::write_files(&numbered, &files) {
+        eprintln!("webtune: {}", super::one_line(&e));
+        failed = true;
     }
     if let Err(e) = hdr_log {
         eprintln!("webtune: {}; the HdrHistogram log is incomplete (the report is whole)", super::one_line(&e));
@@ -206,7 +211,7 @@ fn agent(plan: &BenchPlan) -> anyhow::Result<ExitCode> {
         watch.store(true, Ordering::SeqCst);
     });
     let report = bench::run(plan, &stop)?;
-    super::emit(&report, true, crate::report::text::write)?;
+    super::emit(&report, crate::report::Format::Json)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,9 +5,12 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::args::{CompareArgs, ExportArgs, ReportArgs, RunsArgs, ShowArgs};
+use super::output::{OutputFile, stdout_format};
 use crate::gate;
 use crate::input::InputError;
 use crate::report::compare::Comparison;
+use crate::report::format::Runs;
+use crate::report::{Format, Report};
 use crate::store::{self, RunFilter, RunRef, Store, Stored};
 
 fn open(db: Option<&Path>) -> anyhow::Result<Store> {
@@ -32,24 +35,15 @@ pub fn runs(db: Option<&Path>, a: &RunsArgs) -> anyhow::Result<ExitCode> {
         since: time("--since", &a.since)?,
         until: time("--until", &a.until)?,
     };
+    let files = a.output.files::<Runs>()?;
     let s = open(db)?;
-    let rows = s.runs(&filter)?;
-    super::emit(&rows, a.json, |rows, out| {
-        writeln!(out, "{:>5}  {:<5}  {:<24}  {:<11}  {:<40}  summary", "id", "kind", "started", "status", "target")?;
-        for r in rows {
-            writeln!(
-                out,
-                "{:>5}  {:<5}  {:<24}  {:<11}  {:<40}  {}",
-                r.id, r.kind, r.started_at, r.status, r.target, r.summary
-            )?;
-        }
-        Ok(())
-    })?;
-    Ok(ExitCode::SUCCESS)
+    let rows = Runs::new(s.runs(&filter)?);
+    written(&rows, stdout_format(a.json), &files)
 }
 
 /// `webtune show ID`: one stored run as text, or as JSON with --json.
 pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
+    let files = a.output.files::<Stored>()?;
     let s = open(db)?;
     let (_, run) = get(&s, a.id)?;
     if a.diff {
@@ -62,35 +56,14 @@ pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         super::write_stdout(|out| o.diffs.values().try_for_each(|d| out.write_all(d.as_bytes())))?;
         return Ok(ExitCode::SUCCESS);
     }
-    super::emit(&run, a.json, |run, out| match run {
-        Stored::Bench { report, .. } => crate::report::text::write(report, out),
-        Stored::Tune { row, points, outcome, .. } => {
-            writeln!(out, "tune {} on {} ({}), started {}", row.id, row.target, row.status, row.started_at)?;
-            match outcome {
-                Some(o) => write!(out, "{}", crate::tune::table::report(o)),
-                None => {
-                    for p in points {
-                        writeln!(
-                            out,
-                            "  {}: {}",
-                            p.step,
-                            p.cause().map_or(format!("{:.1} req/s, p99 {:.2} ms", p.rps(), p.p99()), |c| format!(
-                                "failed: {c}"
-                            ))
-                        )?;
-                    }
-                    Ok(())
-                }
-            }
-        }
-    })?;
-    Ok(ExitCode::SUCCESS)
+    written(&run, stdout_format(a.json), &files)
 }
 
 /// `webtune compare A B`: two stored runs' figures side by side, and the `--fail-if` gates
 /// between them (exit 3 when one fails).
 pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let gates = super::thresholds(&a.fail_if)?;
+    let files = a.output.files::<Comparison>()?;
     let s = open(db)?;
     let ((before_id, before), (after_id, after)) = (get(&s, a.before)?, get(&s, a.after)?);
     let rows = crate::report::compare::rows(&before, &after).map_err(|e| InputError(e.to_string()))?;
@@ -99,24 +72,49 @@ pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
         // rows() has refused runs without figures already.
         _ => Vec::new(),
     };
-    let comparison = Comparison { before: before_id, after: after_id, rows, thresholds };
-    super::emit(&comparison, a.json, crate::report::compare::write_text)?;
-    if !gate::all_pass(&comparison.thresholds) {
+    let comparison = Comparison::new(before_id, after_id, rows, thresholds);
+    let code = written(&comparison, stdout_format(a.json), &files)?;
+    if code == ExitCode::SUCCESS && !gate::all_pass(&comparison.thresholds) {
         return Ok(ExitCode::from(super::THRESHOLD_FAILED));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
-/// `webtune export ID`: one stored run as CSV, or as JSON with --json.
+/// `webtune export ID`: one stored run on stdout as JSON, CSV or markdown, and in files.
 pub fn export(db: Option<&Path>, a: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let files = a.output.files::<Stored>()?;
+    let format = match (a.json, a.csv, a.markdown) {
+        (true, _, _) => Some(Format::Json),
+        (_, true, _) => Some(Format::Csv),
+        (_, _, true) => Some(Format::Markdown),
+        _ => None,
+    };
+    if format.is_none() && files.is_empty() {
+        return Err(InputError("export: give --json, --csv, --markdown or -o FILE".into()).into());
+    }
     let s = open(db)?;
     let (_, run) = get(&s, a.id)?;
-    if a.json {
-        super::emit(&run, true, |_, _| Ok(()))?;
-    } else {
-        super::emit(&run, false, crate::report::csv::write)?;
+    match format {
+        Some(format) => written(&run, format, &files),
+        None => written_files(&run, &files),
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints `report` on stdout in `format`, then writes the files: exit 1 when one cannot be
+/// written (the others are).
+fn written<R: Report>(report: &R, format: Format, files: &[OutputFile]) -> anyhow::Result<ExitCode> {
+    super::emit(report, format)?;
+    written_files(report, files)
+}
+
+fn written_files<R: Report>(report: &R, files: &[OutputFile]) -> anyhow::Result<ExitCode> {
+    match super::output::write_files(report, files) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("webtune: {}", super::one_line(&e));
+            Ok(ExitCode::from(1))
+        }
+    }
 }
 
 /// `webtune report ID --html FILE`: writes one stored run as an HTML page and prints its path.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::aggregate::BenchReport;
-use crate::aggregate::result::SCHEMA_ID;
+use crate::aggregate::result::READABLE_SCHEMAS;
 use crate::input::InputError;
 
 /// Reads two or more bench --json reports and merges them into one.
@@ -19,8 +19,13 @@ pub fn run(files: &[PathBuf]) -> anyhow::Result<BenchReport> {
         let text = crate::input::read_text(file, "report")?;
         let report: BenchReport = serde_json::from_str(&text)
             .map_err(|e| InputError(format!("{name} is not a webtune bench --json report: {e}")))?;
-        if report.schema != SCHEMA_ID {
-            return Err(InputError(format!("{name} has schema {:?}, not {SCHEMA_ID}", report.schema)).into());
+        if !READABLE_SCHEMAS.contains(&report.schema.as_str()) {
+            return Err(InputError(format!(
+                "{name} has schema {:?}, not {}",
+                report.schema,
+                READABLE_SCHEMAS.join(" or ")
+            ))
+            .into());
         }
         // The same run given twice (a copy under another name too) would count its requests twice.
         if let Some(i) = (0..reports.len()).find(|&i| texts[i] == text || same_run(&reports[i], &report)) {

@@ -12,6 +12,7 @@ pub mod launch;
 pub mod manual;
 pub mod mem;
 pub mod merge;
+pub mod output;
 pub mod syscalls;
 pub mod tune;
 pub mod urls;
@@ -62,7 +63,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let thresholds = one_run_thresholds(&a.fail_if)?;
             let mut report = merge::run(&a.files)?;
             judge(&mut report, &thresholds)?;
-            emit(&report, a.json, crate::report::text::write)?;
+            emit(&report, output::stdout_format(a.json))?;
             Ok(if crate::gate::all_pass(&report.thresholds) {
                 ExitCode::SUCCESS
             } else {
@@ -138,24 +139,9 @@ pub fn judge(report: &mut BenchReport, thresholds: &[Threshold]) -> Result<(), I
     Ok(())
 }
 
-/// Prints a report on stdout, as JSON or through its text exporter.
-pub fn emit<T: serde::Serialize>(
-    report: &T,
-    json: bool,
-    text: impl FnOnce(&T, &mut std::io::StdoutLock<'static>) -> std::io::Result<()>,
-) -> anyhow::Result<()> {
-    write_stdout(|out| if json { crate::report::json::write(report, out) } else { text(report, out) })
-}
-
-/// A report as printed with the id the history stored it under: `"run_id"`, last, so a
-/// script reads it from the output instead of guessing it from `runs` while others write.
-#[derive(serde::Serialize)]
-pub struct WithRunId<'a, T> {
-    #[serde(flatten)]
-    pub report: &'a T,
-    /// None when the store failed: the report is printed all the same.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<i64>,
+/// Prints a report on stdout in `format`.
+pub fn emit<R: crate::report::Report + ?Sized>(report: &R, format: crate::report::Format) -> anyhow::Result<()> {
+    write_stdout(|out| crate::report::format::write(report, format, out))
 }
 
 /// Writes on stdout through `write`, then flushes. A closed pipe (`| head`) is not an error.

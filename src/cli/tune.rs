@@ -9,14 +9,13 @@ use std::time::{Duration, Instant};
 use super::args::TuneArgs;
 use crate::input::{self, InputError};
 use crate::procmem::capacity::Budget;
+use crate::report::format::Tuned;
 use crate::server::TargetFile;
 use crate::tune::journal::{Header, Journal};
 use crate::tune::launcher::TargetLauncher;
 use crate::tune::strategies::Knobs;
 use crate::tune::trial::{self, Launcher, Load, TrialOptions};
-use crate::tune::{
-    Judging, Measure, Objective, Observer, Outcome, Point, Settings, Tuner, fmt_secs, summary_line, table,
-};
+use crate::tune::{Judging, Measure, Objective, Observer, Point, Settings, Tuner, fmt_secs, summary_line};
 
 /// Requests per worker sent before measuring.
 const WARM_REQUESTS_PER_WORKER: u64 = 20;
@@ -29,6 +28,7 @@ const DISTURBED: f64 = 0.10;
 /// incomplete, 130 when interrupted.
 pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     crate::store::check_path(&crate::store::default_path(db))?;
+    let files = a.output.files::<Tuned>()?;
     let mut file = TargetFile::load(&a.file)?;
     super::launch::place(&mut file, a.cpus.as_deref())?;
     let objective = objective(a)?;
@@ -159,7 +159,9 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         write_diffs(dir, &outcome.diffs)?;
     }
     let mut save_error = observer.save_error.take();
-    print(&outcome, store.as_ref().map(|(_, id)| *id), a.json)?;
+    let tuned = Tuned { run_id: store.as_ref().map(|(_, id)| *id), ..Tuned::new(&outcome) };
+    super::emit(&tuned, super::output::stdout_format(a.json))?;
+    let written = super::output::write_files(&tuned, &files);
     if let Some((mut s, id)) = store {
         if let Err(e) = s.finish_tune(id, &outcome) {
             save_error.get_or_insert(e);
@@ -169,6 +171,10 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     }
     if let Some(e) = save_error {
         eprintln!("webtune: the journal is incomplete: {e:#}");
+        return Ok(ExitCode::from(1));
+    }
+    if let Err(e) = written {
+        eprintln!("webtune: {}", super::one_line(&e));
         return Ok(ExitCode::from(1));
     }
     if outcome.stopped.as_deref() == Some("interrupted") {
@@ -200,13 +206,6 @@ fn write_diffs(dir: &Path, diffs: &std::collections::BTreeMap<String, String>) -
         eprintln!("tune: wrote {} in {} (patch -p1 -d YOUR_CONFIG_DIR < FILE)", names.join(", "), dir.display());
     }
     Ok(())
-}
-
-fn print(o: &Outcome, run_id: Option<i64>, json: bool) -> anyhow::Result<()> {
-    super::emit(&super::WithRunId { report: o, run_id }, json, |o, out| {
-        use std::io::Write;
-        write!(out, "{}", table::report(o.report))
-    })
 }
 
 fn objective(a: &TuneArgs) -> Result<Objective, InputError> {

@@ -52,10 +52,13 @@ pub fn mem_available_kib() -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Totals {
     /// What naive tools report: every shared page counted once per process.
+    #[serde(rename = "rss_sum_kib")]
     pub rss_sum: u64,
     /// Each shared page divided among its sharers: the real total.
+    #[serde(rename = "pss_sum_kib")]
     pub pss_sum: u64,
     /// The seeds' formula: sum of (size - shared) plus the largest shared.
+    #[serde(rename = "seeds_formula_kib")]
     pub seeds_formula: u64,
 }
 
@@ -115,9 +118,11 @@ pub struct Growth {
     /// Workers measured before and after (recycled ones are left out).
     pub workers: usize,
     /// Growth of the workers' unique memory per request (leaks and pages unshared).
+    #[serde(rename = "uss_kib_per_request")]
     pub uss_per_request: f64,
     /// Shared memory the workers lost per request (pages dirtied copy-on-write), counted on
     /// Shared_Dirty alone: see `growth`.
+    #[serde(rename = "shared_lost_kib_per_request")]
     pub shared_lost_per_request: f64,
     /// The largest unique size per worker that keeps the pool within the budget
     /// (Apache2::SizeLimit's MAX_UNSHARED_SIZE).

@@ -53,8 +53,10 @@ pub struct ProcMem {
     #[serde(flatten)]
     pub mem: MemSnapshot,
     /// Unique set, KiB: what the process frees when it exits (`mem.uss()`).
+    #[serde(rename = "uss_kib")]
     pub uss: u64,
     /// Pages shared with at least one other process, KiB (`mem.shared()`).
+    #[serde(rename = "shared_kib")]
     pub shared: u64,
 }
 

@@ -7,19 +7,26 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemSnapshot {
     /// Resident set: every resident page, shared or not (what ps and top show).
+    #[serde(rename = "rss_kib")]
     pub rss: u64,
     /// Proportional set: each shared page divided by the number of processes sharing it.
+    #[serde(rename = "pss_kib")]
     pub pss: u64,
     /// Shared pages not written since they were read in: mostly code and read-only files.
+    #[serde(rename = "shared_clean_kib")]
     pub shared_clean: u64,
     /// Shared pages that were written, as the parent's heap before the fork: what
     /// copy-on-write unshares.
+    #[serde(rename = "shared_dirty_kib")]
     pub shared_dirty: u64,
     /// Unwritten pages only this process maps.
+    #[serde(rename = "private_clean_kib")]
     pub private_clean: u64,
     /// Written pages only this process maps: its own heap and stack, pages it unshared.
+    #[serde(rename = "private_dirty_kib")]
     pub private_dirty: u64,
     /// Pages swapped out (not resident, so not in `rss`).
+    #[serde(rename = "swap_kib")]
     pub swap: u64,
 }
 

@@ -10,15 +10,26 @@ use crate::aggregate::result::{Judged, LatencyStats};
 use crate::store::Stored;
 use crate::tune::Point;
 
+/// The `schema` value written into every comparison, naming its layout.
+pub const SCHEMA_ID: &str = "webtune.compare.v1";
+
 /// Two runs compared: `webtune compare`'s result, as text or JSON.
 #[derive(Debug, Serialize)]
 pub struct Comparison {
+    /// Always SCHEMA_ID for this layout.
+    pub schema: &'static str,
     /// The runs' ids.
     pub before: i64,
     pub after: i64,
     pub rows: Vec<Row>,
     /// The `--fail-if` gates judged between the runs, in the order given.
     pub thresholds: Vec<Judged>,
+}
+
+impl Comparison {
+    pub fn new(before: i64, after: i64, rows: Vec<Row>, thresholds: Vec<Judged>) -> Comparison {
+        Comparison { schema: SCHEMA_ID, before, after, rows, thresholds }
+    }
 }
 
 /// One compared metric.

@@ -9,7 +9,7 @@ use crate::procmem::capacity::{self, Capacity, Growth, Totals};
 use crate::procmem::{ProcMem, Role, Sample, Unread, Unreadable};
 
 /// The `schema` value written into every memory report, naming its layout.
-pub const SCHEMA_ID: &str = "webtune.mem.v1";
+pub const SCHEMA_ID: &str = "webtune.mem.v2";
 
 /// What `webtune mem` found: each process's memory, the totals, and what fits the budget.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -127,16 +127,30 @@ pub fn bench_json(args: &[&str]) -> (Value, Run) {
     (v, run)
 }
 
-/// Fails the test when `v` does not follow schema/bench-report.v1.json.
+/// Fails the test when `v` does not follow schema/bench-report.v2.json.
 pub fn assert_valid(v: &Value) {
-    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
-    let validator = VALIDATOR.get_or_init(|| {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/bench-report.v1.json");
-        let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        jsonschema::validator_for(&schema).expect("the schema itself is valid")
-    });
+    assert_schema("bench-report.v2.json", v);
+}
+
+/// Fails the test when `v` does not follow schema/FILE (each schema compiled once).
+pub fn assert_schema(file: &str, v: &Value) {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    static VALIDATORS: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = OnceLock::new();
+    let validator = {
+        let mut cache = VALIDATORS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(file.to_string())
+            .or_insert_with(|| {
+                let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema").join(file);
+                let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let schema: Value = serde_json::from_str(&text).unwrap();
+                Arc::new(jsonschema::validator_for(&schema).expect("the schema itself is valid"))
+            })
+            .clone()
+    };
     let errors: Vec<String> = validator.iter_errors(v).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "output does not follow the schema: {errors:#?}\n{v:#}");
+    assert!(errors.is_empty(), "output does not follow schema/{file}: {errors:#?}\n{v:#}");
 }
 
 /// A u64 at a JSON pointer, e.g. "/result/succeeded".

@@ -25,7 +25,7 @@ pub struct Sshd {
 pub enum HostKind {
     /// The test's own webtune.
     Real,
-    /// A `webtune` script that says it is another version.
+    /// A `webtune` script that says it is this version built from another commit.
     WrongVersion,
     /// A host that refuses the client's key.
     RefusesKey,
@@ -59,7 +59,8 @@ impl SshLab {
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_webtune"), real.join("webtune")).unwrap();
         let fake = d.join("fake-bin");
         std::fs::create_dir(&fake).unwrap();
-        std::fs::write(fake.join("webtune"), "#!/bin/sh\necho 'webtune 9.9.9'\n").unwrap();
+        let other_build = format!("webtune {} (000000000000)", env!("CARGO_PKG_VERSION"));
+        std::fs::write(fake.join("webtune"), format!("#!/bin/sh\necho '{other_build}'\n")).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(fake.join("webtune"), std::fs::Permissions::from_mode(0o755)).unwrap();
         let skewed = d.join("skewed-bin");
