@@ -259,7 +259,7 @@ fn issue_28_one_vocabulary_and_the_peers_habits() {
     }
     let show = webtune(&["show", "--help"]).stdout;
     assert!(show.contains("<RUN>  The run: its id (as `webtune runs` lists it), last, or last~N"), "{show}");
-    assert!(show.contains("--json       Print the stored run whole as JSON"), "{show}");
-    assert!(webtune(&["runs", "--help"]).stdout.contains("--json             Print the rows as a JSON array"));
+    assert!(show.contains("Print the stored run whole as JSON"), "{show}");
+    assert!(webtune(&["runs", "--help"]).stdout.contains("Print the list as JSON (schema/runs.v1.json)"));
     assert!(!webtune(&["--help"]).stdout.contains("seed 0"));
 }

@@ -50,7 +50,7 @@ fn bench_writes_json_csv_and_markdown_files_while_the_text_stays_on_stdout() {
         &db,
         &[
             "bench",
-            "-q",
+            "--quiet",
             "-c",
             "2",
             "-n",
@@ -106,7 +106,7 @@ fn an_unknown_extension_a_symlink_or_a_device_is_refused_before_the_run() {
         (vec!["-o", link.to_str().unwrap()], "out.json: a symbolic link, not followed"),
         (vec!["--export-csv", "/dev/null"], "/dev/null: not a regular file"),
     ] {
-        let mut full = vec!["bench", "-q", "-n", "5", url];
+        let mut full = vec!["bench", "--quiet", "-n", "5", url];
         full.extend(&args);
         let (code, out, err) = wt(&db, &full);
         assert_eq!(code, 2, "{args:?}: {err}");
@@ -125,7 +125,7 @@ fn export_csv_of_a_bench_run_is_one_wide_row_of_every_figure() {
     let lab = Lab::start(&["--workers", "2"]);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
-    let (code, _, err) = wt(&db, &["bench", "-q", "-c", "3", "-n", "150", &lab.url("/")]);
+    let (code, _, err) = wt(&db, &["bench", "--quiet", "-c", "3", "-n", "150", &lab.url("/")]);
     assert_eq!(code, 0, "{err}");
     let (code, out, err) = wt(&db, &["export", "1", "--csv"]);
     assert_eq!(code, 0, "{err}");
@@ -159,7 +159,7 @@ fn compare_show_export_and_runs_write_files_and_their_json_follows_the_schemas()
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
     for n in ["100", "200"] {
-        let (code, _, err) = wt(&db, &["bench", "-q", "-c", "2", "-n", n, &lab.url("/")]);
+        let (code, _, err) = wt(&db, &["bench", "--quiet", "-c", "2", "-n", n, &lab.url("/")]);
         assert_eq!(code, 0, "{err}");
     }
     let p = |name: &str| dir.path().join(name).display().to_string();
@@ -213,7 +213,7 @@ fn tune_writes_json_and_markdown_files_while_its_tables_stay_on_stdout() {
     )
     .unwrap();
     let p = |name: &str| dir.path().join(name).display().to_string();
-    let args = ["tune", target.to_str().unwrap(), "-q", "--repeats", "1", "--max-rounds", "2", "--journal"];
+    let args = ["tune", target.to_str().unwrap(), "--quiet", "--repeats", "1", "--max-rounds", "2", "--journal"];
     let mut full = args.to_vec();
     let journal = p("j.jsonl");
     let (json_file, md_file) = (p("t.json"), p("t.md"));
@@ -245,13 +245,17 @@ fn merge_reads_bench_reports_of_schema_v1_and_v2_and_writes_v2() {
     let lab = Lab::start(&["--workers", "2"]);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
-    let (code, out, err) = wt(&db, &["bench", "-q", "--json", "-c", "2", "-n", "100", &lab.url("/")]);
+    let (code, out, err) = wt(&db, &["bench", "--quiet", "--json", "-c", "2", "-n", "100", &lab.url("/")]);
     assert_eq!(code, 0, "{err}");
     let mut v = json(&out);
     let v2 = dir.path().join("v2.json");
     std::fs::write(&v2, &out).unwrap();
     // A v1 report: the same layout less what v2 named, under the old id.
     v["schema"] = "webtune.bench.v1".into();
+    // Another run (the same one twice is refused), as a v1 report has it: without what v2 added.
+    v["started_at"] = "2026-01-01T00:00:00.000Z".into();
+    let top = v.as_object_mut().unwrap();
+    top.remove("run_id");
     let v1 = dir.path().join("v1.json");
     std::fs::write(&v1, v.to_string()).unwrap();
     assert_schema("bench-report.v1.json", &v);

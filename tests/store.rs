@@ -360,7 +360,7 @@ fn issue_28_runs_since_and_until_compare_times_with_offsets_and_refuse_garbage()
         full.extend_from_slice(args);
         let (code, out, err) = wt(&db, &full);
         assert_eq!(code, 0, "{args:?}: {err}");
-        json(&out).as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect()
+        json(&out)["runs"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect()
     };
     // 12:00+01:00 is 11:00Z: the runs at 11:30Z and after, though "11:30" < "12:00" as text.
     assert_eq!(ids(&["--since", "2026-11-25T12:00:00+01:00"]), [4, 3, 2]);
@@ -402,7 +402,7 @@ fn issue_28_a_run_that_served_nothing_is_listed_failed() {
     .unwrap();
     let (_, out, _) = wt(&db, &["runs", "--json"]);
     let statuses: Vec<String> =
-        json(&out).as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap().into()).collect();
+        json(&out)["runs"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap().into()).collect();
     assert_eq!(statuses, ["failed", "failed"]);
     let (_, out, _) = wt(&db, &["runs"]);
     assert!(out.lines().nth(1).unwrap().contains(" failed "), "{out}");
