@@ -227,16 +227,39 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
     out.push_str("</div>");
     if let Some(o) = outcome {
         for (i, s) in o.steps.iter().enumerate() {
-            let _ = write!(
-                out,
-                "<h2>Step {}: {} {} &rarr; {} ({})</h2>",
-                i + 1,
-                escape(&s.knob),
-                escape(&s.before_value),
-                escape(&s.after_value),
-                if s.adopted { "adopted" } else { "kept" }
-            );
-            before_after(out, &s.before, &s.after);
+            let verdict = crate::tune::table::step_verdict(s);
+            match s.challenger_point().filter(|_| !s.adopted) {
+                Some(ch) => {
+                    let _ = write!(
+                        out,
+                        "<h2>Step {}: {} stays {}; best challenger {} ({verdict})</h2>",
+                        i + 1,
+                        escape(&s.knob),
+                        escape(&s.before_value),
+                        escape(&crate::tune::table::changes(&s.before.settings, &ch.settings)),
+                    );
+                    before_after(out, ["kept", "challenger"], &s.before, ch);
+                }
+                None => {
+                    let _ = write!(
+                        out,
+                        "<h2>Step {}: {} {} &rarr; {} ({verdict})</h2>",
+                        i + 1,
+                        escape(&s.knob),
+                        escape(&s.before_value),
+                        escape(&s.after_value),
+                    );
+                    before_after(out, ["before", "after"], &s.before, &s.after);
+                }
+            }
+            if let Some(e) = &s.effect {
+                let _ = write!(
+                    out,
+                    "<p class=\"ev\">Effect {} over {} interleaved rounds (99% interval): <b>{verdict}</b></p>",
+                    escape(&crate::tune::strategies::verdict::effect_text(e)),
+                    s.rounds
+                );
+            }
             let _ = write!(out, "<p class=\"ev\">{}</p>", escape(&s.evidence));
         }
     }
@@ -257,8 +280,8 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
 
 /// The seeds' table: metrics before and after with the % change, then the configuration with
 /// changed values highlighted.
-fn before_after(out: &mut String, b: &Point, a: &Point) {
-    out.push_str("<table><tr><th></th><th>before</th><th>after</th><th>change</th></tr>");
+fn before_after(out: &mut String, headings: [&str; 2], b: &Point, a: &Point) {
+    let _ = write!(out, "<table><tr><th></th><th>{}</th><th>{}</th><th>change</th></tr>", headings[0], headings[1]);
     let mut metric = |name: &str, x: f64, y: f64| {
         let change = if x != 0.0 && x.is_finite() && y.is_finite() {
             format!("{:+.1}%", (y - x) / x * 100.0)
@@ -269,6 +292,7 @@ fn before_after(out: &mut String, b: &Point, a: &Point) {
     };
     metric("requests/s", b.rps(), a.rps());
     metric("p99 ms", b.p99(), a.p99());
+    metric("p99.9 ms", b.p999().unwrap_or(f64::NAN), a.p999().unwrap_or(f64::NAN));
     for (k, v) in &a.settings.0 {
         let before = b.settings.get(k).unwrap_or("-");
         let class = if before != v { " class=\"changed\"" } else { "" };

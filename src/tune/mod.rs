@@ -238,6 +238,9 @@ pub enum Verdict {
     /// The interval lies within plus or minus the threshold.
     #[serde(rename = "no effect")]
     NoEffect,
+    /// The interval lies wholly below zero: a loss beyond noise, which "no effect" would hide.
+    #[serde(rename = "worse")]
+    Worse,
     /// Neither, within the rounds allowed: the incumbent is kept, and the report says so.
     #[serde(rename = "undecided")]
     Undecided,
@@ -249,6 +252,7 @@ impl Verdict {
         match self {
             Verdict::Adopted => "adopted",
             Verdict::NoEffect => "no effect",
+            Verdict::Worse => "worse",
             Verdict::Undecided => "undecided",
         }
     }
@@ -276,6 +280,10 @@ pub struct Step {
     pub after: Point,
     /// Every candidate measured for this step.
     pub candidates: Vec<Point>,
+    /// Which of `candidates` challenged the kept value most closely (the one `effect` is
+    /// of); None when adopted (then it is `after`) or for a strategy that picks by its rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub challenger: Option<usize>,
     pub evidence: String,
 }
 
@@ -297,6 +305,24 @@ pub struct Outcome {
     /// Where the server and the client ran (every point records its own too).
     #[serde(default)]
     pub placement: Option<crate::sys::cpus::Placement>,
+}
+
+impl Step {
+    /// The point the kept or adopted value was judged against: the adopted one, the recorded
+    /// challenger, else the best candidate that differs from `before` (older stored steps).
+    pub fn challenger_point(&self) -> Option<&Point> {
+        if self.adopted {
+            return Some(&self.after);
+        }
+        if let Some(p) = self.challenger.and_then(|i| self.candidates.get(i)) {
+            return Some(p);
+        }
+        self.candidates
+            .iter()
+            .filter(|p| p.ok() && p.settings != self.before.settings)
+            .max_by(|a, b| a.rps().total_cmp(&b.rps()))
+            .or_else(|| self.candidates.iter().find(|p| p.settings != self.before.settings))
+    }
 }
 
 impl Outcome {

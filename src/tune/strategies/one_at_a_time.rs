@@ -185,6 +185,7 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 before: j.incumbent.clone(),
                 after,
                 candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
+                challenger: j.chosen.is_none().then(|| j.lead_index()).flatten(),
                 evidence: evidence.clone(),
             });
             if j.chosen.is_some() {
@@ -370,6 +371,11 @@ fn step_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Strin
                 tried.join("; ")
             )
         }
+        (Verdict::Worse, _) => format!(
+            "{knob} stays {before} ({:.1} req/s): every value tried is worse, its 99% interval wholly below zero (over {rounds}){again} [{}]",
+            here.rps(),
+            tried.join("; ")
+        ),
         (Verdict::NoEffect, _) => format!(
             "{knob} stays {before} ({:.1} req/s): no effect, no value within the objective can gain {threshold}% (99% intervals over {rounds}){again} [{}]",
             here.rps(),

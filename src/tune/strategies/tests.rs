@@ -372,3 +372,50 @@ fn a_configuration_seen_over_the_budget_at_its_revisit_is_not_recommended() {
     let why = &found.evidence.iter().find(|(k, _, _)| k == "workers").unwrap().2;
     assert!(why.contains("workers back to 2"), "{why}");
 }
+
+#[test]
+fn a_sure_loss_is_worse_not_no_effect_and_its_table_shows_the_challenger() {
+    // keepalive off serves 6% less, whatever the round's noise.
+    let mut m = Model::new(
+        |s: &Settings, r| {
+            let base = if s.get("keepalive") == Some("off") { 940.0 } else { 1000.0 };
+            (base * [1.0, 1.01, 0.99][r % 3], if s.get("keepalive") == Some("off") { 14.0 } else { 12.0 }, 2000)
+        },
+        None,
+    );
+    let k: Knobs = vec![("keepalive".into(), vec!["on".into(), "off".into()])];
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &k, &Settings::default());
+    drop(t);
+    assert_eq!(found.recommended.get("keepalive"), Some("on"));
+    let step = &found.steps[0];
+    assert_eq!(step.verdict, Some(Verdict::Worse), "{}", step.evidence);
+    assert!(step.evidence.contains("worse"), "{}", step.evidence);
+    assert!(!step.evidence.contains("no effect"), "{}", step.evidence);
+    assert_eq!(serde_json::to_value(step).unwrap()["verdict"], "worse");
+    let outcome = found.into_outcome("one-at-a-time", "throughput".into(), None, String::new(), Vec::new());
+    let text = crate::tune::table::report(&outcome);
+    // Never the kept value against itself: the challenger's column and its change.
+    assert!(!text.contains("keepalive on -> on"), "{text}");
+    assert!(text.contains("Step 1: keepalive stays on; best challenger keepalive=off (worse)"), "{text}");
+    let rps = text.lines().find(|l| l.trim_start().starts_with("Requests/s")).unwrap();
+    assert!(rps.contains("1000.0") && rps.contains("940.0") && rps.contains("-6.0%"), "{rps}");
+    let p99 = text.lines().find(|l| l.trim_start().starts_with("p99 latency")).unwrap();
+    assert!(p99.contains("+16.7%"), "{p99}");
+    assert!(text.contains("keepalive   on   off") || text.lines().any(|l| l.starts_with("* keepalive")), "{text}");
+    assert!(text.contains("Effect of keepalive=off -6.0%"), "{text}");
+    assert!(text.contains("interleaved rounds: worse"), "{text}");
+}
+
+#[test]
+fn an_interval_wholly_below_zero_is_worse_one_around_zero_no_effect() {
+    use crate::stats::Effect;
+    use crate::tune::strategies::verdict::classify;
+    let e = |pct, low_pct, high_pct| Effect { pct, low_pct, high_pct };
+    assert_eq!(classify(&e(-6.2, -10.2, -2.0), 2.0), Verdict::Worse);
+    assert_eq!(classify(&e(-0.8, -1.5, -0.1), 2.0), Verdict::Worse);
+    assert_eq!(classify(&e(0.2, -1.5, 1.9), 2.0), Verdict::NoEffect);
+    assert_eq!(classify(&e(5.0, 3.0, 7.0), 2.0), Verdict::Adopted);
+    assert_eq!(classify(&e(-3.0, -9.0, 1.0), 2.0), Verdict::Undecided);
+}

@@ -33,8 +33,8 @@ pub struct Judgement {
     pub challengers: Vec<Judged>,
     /// The adopted challenger (the largest gain among those adopted).
     pub chosen: Option<usize>,
-    /// The step's verdict: adopted; no effect when no challenger can gain the threshold;
-    /// undecided otherwise.
+    /// The step's verdict: adopted; worse when every challenger is a sure loss; no effect
+    /// when no challenger can gain the threshold; undecided otherwise.
     pub verdict: Verdict,
     pub rounds: usize,
 }
@@ -42,22 +42,33 @@ pub struct Judgement {
 impl Judgement {
     /// The challenger whose effect stands for the step: the adopted one, else the largest gain.
     pub fn lead(&self) -> Option<&Judged> {
-        self.chosen.map(|i| &self.challengers[i]).or_else(|| {
-            self.challengers
-                .iter()
-                .filter(|c| c.effect.is_some())
-                .max_by(|a, b| a.effect.map_or(f64::MIN, |e| e.pct).total_cmp(&b.effect.map_or(f64::MIN, |e| e.pct)))
-        })
+        self.lead_index().map(|i| &self.challengers[i])
+    }
+
+    /// Where `lead` is in `challengers`; without any effect measured, the first that was
+    /// measured, so a table still has a challenger to show.
+    pub fn lead_index(&self) -> Option<usize> {
+        let pct = |c: &Judged| c.effect.map_or(f64::MIN, |e| e.pct);
+        self.chosen
+            .or_else(|| {
+                (0..self.challengers.len())
+                    .filter(|&i| self.challengers[i].effect.is_some())
+                    .max_by(|&a, &b| pct(&self.challengers[a]).total_cmp(&pct(&self.challengers[b])))
+            })
+            .or_else(|| (!self.challengers.is_empty()).then_some(0))
     }
 }
 
 /// The verdict an interval gives: adopted when it excludes zero and the change clears the
-/// threshold; no effect when it rules out a gain of the threshold (the change lies within
-/// plus or minus the threshold, or is a loss); undecided otherwise.
+/// threshold; worse when it lies wholly below zero (a sure loss, however small); no effect
+/// when it rules out a gain of the threshold (the change lies within plus or minus the
+/// threshold); undecided otherwise.
 pub fn classify(e: &Effect, threshold_pct: f64) -> Verdict {
     if e.low_pct > 0.0 && e.pct >= threshold_pct {
         Verdict::Adopted
-    } else if e.high_pct <= threshold_pct && (e.low_pct >= -threshold_pct || e.high_pct < 0.0) {
+    } else if e.high_pct < 0.0 {
+        Verdict::Worse
+    } else if e.high_pct <= threshold_pct && e.low_pct >= -threshold_pct {
         Verdict::NoEffect
     } else {
         Verdict::Undecided
@@ -180,7 +191,9 @@ pub fn judge_growing(
         .map(|(i, _)| i);
     let verdict = if chosen.is_some() {
         Verdict::Adopted
-    } else if !judged.is_empty() && judged.iter().all(|c| c.verdict == Verdict::NoEffect) {
+    } else if !judged.is_empty() && judged.iter().all(|c| c.verdict == Verdict::Worse) {
+        Verdict::Worse
+    } else if !judged.is_empty() && judged.iter().all(|c| matches!(c.verdict, Verdict::NoEffect | Verdict::Worse)) {
         Verdict::NoEffect
     } else {
         Verdict::Undecided
