@@ -226,6 +226,10 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             break;
         }
         t.note(&format!("the operating point moved: {} judged again", stale.join(", ")));
+        // The pass to come enters the plan (and the ETA) once it is known to come.
+        let again: usize = knobs.iter().filter(|(k, v)| stale.contains(k) && v.len() > 1).map(|(_, v)| v.len()).sum();
+        let j = t.judging;
+        t.plan.add(again * j.min_rounds, again * j.max_rounds.max(j.min_rounds));
         due = stale;
     }
     // Every knob had a single value: the configuration is still measured.

@@ -419,3 +419,60 @@ fn an_interval_wholly_below_zero_is_worse_one_around_zero_no_effect() {
     assert_eq!(classify(&e(5.0, 3.0, 7.0), 2.0), Verdict::Adopted);
     assert_eq!(classify(&e(-3.0, -9.0, 1.0), 2.0), Verdict::Undecided);
 }
+
+/// Records what each progress line would say is left.
+#[derive(Default)]
+struct Etas(Vec<crate::tune::Eta>);
+
+impl crate::tune::Observer for Etas {
+    fn measuring(&mut self, _step: &str, _elapsed: Duration, left: &crate::tune::Eta) {
+        self.0.push(*left);
+    }
+}
+
+#[test]
+fn the_eta_counts_the_rounds_still_to_come_and_bounds_them() {
+    // "noisy" scatters its challenger by +-5% around the incumbent: undecided until the cap
+    // of rounds; "quiet" does nothing, settled at the first look.
+    let mut m = Model::paced(
+        |s: &Settings, r| {
+            let rps = if s.get("noisy") == Some("b") { 1000.0 * [1.05, 0.95, 1.06, 0.94][r % 4] } else { 1000.0 };
+            (rps, 10.0, 2000)
+        },
+        Duration::from_millis(2),
+    );
+    let k: Knobs = vec![
+        ("noisy".into(), vec!["a".into(), "b".into()]),
+        ("quiet".into(), vec!["x".into(), "y".into(), "z".into()]),
+    ];
+    let mut etas = Etas::default();
+    let judging = crate::tune::Judging::default();
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut etas, Vec::new(), Default::default());
+    t.plan = Strategy::OneAtATime.planned_windows(&k, &judging, 3);
+    let found = one_at_a_time(&mut t, &k, &Settings::default());
+    drop(t);
+    assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided), "{}", found.steps[0].evidence);
+    assert_eq!(found.steps[0].rounds, judging.max_rounds);
+    let total = etas.0.len();
+    assert_eq!(total, m.measured.len());
+    // Before each window, the windows left (this one included) lie within the bounds told.
+    for (i, eta) in etas.0.iter().enumerate() {
+        let left = total - i;
+        assert!(eta.least_windows <= left && left <= eta.most_windows, "window {i}: {left} left, told {eta:?}");
+        assert!(eta.least <= eta.most);
+    }
+    // At the start: the least is the first look at each (2 + 3 values x 3 rounds), the most
+    // the cap (5 x 10): 29 windows were taken, far more than a count of values (5) would say.
+    assert_eq!((etas.0[0].least_windows, etas.0[0].most_windows), (15, 50));
+    assert_eq!(total, 2 * 10 + 3 * 3);
+    // Once "noisy" is done, only "quiet"'s 9 windows remain, and the bound says so.
+    let after_noisy = &etas.0[20];
+    assert_eq!((after_noisy.least_windows, after_noisy.most_windows), (9, 30));
+    let eta = crate::tune::Eta {
+        least_windows: 9,
+        most_windows: 30,
+        least: Duration::from_secs(40),
+        most: Duration::from_secs(190),
+    };
+    assert_eq!(eta.describe(), "at least ~40s, at most ~3m10s left");
+}

@@ -121,6 +121,9 @@ pub fn judge_growing(
     let mut windows: Vec<Vec<Option<Point>>> = vec![Vec::new(); challengers.len() + 1];
     // Challengers whose verdict more rounds cannot change.
     let mut settled = vec![false; challengers.len() + 1];
+    // Rounds each configuration may take, and whether its unused ones have left the plan.
+    let (least, most) = (j.min_rounds, j.max_rounds.max(j.min_rounds));
+    let mut released = vec![false; challengers.len() + 1];
     let mut rounds = 0;
     'rounds: loop {
         let n = challengers.len() + 1;
@@ -142,7 +145,12 @@ pub fn judge_growing(
                 0 => (round_name(incumbent_name, r), incumbent),
                 _ => (round_name(&name_of(&challengers[i - 1].value), own(&windows[i])), &challengers[i - 1].settings),
             };
+            // A round past the least the plan counted on.
+            let beyond = if i == 0 { r >= least } else { own(&windows[i]) >= least };
             let Some(p) = t.window(&name, settings, &settling) else { break 'rounds };
+            if beyond {
+                t.plan.beyond_least();
+            }
             let ok = p.ok();
             windows[i][r] = Some(p);
             if !ok && i == 0 {
@@ -155,6 +163,12 @@ pub fn judge_growing(
         for i in 1..n {
             let enough = own(&windows[i]) >= j.min_rounds;
             settled[i] = assess(t, &windows[0], &windows[i], confidence, enough).settled;
+            // Settled early: the rounds it will not take leave the plan (and the ETA).
+            if settled[i] && !released[i] {
+                released[i] = true;
+                let had = own(&windows[i]);
+                t.plan.release(least.saturating_sub(had), most.saturating_sub(had));
+            }
         }
         let so_far: Vec<Option<Point>> = windows[1..].iter().map(|w| Point::combine("", &all(w))).collect();
         let here = Point::combine("", &all(&windows[0]));
@@ -163,8 +177,16 @@ pub fn judge_growing(
                 challengers.push(c);
                 windows.push(vec![None; rounds]);
                 settled.push(false);
+                released.push(false);
+                t.plan.add(least, most);
             }
         }
+    }
+    // The incumbent's rounds not taken, and those of challengers the run stopped before.
+    t.plan.release(least.saturating_sub(rounds), most.saturating_sub(rounds));
+    for i in (1..windows.len()).filter(|&i| !released[i]) {
+        let had = own(&windows[i]);
+        t.plan.release(least.saturating_sub(had), most.saturating_sub(had));
     }
     let incumbent_point = Point::combine(incumbent_name, &all(&windows[0]))?;
     let confidence = confidence_of(challengers.len());
