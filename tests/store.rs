@@ -212,31 +212,84 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let url = format!("file://{}", html.display());
-    for (name, size) in [("wide", "1200,3000"), ("narrow", "400,3000")] {
-        let shot = shots.join(format!("tune-report-{name}.png"));
-        let out = Command::new(&browser)
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"])
-            .arg(format!("--screenshot={}", shot.display()))
-            .arg(format!("--window-size={size}"))
-            .arg(&url)
-            .output()
-            .unwrap();
-        let log = String::from_utf8_lossy(&out.stderr);
-        let console_errors: Vec<&str> =
-            log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("rror") || l.contains("Uncaught"))).collect();
-        assert!(console_errors.is_empty(), "{console_errors:?}");
-        assert!(std::fs::metadata(&shot).map(|m| m.len() > 10_000).unwrap_or(false), "no screenshot: {log}");
-        eprintln!("screenshot: {}", shot.display());
-    }
-    // The DOM as the browser built it: the charts are there.
-    let out = Command::new(&browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", &url])
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(dom.matches("<svg").count() >= 6, "charts: {}", dom.matches("<svg").count());
+    // Narrow too: the page reflows (each chart shrinks with its text) rather than break.
+    screenshot(&browser, &url, &shots.join("tune-report-narrow.png"), (400, 3000));
+    let dom = readable_at_1280(&browser, &html, "tune-report");
+    // Two knobs x (req/s, p99), the latency plot, memory by configuration (4 of them).
+    assert_eq!(webtune::report::svg::drawn(&dom).len(), 6, "charts");
     for title in ["Requests/s by workers", "p99 by keepalive", "Latency by percentile", "Memory per worker (MiB)"] {
         assert!(dom.contains(title), "{title} missing");
     }
+    // Every step says its verdict (adopted, worse, no effect, undecided), none only "kept".
+    assert!(!dom.contains("(kept)</h2>"), "a step labelled kept instead of its verdict");
     assert!(dom.contains("Recommended configuration") && dom.contains("webtune lab"));
+}
+
+/// Screenshots `url` at `size` into `shot`; checks the browser logged no error and the PNG
+/// has the window's size.
+fn screenshot(browser: &Path, url: &str, shot: &Path, size: (u32, u32)) {
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("--window-size={},{}", size.0, size.1))
+        .arg(url)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console_errors: Vec<&str> =
+        log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("rror") || l.contains("Uncaught"))).collect();
+    assert!(console_errors.is_empty(), "{console_errors:?}");
+    let png = std::fs::read(shot).unwrap_or_else(|e| panic!("no screenshot {}: {e}: {log}", shot.display()));
+    assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG"), "not a screenshot: {log}");
+    // IHDR: width and height, big-endian, after the signature and the chunk's length and type.
+    let dim = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert_eq!((dim(16), dim(20)), size, "{}", shot.display());
+    eprintln!("screenshot: {}", shot.display());
+}
+
+/// Renders `html` in Chromium at 1280 px (a screenshot, and the DOM as the browser built it)
+/// and checks every chart in that DOM reads: no wider than the window, no text under 11 px,
+/// no two labels overprinting. Returns the DOM.
+fn readable_at_1280(browser: &Path, html: &Path, name: &str) -> String {
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let url = format!("file://{}", html.display());
+    screenshot(browser, &url, &shots.join(format!("{name}-1280.png")), (1280, 4000));
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,4000", "--dump-dom", &url])
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let charts = webtune::report::svg::drawn(&dom);
+    assert!(!charts.is_empty(), "no chart in the DOM: {dom}");
+    let problems = webtune::report::svg::layout_problems(&dom, 1280.0);
+    assert!(problems.is_empty(), "{name}: {problems:#?}");
+    dom
+}
+
+#[test]
+fn a_bench_report_reads_at_1280_px_in_chromium_with_throughput_over_time() {
+    let Some(browser) = chromium() else {
+        missing("chromium");
+        return;
+    };
+    let lab = crate::support::lab::Lab::start(&["--workers", "2", "--io-wait", "1ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let url = lab.url("/");
+    let (code, out, err) = wt(&db, &["bench", "-c", "4", "-d", "3s", &url]);
+    assert_eq!(code, 0, "{err}");
+    // The terminal report has its histogram, within 80 columns.
+    let at = out.find("Latency histogram").unwrap_or_else(|| panic!("no histogram: {out}"));
+    let lines: Vec<&str> = out[at..].lines().take_while(|l| !l.is_empty()).collect();
+    assert!(lines.len() > 1 && lines.len() <= 12, "{out}");
+    assert!(lines.iter().all(|l| l.chars().count() <= 80), "{out}");
+    let (_, rows, _) = wt(&db, &["runs", "--json"]);
+    let id = json(&rows)[0]["id"].to_string();
+    let html = dir.path().join("bench.html");
+    let (code, _, err) = wt(&db, &["report", &id, "--html", html.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let dom = readable_at_1280(&browser, &html, "bench-report");
+    let titles: Vec<String> = webtune::report::svg::drawn(&dom).into_iter().map(|c| c.title).collect();
+    assert_eq!(titles, ["Latency by percentile", "Replies and failures per second"], "{titles:?}");
 }
