@@ -215,8 +215,9 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     // Narrow too: the page reflows (each chart shrinks with its text) rather than break.
     screenshot(&browser, &url, &shots.join("tune-report-narrow.png"), (400, 3000));
     let dom = readable_at_1280(&browser, &html, "tune-report");
-    // Two knobs x (req/s, p99), the latency plot, memory by configuration (4 of them).
-    assert_eq!(webtune::report::svg::drawn(&dom).len(), 6, "charts");
+    // Two knobs x (req/s, p99), the latency plot, the windows over time, memory by
+    // configuration (4 of them).
+    assert_eq!(webtune::report::svg::drawn(&dom).len(), 7, "charts");
     for title in ["Requests/s by workers", "p99 by keepalive", "Latency by percentile", "Memory per worker (MiB)"] {
         assert!(dom.contains(title), "{title} missing");
     }

@@ -255,6 +255,23 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
     if !series.is_empty() {
         out.push_str(&latency_chart(&series));
     }
+    // Every window in the order measured: drift of the machine, and failures, over the run.
+    let windows: Vec<&crate::tune::point::Sample> = points.iter().flat_map(|p| &p.samples).collect();
+    if windows.len() > 1 {
+        out.push_str("</div><h2>Throughput and errors over time</h2><div class=\"charts\">");
+        let over = |f: &dyn Fn(&crate::tune::point::Sample) -> f64| -> Vec<(f64, f64)> {
+            windows.iter().enumerate().map(|(i, s)| ((i + 1) as f64, f(s))).collect()
+        };
+        let failed = |s: &crate::tune::point::Sample| s.failed as f64 / s.window_s.unwrap_or(1.0).max(1e-3);
+        out.push_str(&svg::chart(&Chart {
+            title: "Requests/s and failures/s of each window, in the order measured",
+            x_label: "window",
+            y_label: "requests/s",
+            x: XAxis::Linear,
+            y: YAxis::Linear,
+            series: &[Series::new("succeeded/s", over(&|s| s.rps)), Series::new("failed/s", over(&failed))],
+        }));
+    }
     out.push_str("</div><h2>Memory per worker</h2><div class=\"charts\">");
     // One group per configuration (its windows together, the costliest reading with the
     // range of all), never one per window: 37 windows are a handful of configurations.
@@ -503,9 +520,12 @@ mod tests {
         let html = render(&stored_tune());
         assert_eq!(svg::layout_problems(&html, 1280.0), Vec::<String>::new());
         let charts = svg::drawn(&html);
-        // Two knobs x (req/s, p99), the latency plot, and one memory chart: 9 configurations.
+        // Two knobs x (req/s, p99), the latency plot, the windows over time, and one memory
+        // chart: 10 configurations.
         let titles: Vec<&str> = charts.iter().map(|c| c.title.as_str()).collect();
-        assert_eq!(charts.len(), 6, "{titles:?}");
+        assert_eq!(charts.len(), 7, "{titles:?}");
+        let over_time = chart_of(&html, "Requests/s and failures/s of each window");
+        assert_eq!(over_time.matches("<circle").count(), 2 * 37);
         let memory = chart_of(&html, "Memory per worker (MiB), by configuration");
         let labels: Vec<String> = svg::drawn(memory)[0].labels.iter().map(|l| l.text.clone()).collect();
         assert!(!labels.iter().any(|l| l.contains(" #")), "rounds of one configuration are one group: {labels:?}");

@@ -300,7 +300,8 @@ pub fn summary_line(p: &Point) -> String {
                 0 => format!(", others' CPU {:.0}%", p.interference * 100.0),
                 n => format!(", others' CPU {:.0}% ({n} disturbed windows measured again)", p.interference * 100.0),
             };
-            format!("{}: {:.1} req/s, p99 {:.2} ms{mem}{others}{client}{noisy}", p.step, p.rps(), p.p99())
+            let tail = p.p999().map_or(String::new(), |t| format!(", p99.9 {t:.2} ms"));
+            format!("{}: {:.1} req/s, p99 {:.2} ms{tail}{mem}{others}{client}{noisy}", p.step, p.rps(), p.p99())
         }
     }
 }

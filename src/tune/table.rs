@@ -318,6 +318,8 @@ mod tests {
         let others = row("Others' CPU");
         assert!(others.ends_with("+0.2 pt"), "{others}");
         assert!(!others.contains("40.0%"), "{others}");
+        // And in the progress line of each point measured.
+        assert!(crate::tune::summary_line(&after).contains(", p99.9 918."), "{}", crate::tune::summary_line(&after));
         // Without histograms the tail is unknown, not zero.
         let plain = before_after("Step 1", &point(1.0, &[]), &point(2.0, &[]));
         assert!(plain.lines().any(|l| l.starts_with("  p99.9 latency (ms)") && l.contains(" - ")), "{plain}");
