@@ -265,7 +265,75 @@ fn readable_at_1280(browser: &Path, html: &Path, name: &str) -> String {
     assert!(!charts.is_empty(), "no chart in the DOM: {dom}");
     let problems = webtune::report::svg::layout_problems(&dom, 1280.0);
     assert!(problems.is_empty(), "{name}: {problems:#?}");
+    let measured = measured_layout(browser, html);
+    assert_eq!(measured.len(), charts.len(), "{name}: the charts the browser drew");
+    for (i, (width, labels)) in measured.iter().enumerate() {
+        let title = &charts[i].title;
+        assert!(*width <= 1280.0, "{name}: {title:?} is {width} px wide");
+        for (a, l) in labels.iter().enumerate() {
+            assert!(l.font >= 11.0, "{name}: {title:?}: {:?} drawn at {} px", l.text, l.font);
+            // 1 px of slack: glyph boxes include the font's line gap.
+            for m in &labels[a + 1..] {
+                let apart = l.x1 <= m.x0 + 1.0 || m.x1 <= l.x0 + 1.0 || l.y1 <= m.y0 + 1.0 || m.y1 <= l.y0 + 1.0;
+                assert!(apart, "{name}: {title:?}: {:?} overlaps {:?} as drawn: {l:?} {m:?}", l.text, m.text);
+            }
+        }
+    }
     dom
+}
+
+/// A text label as the browser laid it out: its box in CSS px and its font size as drawn.
+#[derive(Debug)]
+struct Measured {
+    text: String,
+    font: f64,
+    x0: f64,
+    y0: f64,
+    x1: f64,
+    y1: f64,
+}
+
+/// The real layout of each chart in `html` at 1280 px: a copy of the page with a script that
+/// writes every chart's width and every label's box (getBoundingClientRect: rotation, scaling
+/// and the font's real metrics included) into the DOM, which Chromium then dumps.
+fn measured_layout(browser: &Path, html: &Path) -> Vec<(f64, Vec<Measured>)> {
+    const MEASURE: &str = "<script>const out=[];document.querySelectorAll('svg').forEach((s,i)=>{\
+        const r=s.getBoundingClientRect();const scale=r.width/s.viewBox.baseVal.width;out.push('svg\\t'+r.width);\
+        s.querySelectorAll('text').forEach(t=>{const b=t.getBoundingClientRect();\
+        const f=parseFloat(getComputedStyle(t).fontSize)*scale;\
+        out.push(['text',b.left,b.top,b.right,b.bottom,f,t.textContent].join('\\t'))})});\
+        const p=document.createElement('pre');p.id='measured';p.textContent=out.join('\\n');\
+        document.body.appendChild(p);</script>";
+    let page = std::fs::read_to_string(html).unwrap().replace("</body>", &format!("{MEASURE}</body>"));
+    let copy = html.with_extension("measure.html");
+    std::fs::write(&copy, page).unwrap();
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,4000", "--virtual-time-budget=3000"])
+        .arg("--dump-dom")
+        .arg(format!("file://{}", copy.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let text = dom.split("<pre id=\"measured\">").nth(1).and_then(|t| t.split("</pre>").next());
+    let text = text.unwrap_or_else(|| panic!("the measuring script did not run: {dom}"));
+    let mut charts: Vec<(f64, Vec<Measured>)> = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let num = |i: usize| f[i].parse::<f64>().unwrap_or_else(|e| panic!("{e}: {line}"));
+        match f[0] {
+            "svg" => charts.push((num(1), Vec::new())),
+            "text" => charts.last_mut().unwrap().1.push(Measured {
+                x0: num(1),
+                y0: num(2),
+                x1: num(3),
+                y1: num(4),
+                font: num(5),
+                text: f[6..].join("\t"),
+            }),
+            _ => panic!("{line}"),
+        }
+    }
+    charts
 }
 
 #[test]

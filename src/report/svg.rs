@@ -18,7 +18,7 @@ const TITLE_FONT: f64 = 16.0;
 pub const MIN_FONT: f64 = 11.0;
 /// A character's width in em: generous for the sans-serif fonts browsers pick, so that the
 /// estimate is never narrower than the text drawn.
-const CHAR_EM: f64 = 0.62;
+const CHAR_EM: f64 = 0.66;
 /// Lines a category label may wrap to before it is cut with an ellipsis.
 const LABEL_LINES: usize = 3;
 /// Bar groups per chart at the most: more are split over several charts.
@@ -294,7 +294,7 @@ impl Scale {
                 write!(out, "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>", W - RIGHT);
             // A label only where it clears the one below it.
             if last - y >= FONT * 1.2 {
-                text(out, LEFT - 8.0, y + FONT * 0.35, FONT, "end", &fmt_tick(v));
+                text(out, LEFT - 10.0, y + FONT * 0.35, FONT, "end", &fmt_tick(v));
                 last = y;
             }
         }
@@ -304,7 +304,9 @@ impl Scale {
 /// The axis titles: x centred under the plot at `x_y`, y rotated along the left edge.
 fn axis_titles(out: &mut String, x_label: &str, y_label: &str, x_y: f64, top: f64, bottom: f64) {
     let m = (top + bottom) / 2.0;
-    text(out, (LEFT + W - RIGHT) / 2.0, x_y, FONT + 1.0, "middle", x_label);
+    if !x_label.is_empty() {
+        text(out, (LEFT + W - RIGHT) / 2.0, x_y, FONT + 1.0, "middle", x_label);
+    }
     let _ = write!(
         out,
         "<text x=\"18\" y=\"{m:.1}\" font-size=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {m:.1})\">{}</text>",
