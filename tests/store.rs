@@ -175,9 +175,21 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     )
     .unwrap();
     let journal = dir.path().join("j.jsonl");
-    let (code, _, err) =
+    let (code, text, err) =
         wt(&db, &["tune", file.to_str().unwrap(), "-q", "--repeats", "2", "--journal", journal.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
+    // Each step's table: never a value against itself; the tail; percentages in points.
+    for title in text.lines().filter(|l| l.starts_with("Step ")) {
+        match title.split_once(" -> ") {
+            Some((before, after)) => {
+                let (b, a) = (before.rsplit(' ').next().unwrap(), after.split(' ').next().unwrap());
+                assert_ne!(b, a, "{title}");
+            }
+            None => assert!(title.contains(" stays ") && title.contains("; best challenger "), "{title}"),
+        }
+    }
+    assert!(text.contains("  p99.9 latency (ms)"), "{text}");
+    assert!(text.lines().filter(|l| l.starts_with("  Others' CPU")).all(|l| l.ends_with(" pt")), "{text}");
     let (_, out, _) = wt(&db, &["runs", "--kind", "tune", "--json"]);
     let rows = json(&out);
     assert_eq!(rows[0]["status"], "done");

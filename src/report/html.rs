@@ -349,15 +349,16 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
             let _ = write!(out, "<p class=\"ev\">{}</p>", escape(&s.evidence));
         }
     }
-    out.push_str("<h2>Every point</h2><table><tr><th>step</th><th>status</th><th>req/s</th><th>p99 ms</th><th>worker USS KiB</th></tr>");
+    out.push_str("<h2>Every point</h2><table><tr><th>step</th><th>status</th><th>req/s</th><th>p99 ms</th><th>p99.9 ms</th><th>worker USS KiB</th></tr>");
     for p in points {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&p.step),
             escape(p.cause().unwrap_or("ok")),
             if p.ok() { format!("{:.1}", p.rps()) } else { "-".into() },
             if p.ok() { format!("{:.2}", p.p99()) } else { "-".into() },
+            p.p999().filter(|_| p.ok()).map_or("-".into(), |t| format!("{t:.2}")),
             p.memory().map_or("-".into(), |m| m.worker_uss_max_kib.to_string())
         );
     }
