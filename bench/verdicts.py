@@ -10,7 +10,7 @@ What it measures
        (`server_tokens = ["on", "off"]`: one header shorter, serving a 1 KiB file; workers=1,
        access log off, same load). The value order alternates from one decision to the next,
        so either value is the incumbent half of the time. Reported: adopted / no effect /
-       undecided, the false-adoption rate with its 95% Wilson upper bound, how often the 99%
+       worse / undecided, the false-adoption rate with its 95% Wilson upper bound, how often the 99%
        interval held 0, mean rounds and mean seconds per decision (wall time of the whole
        `webtune tune`, and the sum of its points' seconds).
        Target: false adoptions <= 1% of the decisions (the tuner adopts on the lower end of a
@@ -409,7 +409,7 @@ def report_null(decisions):
     print(f"\n== 1. null decisions: {len(nulls)} (a knob whose values do nothing)")
     if not nulls:
         return check(False, "null decisions: none was run")
-    head = (f"{'kind':<11} {'n':>4} {'adopted':>8} {'no effect':>10} {'undecided':>10} "
+    head = (f"{'kind':<11} {'n':>4} {'adopted':>8} {'no effect':>10} {'worse':>6} {'undecided':>10} "
             f"{'failed':>7} {'0 in CI':>8} {'rounds':>7} {'wall s':>7} {'meas. s':>8} "
             f"{'re-meas.':>8}")
     print(head)
@@ -421,7 +421,7 @@ def report_null(decisions):
         covered = [d for d in ok if d.low_pct is not None and d.low_pct <= 0 <= d.high_pct]
         with_ci = [d for d in ok if d.low_pct is not None]
         print(f"{kind:<11} {len(ds):>4} {sum(d.adopted for d in ok):>8} "
-              f"{sum(d.verdict == 'no effect' for d in ok):>10} "
+              f"{sum(d.verdict == 'no effect' for d in ok):>10} {sum(d.verdict == 'worse' for d in ok):>6} "
               f"{sum(d.verdict == 'undecided' for d in ok):>10} {len(ds) - len(ok):>7} "
               f"{f'{len(covered)}/{len(with_ci)}':>8} {mean(d.rounds for d in ok):>7.2f} "
               f"{mean(d.wall_s for d in ds):>7.1f} {mean(d.measured_s for d in ds):>8.1f} "
@@ -431,6 +431,7 @@ def report_null(decisions):
             sub = [d for d in ds if d.values[0] == first and not d.error]
             print(f"  {kind}, incumbent {first}: {sum(d.adopted for d in sub)} adopted, "
                   f"{sum(d.verdict == 'no effect' for d in sub)} no effect, "
+                  f"{sum(d.verdict == 'worse' for d in sub)} worse, "
                   f"{sum(d.verdict == 'undecided' for d in sub)} undecided; median effect "
                   f"{statistics.median([d.pct for d in sub if d.pct is not None] or [float('nan')]):+.2f}%")
     for d in nulls:
@@ -461,11 +462,12 @@ def report_power(decisions):
     ok = [d for d in tries if not d.error]
     adopted = [d for d in ok if d.adopted and d.after_value == POWER_VALUES[1]]
     pcts = sorted(d.pct for d in ok if d.pct is not None)
-    head = (f"{'n':>4} {'adopted':>8} {'no effect':>10} {'undecided':>10} {'failed':>7} "
+    head = (f"{'n':>4} {'adopted':>8} {'no effect':>10} {'worse':>6} {'undecided':>10} {'failed':>7} "
             f"{'effect median':>14} {'effect min-max':>16} {'rounds':>7} {'wall s':>7}")
     print(head)
     print("-" * len(head))
     print(f"{len(tries):>4} {len(adopted):>8} {sum(d.verdict == 'no effect' for d in ok):>10} "
+          f"{sum(d.verdict == 'worse' for d in ok):>6} "
           f"{sum(d.verdict == 'undecided' for d in ok):>10} {len(tries) - len(ok):>7} "
           f"{f'{statistics.median(pcts):+.2f}%' if pcts else '-':>14} "
           f"{f'{pcts[0]:+.1f}%..{pcts[-1]:+.1f}%' if pcts else '-':>16} "

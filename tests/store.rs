@@ -205,24 +205,42 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     )
     .unwrap();
     let journal = dir.path().join("j.jsonl");
-    let (code, outcome, err) = wt(
+    let outcome_file = dir.path().join("outcome.json");
+    let (code, text, err) = wt(
         &db,
         &[
             "tune",
             file.to_str().unwrap(),
             "--quiet",
-            "--json",
             "--repeats",
             "2",
             "--journal",
             journal.to_str().unwrap(),
+            "-o",
+            outcome_file.to_str().unwrap(),
         ],
     );
     assert_eq!(code, 0, "{err}");
+    // Each step's table: never a value against itself; the tail; percentages in points.
+    for title in text.lines().filter(|l| l.starts_with("Step ")) {
+        match title.split_once(" -> ") {
+            Some((before, after)) => {
+                let (b, a) = (before.rsplit(' ').next().unwrap(), after.split(' ').next().unwrap());
+                assert_ne!(b, a, "{title}");
+            }
+            None => assert!(title.contains(" stays ") && title.contains("; best challenger "), "{title}"),
+        }
+    }
+    assert!(text.contains("  p99.9 latency (ms)"), "{text}");
+    assert!(text.lines().filter(|l| l.starts_with("  Others' CPU")).all(|l| l.ends_with(" pt")), "{text}");
     let (_, out, _) = wt(&db, &["runs", "--kind", "tune", "--json"]);
     let rows = json(&out)["runs"].take();
     assert_eq!(rows[0]["status"], "done");
-    assert_eq!(json(&outcome)["run_id"], rows[0]["id"], "the tune's JSON names the run it stored");
+    assert_eq!(
+        json(&std::fs::read_to_string(&outcome_file).unwrap())["run_id"],
+        rows[0]["id"],
+        "the tune's JSON names the run it stored"
+    );
     let id = rows[0]["id"].to_string();
     // One CSV row per measured point (each round of a comparison is a point of its own).
     let (_, stored, _) = wt(&db, &["export", &id, "--json"]);
@@ -254,32 +272,17 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let url = format!("file://{}", html.display());
-    for (name, size) in [("wide", "1200,3000"), ("narrow", "400,3000")] {
-        let shot = shots.join(format!("tune-report-{name}.png"));
-        let out = Command::new(&browser)
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"])
-            .arg(format!("--screenshot={}", shot.display()))
-            .arg(format!("--window-size={size}"))
-            .arg(&url)
-            .output()
-            .unwrap();
-        let log = String::from_utf8_lossy(&out.stderr);
-        let console_errors: Vec<&str> =
-            log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("rror") || l.contains("Uncaught"))).collect();
-        assert!(console_errors.is_empty(), "{console_errors:?}");
-        assert!(std::fs::metadata(&shot).map(|m| m.len() > 10_000).unwrap_or(false), "no screenshot: {log}");
-        eprintln!("screenshot: {}", shot.display());
-    }
-    // The DOM as the browser built it: the charts are there.
-    let out = Command::new(&browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", &url])
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(dom.matches("<svg").count() >= 6, "charts: {}", dom.matches("<svg").count());
+    // Narrow too: the page reflows (each chart shrinks with its text) rather than break.
+    screenshot(&browser, &url, &shots.join("tune-report-narrow.png"), (400, 3000));
+    let dom = readable_at_1280(&browser, &html, "tune-report");
+    // Two knobs x (req/s, p99), the latency plot, the windows over time, memory by
+    // configuration (4 of them).
+    assert_eq!(webtune::report::svg::drawn(&dom).len(), 7, "charts");
     for title in ["Requests/s by workers", "p99 by keepalive", "Latency by percentile", "Memory per worker (MiB)"] {
         assert!(dom.contains(title), "{title} missing");
     }
+    // Every step says its verdict (adopted, worse, no effect, undecided), none only "kept".
+    assert!(!dom.contains("(kept)</h2>"), "a step labelled kept instead of its verdict");
     assert!(dom.contains("Recommended configuration") && dom.contains("webtune lab"));
 }
 
@@ -428,4 +431,141 @@ fn issue_28_merge_refuses_the_same_report_twice() {
     let (code, _, err) = wt(&db, &["merge", a, copy]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(err, format!("webtune: {copy} is the same run as {a} (started {started}): each run merges once\n"));
+}
+
+/// Screenshots `url` at `size` into `shot`; checks the browser logged no error and the PNG
+/// has the window's size.
+fn screenshot(browser: &Path, url: &str, shot: &Path, size: (u32, u32)) {
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"])
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("--window-size={},{}", size.0, size.1))
+        .arg(url)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console_errors: Vec<&str> =
+        log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("rror") || l.contains("Uncaught"))).collect();
+    assert!(console_errors.is_empty(), "{console_errors:?}");
+    let png = std::fs::read(shot).unwrap_or_else(|e| panic!("no screenshot {}: {e}: {log}", shot.display()));
+    assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG"), "not a screenshot: {log}");
+    // IHDR: width and height, big-endian, after the signature and the chunk's length and type.
+    let dim = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert_eq!((dim(16), dim(20)), size, "{}", shot.display());
+    eprintln!("screenshot: {}", shot.display());
+}
+
+/// Renders `html` in Chromium at 1280 px (a screenshot, and the DOM as the browser built it)
+/// and checks every chart in that DOM reads: no wider than the window, no text under 11 px,
+/// no two labels overprinting. Returns the DOM.
+fn readable_at_1280(browser: &Path, html: &Path, name: &str) -> String {
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let url = format!("file://{}", html.display());
+    screenshot(browser, &url, &shots.join(format!("{name}-1280.png")), (1280, 4000));
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,4000", "--dump-dom", &url])
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let charts = webtune::report::svg::drawn(&dom);
+    assert!(!charts.is_empty(), "no chart in the DOM: {dom}");
+    let problems = webtune::report::svg::layout_problems(&dom, 1280.0);
+    assert!(problems.is_empty(), "{name}: {problems:#?}");
+    let measured = measured_layout(browser, html);
+    assert_eq!(measured.len(), charts.len(), "{name}: the charts the browser drew");
+    for (i, (width, labels)) in measured.iter().enumerate() {
+        let title = &charts[i].title;
+        assert!(*width <= 1280.0, "{name}: {title:?} is {width} px wide");
+        for (a, l) in labels.iter().enumerate() {
+            assert!(l.font >= 11.0, "{name}: {title:?}: {:?} drawn at {} px", l.text, l.font);
+            // 1 px of slack: glyph boxes include the font's line gap.
+            for m in &labels[a + 1..] {
+                let apart = l.x1 <= m.x0 + 1.0 || m.x1 <= l.x0 + 1.0 || l.y1 <= m.y0 + 1.0 || m.y1 <= l.y0 + 1.0;
+                assert!(apart, "{name}: {title:?}: {:?} overlaps {:?} as drawn: {l:?} {m:?}", l.text, m.text);
+            }
+        }
+    }
+    dom
+}
+
+/// A text label as the browser laid it out: its box in CSS px and its font size as drawn.
+#[derive(Debug)]
+struct Measured {
+    text: String,
+    font: f64,
+    x0: f64,
+    y0: f64,
+    x1: f64,
+    y1: f64,
+}
+
+/// The real layout of each chart in `html` at 1280 px: a copy of the page with a script that
+/// writes every chart's width and every label's box (getBoundingClientRect: rotation, scaling
+/// and the font's real metrics included) into the DOM, which Chromium then dumps.
+fn measured_layout(browser: &Path, html: &Path) -> Vec<(f64, Vec<Measured>)> {
+    const MEASURE: &str = "<script>const out=[];document.querySelectorAll('svg').forEach((s,i)=>{\
+        const r=s.getBoundingClientRect();const scale=r.width/s.viewBox.baseVal.width;out.push('svg\\t'+r.width);\
+        s.querySelectorAll('text').forEach(t=>{const b=t.getBoundingClientRect();\
+        const f=parseFloat(getComputedStyle(t).fontSize)*scale;\
+        out.push(['text',b.left,b.top,b.right,b.bottom,f,t.textContent].join('\\t'))})});\
+        const p=document.createElement('pre');p.id='measured';p.textContent=out.join('\\n');\
+        document.body.appendChild(p);</script>";
+    let page = std::fs::read_to_string(html).unwrap().replace("</body>", &format!("{MEASURE}</body>"));
+    let copy = html.with_extension("measure.html");
+    std::fs::write(&copy, page).unwrap();
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,4000", "--virtual-time-budget=3000"])
+        .arg("--dump-dom")
+        .arg(format!("file://{}", copy.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let text = dom.split("<pre id=\"measured\">").nth(1).and_then(|t| t.split("</pre>").next());
+    let text = text.unwrap_or_else(|| panic!("the measuring script did not run: {dom}"));
+    let mut charts: Vec<(f64, Vec<Measured>)> = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let num = |i: usize| f[i].parse::<f64>().unwrap_or_else(|e| panic!("{e}: {line}"));
+        match f[0] {
+            "svg" => charts.push((num(1), Vec::new())),
+            "text" => charts.last_mut().unwrap().1.push(Measured {
+                x0: num(1),
+                y0: num(2),
+                x1: num(3),
+                y1: num(4),
+                font: num(5),
+                text: f[6..].join("\t"),
+            }),
+            _ => panic!("{line}"),
+        }
+    }
+    charts
+}
+
+#[test]
+fn a_bench_report_reads_at_1280_px_in_chromium_with_throughput_over_time() {
+    let Some(browser) = chromium() else {
+        missing("chromium");
+        return;
+    };
+    let lab = crate::support::lab::Lab::start(&["--workers", "2", "--io-wait", "1ms"]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let url = lab.url("/");
+    let (code, out, err) = wt(&db, &["bench", "-c", "4", "-d", "3s", &url]);
+    assert_eq!(code, 0, "{err}");
+    // The terminal report has its histogram, within 80 columns.
+    let at = out.find("Latency histogram").unwrap_or_else(|| panic!("no histogram: {out}"));
+    let lines: Vec<&str> = out[at..].lines().take_while(|l| !l.is_empty()).collect();
+    assert!(lines.len() > 1 && lines.len() <= 12, "{out}");
+    assert!(lines.iter().all(|l| l.chars().count() <= 80), "{out}");
+    let (_, rows, _) = wt(&db, &["runs", "--json"]);
+    let id = json(&rows)[0]["id"].to_string();
+    let html = dir.path().join("bench.html");
+    let (code, _, err) = wt(&db, &["report", &id, "--html", html.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let dom = readable_at_1280(&browser, &html, "bench-report");
+    let titles: Vec<String> = webtune::report::svg::drawn(&dom).into_iter().map(|c| c.title).collect();
+    assert_eq!(titles, ["Latency by percentile", "Replies and failures per second"], "{titles:?}");
 }

@@ -338,6 +338,13 @@ pub struct RateStats {
     /// The fitted slope over its standard error: beyond about 3 the trend is not noise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trend_t: Option<f64>,
+    /// Each second's successful replies, in order: the report's throughput over time (empty
+    /// in a merge, and in reports stored before it was kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_second: Vec<f64>,
+    /// Each second's failed requests, beside `per_second`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_per_second: Vec<f64>,
 }
 
 /// The least-squares slope of `y` against 0, 1, 2... and its t statistic.
@@ -379,6 +386,8 @@ impl RateStats {
             stdev: var.sqrt(),
             trend_pct: slope(samples).filter(|_| mean > 0.0).map(|(b, _)| b * (n - 1.0) / mean * 100.0),
             trend_t: slope(samples).map(|(_, t)| t),
+            per_second: samples.to_vec(),
+            failed_per_second: Vec::new(),
         })
     }
 }

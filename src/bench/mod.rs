@@ -103,7 +103,7 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
         outcome
     })?;
 
-    let rates = follow(&done_rx, &board, watch, origin, ep.stop);
+    let (rates, failures) = follow(&done_rx, &board, watch, origin, ep.stop);
     let outcome = engine.join().map_err(|_| anyhow::anyhow!("the engine panicked"))??;
     let cpu = CpuTimes::now().since(cpu_before);
 
@@ -179,7 +179,7 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
         },
         options: options(plan),
         interrupted: outcome.interrupted,
-        reply_rate: RateStats::from_samples(&rates),
+        reply_rate: RateStats::from_samples(&rates).map(|r| RateStats { failed_per_second: failures, ..r }),
         client_cpu,
         result,
         warnings,
@@ -192,25 +192,27 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
 }
 
 /// Samples the progress counters once a second until the engine is done: tells `watch` and
-/// returns the reply rate of each second.
+/// returns the reply rate and the failure rate of each second.
 fn follow(
     done: &mpsc::Receiver<()>,
     board: &ProgressBoard,
     watch: &mut dyn FnMut(&Tick),
     origin: Instant,
     goal: Stop,
-) -> Vec<f64> {
-    let mut rates = Vec::new();
-    let mut last = (Instant::now(), 0u64);
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut rates, mut failures) = (Vec::new(), Vec::new());
+    let mut last = (Instant::now(), 0u64, 0u64);
     while let Err(mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(Duration::from_secs(1)) {
         let (ok, failed) = board.totals();
         let now = Instant::now();
-        let rate = (ok - last.1) as f64 / (now - last.0).as_secs_f64();
+        let secs = (now - last.0).as_secs_f64();
+        let rate = (ok - last.1) as f64 / secs;
         rates.push(rate);
-        last = (now, ok);
+        failures.push(failed.saturating_sub(last.2) as f64 / secs);
+        last = (now, ok, failed);
         watch(&Tick { elapsed: origin.elapsed(), succeeded: ok, failed, rate, goal });
     }
-    rates
+    (rates, failures)
 }
 
 /// The client's own CPU use over the run (of the `cores` its threads could use, and of the

@@ -317,8 +317,8 @@ pub struct TuneArgs {
     pub repeats: usize,
 
     /// The smallest change worth adopting (e.g. 2%): a value is adopted when its gain's 99%
-    /// interval excludes zero and the gain clears this; "no effect" when the interval rules
-    /// out a gain this large; "undecided" otherwise.
+    /// interval excludes zero and the gain clears this; "worse" when the interval lies wholly
+    /// below zero; "no effect" when it lies within plus or minus this; "undecided" otherwise.
     #[arg(long, default_value = "2%")]
     pub threshold: String,
 

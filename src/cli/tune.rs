@@ -15,7 +15,7 @@ use crate::tune::journal::{Header, Journal};
 use crate::tune::launcher::TargetLauncher;
 use crate::tune::strategies::Knobs;
 use crate::tune::trial::{self, Launcher, Load, TrialOptions};
-use crate::tune::{Judging, Measure, Objective, Observer, Point, Settings, Tuner, fmt_secs, summary_line};
+use crate::tune::{Eta, Judging, Measure, Objective, Observer, Point, Settings, Tuner, fmt_secs, summary_line};
 
 /// Requests per worker sent before measuring.
 const WARM_REQUESTS_PER_WORKER: u64 = 20;
@@ -105,18 +105,34 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
 
     let mut launcher = TargetLauncher { file: &file, interrupt: interrupt.clone() };
     let mut measure = Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib };
-    let planned = a.strategy.planned_trials(&knobs);
-    let estimate = measure.estimate(&load);
+    let plan = a.strategy.planned_windows(&knobs, &judging, a.repeats);
+    // A window: a launch, a warm-up, one load, a stop.
+    let per_window = measure.estimate(&load) / a.repeats.max(1) as u32;
     if !a.quiet {
+        let windows = if plan.least == plan.most {
+            format!(
+                "about {} windows x ~{} = ~{}",
+                plan.most,
+                fmt_secs(per_window),
+                fmt_secs(per_window * plan.most as u32)
+            )
+        } else {
+            format!(
+                "{} to {} windows (more rounds only while a verdict is open) x ~{} = ~{} to at most ~{}",
+                plan.least,
+                plan.most,
+                fmt_secs(per_window),
+                fmt_secs(per_window * plan.least as u32),
+                fmt_secs(per_window * plan.most as u32)
+            )
+        };
         eprintln!(
-            "tune: {} on {} ({}, {}), objective {}, load from {load_from}; about {planned} trials x ~{} each = ~{}{}; journal {}",
+            "tune: {} on {} ({}, {}), objective {}, load from {load_from}; {windows}{}; journal {}",
             a.strategy.name(),
             a.file.display(),
             file.adapter().name(),
             file.placement.describe(),
             objective.describe(),
-            fmt_secs(estimate),
-            fmt_secs(estimate * planned as u32),
             time_budget.map_or(String::new(), |b| format!(" (budget {})", fmt_secs(b))),
             journal_path.display()
         );
@@ -145,7 +161,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut t = Tuner::new(&mut measure, load, objective, &mut observer, reused, interrupt);
     t.budget_kib = budget_kib;
     t.deadline = time_budget.map(|b| Instant::now() + b);
-    t.planned = planned;
+    t.plan = plan;
     t.repeats = a.repeats;
     t.judging = judging;
     let found = a.strategy.run(&mut t, &knobs, &base, knee);
@@ -259,8 +275,8 @@ struct Progress<'a> {
 }
 
 impl Observer for Progress<'_> {
-    fn measuring(&mut self, step: &str, elapsed: Duration, left: Duration) {
-        self.note(&format!("[{} elapsed, ~{} left] measuring {step}", fmt_secs(elapsed), fmt_secs(left)));
+    fn measuring(&mut self, step: &str, elapsed: Duration, left: &Eta) {
+        self.note(&format!("[{} elapsed, {}] measuring {step}", fmt_secs(elapsed), left.describe()));
     }
 
     fn measured(&mut self, p: &Point, reused: bool) {

@@ -5,18 +5,18 @@ use std::fmt::Write;
 
 use hdrhistogram::Histogram;
 
-use super::svg::{self, Series, XAxis, escape};
+use super::svg::{self, Chart, Series, XAxis, YAxis, escape};
 use crate::aggregate::BenchReport;
 use crate::store::Stored;
 use crate::tune::{Outcome, Point};
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0 auto;max-width:980px;padding:12px;color:#222}\
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1220px;padding:12px;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;margin:8px 0;font-size:.9em;display:block;overflow-x:auto}\
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}\
 tr.changed td{background:#fde2e2}pre{background:#f6f6f6;padding:8px;overflow-x:auto}\
-.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(300px,1fr));gap:12px}\
-.chart{max-width:100%;height:auto}p.ev{margin:.3em 0}";
+.charts{display:flex;flex-direction:column;gap:16px}\
+.chart{display:block;max-width:100%;height:auto}p.ev{margin:.3em 0}";
 
 /// The whole HTML page for a stored run.
 pub fn render(run: &Stored) -> String {
@@ -56,6 +56,27 @@ fn percentile_points(b64: &str) -> Option<Vec<(f64, f64)>> {
     Some(pts)
 }
 
+/// Latency by percentile on a log axis: a tail of seconds does not flatten the body of
+/// milliseconds.
+fn latency_chart(series: &[Series]) -> String {
+    svg::chart(&Chart {
+        title: "Latency by percentile",
+        x_label: "percentile",
+        y_label: "ms (log)",
+        x: XAxis::Percentile,
+        y: YAxis::Log,
+        series,
+    })
+}
+
+/// A point's configuration from its name: the rounds' "#2" and the like dropped.
+fn configuration_label(step: &str) -> String {
+    match step.rsplit_once(" #") {
+        Some((name, n)) if n.chars().all(|c| c.is_ascii_digit()) => name.to_string(),
+        _ => step.to_string(),
+    }
+}
+
 fn bench(out: &mut String, r: &BenchReport) {
     let res = &r.result;
     let _ = write!(out, "<h2>Result</h2><table><tr><th>metric</th><th>value</th></tr>");
@@ -76,17 +97,35 @@ fn bench(out: &mut String, r: &BenchReport) {
     }
     row("client CPU per request (µs)", r.client_cpu.us_per_request.map_or("-".into(), |u| format!("{u:.2}")));
     out.push_str("</table><h2>Latency distribution</h2><div class=\"charts\">");
+    // Total drawn first and thicker, first byte dashed over it: both show where they coincide.
     let series: Vec<Series> = [
         ("total", &res.histograms.as_ref().and_then(|h| h.total.clone())),
         ("first byte", &res.histograms.as_ref().and_then(|h| h.first_byte.clone())),
     ]
     .iter()
-    .filter_map(|(n, h)| Some(Series { name: n.to_string(), points: percentile_points(h.as_deref()?)? }))
+    .filter_map(|(n, h)| Some(Series::new(*n, percentile_points(h.as_deref()?)?)))
     .collect();
     if !series.is_empty() {
-        out.push_str(&svg::lines("Latency by percentile", "percentile", "ms", XAxis::Percentile, &series));
+        out.push_str(&latency_chart(&series));
     }
     out.push_str("</div>");
+    if let Some(rate) = r.reply_rate.as_ref().filter(|r| !r.per_second.is_empty()) {
+        out.push_str("<h2>Throughput and errors over time</h2><div class=\"charts\">");
+        let per_second = |v: &[f64]| v.iter().enumerate().map(|(i, r)| ((i + 1) as f64, *r)).collect::<Vec<_>>();
+        let mut series = vec![Series::new("succeeded/s", per_second(&rate.per_second))];
+        if !rate.failed_per_second.is_empty() {
+            series.push(Series::new("failed/s", per_second(&rate.failed_per_second)));
+        }
+        out.push_str(&svg::chart(&Chart {
+            title: "Replies and failures per second",
+            x_label: "seconds into the run",
+            y_label: "requests/s",
+            x: XAxis::Linear,
+            y: YAxis::Linear,
+            series: &series,
+        }));
+        out.push_str("</div>");
+    }
     for (title, parts) in
         [("By stage", &r.breakdown.stages), ("By request", &r.breakdown.requests), ("By client", &r.breakdown.clients)]
     {
@@ -161,31 +200,44 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
         if values.iter().all(|v| v.parse::<f64>().is_ok()) {
             values.sort_by(|a, b| a.parse::<f64>().unwrap().total_cmp(&b.parse::<f64>().unwrap()));
         }
-        let at = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
+        // Each value's median with the range of its windows (repeats and rounds).
+        let at = |f: &dyn Fn(&crate::tune::point::Sample) -> f64| -> Vec<svg::Spread> {
             values
                 .iter()
                 .enumerate()
                 .filter_map(|(i, v)| {
-                    swept.iter().find(|p| p.settings.get(knob) == Some(v.as_str())).map(|p| (i as f64, f(p)))
+                    let p = swept.iter().find(|p| p.settings.get(knob) == Some(v.as_str()))?;
+                    let all: Vec<f64> = p.samples.iter().map(f).collect();
+                    let lo = all.iter().cloned().fold(f64::INFINITY, f64::min);
+                    let hi = all.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    Some((i as f64, p.median(f), (all.len() > 1).then_some((lo, hi))))
                 })
                 .collect()
         };
-        let cats = XAxis::Categories(values.clone());
-        out.push_str(&svg::lines(
-            &format!("Requests/s by {knob}"),
-            knob,
-            "req/s",
-            cats,
-            &[Series { name: "requests/s".into(), points: at(&|p| p.rps()) }],
-        ));
-        let cats = XAxis::Categories(values.clone());
-        out.push_str(&svg::lines(
-            &format!("p99 by {knob}"),
-            knob,
-            "ms",
-            cats,
-            &[Series { name: "p99".into(), points: at(&|p| p.p99()) }],
-        ));
+        // Numbers are ordered and joined; words (on, off) are categories, never joined.
+        let axis = || {
+            if values.iter().all(|v| v.parse::<f64>().is_ok()) {
+                XAxis::Ordered(values.clone())
+            } else {
+                XAxis::Categories(values.clone())
+            }
+        };
+        out.push_str(&svg::chart(&Chart {
+            title: &format!("Requests/s by {knob} (median, bars: range of the windows)"),
+            x_label: knob,
+            y_label: "req/s",
+            x: axis(),
+            y: YAxis::Linear,
+            series: &[Series::with_spread("requests/s", at(&|s| s.rps))],
+        }));
+        out.push_str(&svg::chart(&Chart {
+            title: &format!("p99 by {knob} (median, bars: range of the windows)"),
+            x_label: knob,
+            y_label: "ms (log)",
+            x: axis(),
+            y: YAxis::Log,
+            series: &[Series::with_spread("p99", at(&|s| s.p99_ms))],
+        }));
     }
     out.push_str("</div><h2>Latency distribution</h2><div class=\"charts\">");
     let first = points.iter().find(|p| p.ok());
@@ -197,58 +249,116 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
         .filter_map(|(n, p)| {
             let p = (*p)?;
             let h = p.samples.iter().find_map(|s| s.histogram.clone())?;
-            Some(Series { name: format!("{n}{}", p.step), points: percentile_points(&h)? })
+            Some(Series::new(format!("{n}{}", p.step), percentile_points(&h)?))
         })
         .collect();
     if !series.is_empty() {
-        out.push_str(&svg::lines("Latency by percentile", "percentile", "ms", XAxis::Percentile, &series));
+        out.push_str(&latency_chart(&series));
+    }
+    // Every window in the order measured: drift of the machine, and failures, over the run.
+    let windows: Vec<&crate::tune::point::Sample> = points.iter().flat_map(|p| &p.samples).collect();
+    if windows.len() > 1 {
+        out.push_str("</div><h2>Throughput and errors over time</h2><div class=\"charts\">");
+        let over = |f: &dyn Fn(&crate::tune::point::Sample) -> f64| -> Vec<(f64, f64)> {
+            windows.iter().enumerate().map(|(i, s)| ((i + 1) as f64, f(s))).collect()
+        };
+        let failed = |s: &crate::tune::point::Sample| s.failed as f64 / s.window_s.unwrap_or(1.0).max(1e-3);
+        out.push_str(&svg::chart(&Chart {
+            title: "Requests/s and failures/s of each window, in the order measured",
+            x_label: "window",
+            y_label: "requests/s",
+            x: XAxis::Linear,
+            y: YAxis::Linear,
+            series: &[Series::new("succeeded/s", over(&|s| s.rps)), Series::new("failed/s", over(&failed))],
+        }));
     }
     out.push_str("</div><h2>Memory per worker</h2><div class=\"charts\">");
-    let with_mem: Vec<&Point> = points.iter().filter(|p| p.memory().is_some()).collect();
-    if !with_mem.is_empty() {
-        let cats: Vec<String> = with_mem.iter().map(|p| p.step.clone()).collect();
-        let mem = |f: &dyn Fn(&crate::tune::point::MemUse) -> f64| -> Vec<(f64, f64)> {
-            with_mem.iter().enumerate().map(|(i, p)| (i as f64, f(p.memory().unwrap()) / 1024.0)).collect()
+    // One group per configuration (its windows together, the costliest reading with the
+    // range of all), never one per window: 37 windows are a handful of configurations.
+    let mut configs: Vec<(String, Vec<&crate::tune::point::MemUse>)> = Vec::new();
+    let mut settings_seen: Vec<&crate::tune::Settings> = Vec::new();
+    for p in points.iter().filter(|p| p.memory().is_some()) {
+        let mems: Vec<&crate::tune::point::MemUse> = p.samples.iter().filter_map(|s| s.memory.as_ref()).collect();
+        match settings_seen.iter().position(|s| **s == p.settings) {
+            Some(i) => configs[i].1.extend(mems),
+            None => {
+                settings_seen.push(&p.settings);
+                configs.push((configuration_label(&p.step), mems));
+            }
+        }
+    }
+    if !configs.is_empty() {
+        let cats: Vec<String> = configs.iter().map(|(l, _)| l.clone()).collect();
+        let mem = |f: &dyn Fn(&crate::tune::point::MemUse) -> f64| -> Vec<svg::Spread> {
+            configs
+                .iter()
+                .enumerate()
+                .map(|(i, (_, ms))| {
+                    let v: Vec<f64> = ms.iter().map(|m| f(m) / 1024.0).collect();
+                    let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+                    let hi = v.iter().cloned().fold(0.0, f64::max);
+                    (i as f64, hi, (v.len() > 1 && hi > lo).then_some((lo, hi)))
+                })
+                .collect()
         };
-        out.push_str(&svg::bars(
-            "Memory per worker (MiB)",
-            "MiB",
-            &cats,
-            &[
-                Series { name: "USS (largest)".into(), points: mem(&|m| m.worker_uss_max_kib as f64) },
-                Series { name: "shared (mean)".into(), points: mem(&|m| m.worker_shared_mean_kib as f64) },
-                Series {
-                    name: "PSS (server / workers)".into(),
-                    points: mem(&|m| m.pss_total_kib as f64 / m.workers.max(1) as f64),
-                },
-            ],
-        ));
+        let series = [
+            Series::with_spread("USS (largest)", mem(&|m| m.worker_uss_max_kib as f64)),
+            Series::with_spread("shared (mean)", mem(&|m| m.worker_shared_mean_kib as f64)),
+            Series::with_spread("PSS (server / workers)", mem(&|m| m.pss_total_kib as f64 / m.workers.max(1) as f64)),
+        ];
+        for chart in svg::bars_paged("Memory per worker (MiB), by configuration", "MiB", &cats, &series) {
+            out.push_str(&chart);
+        }
     }
     out.push_str("</div>");
     if let Some(o) = outcome {
         for (i, s) in o.steps.iter().enumerate() {
-            let _ = write!(
-                out,
-                "<h2>Step {}: {} {} &rarr; {} ({})</h2>",
-                i + 1,
-                escape(&s.knob),
-                escape(&s.before_value),
-                escape(&s.after_value),
-                if s.adopted { "adopted" } else { "kept" }
-            );
-            before_after(out, &s.before, &s.after);
+            let verdict = crate::tune::table::step_verdict(s);
+            match s.challenger_point().filter(|_| !s.adopted) {
+                Some(ch) => {
+                    let _ = write!(
+                        out,
+                        "<h2>Step {}: {} stays {}; best challenger {} ({verdict})</h2>",
+                        i + 1,
+                        escape(&s.knob),
+                        escape(&s.before_value),
+                        escape(&crate::tune::table::changes(&s.before.settings, &ch.settings)),
+                    );
+                    before_after(out, ["kept", "challenger"], &s.before, ch);
+                }
+                None => {
+                    let _ = write!(
+                        out,
+                        "<h2>Step {}: {} {} &rarr; {} ({verdict})</h2>",
+                        i + 1,
+                        escape(&s.knob),
+                        escape(&s.before_value),
+                        escape(&s.after_value),
+                    );
+                    before_after(out, ["before", "after"], &s.before, &s.after);
+                }
+            }
+            if let Some(e) = &s.effect {
+                let _ = write!(
+                    out,
+                    "<p class=\"ev\">Effect {} over {} interleaved rounds (99% interval): <b>{verdict}</b></p>",
+                    escape(&crate::tune::strategies::verdict::effect_text(e)),
+                    s.rounds
+                );
+            }
             let _ = write!(out, "<p class=\"ev\">{}</p>", escape(&s.evidence));
         }
     }
-    out.push_str("<h2>Every point</h2><table><tr><th>step</th><th>status</th><th>req/s</th><th>p99 ms</th><th>worker USS KiB</th></tr>");
+    out.push_str("<h2>Every point</h2><table><tr><th>step</th><th>status</th><th>req/s</th><th>p99 ms</th><th>p99.9 ms</th><th>worker USS KiB</th></tr>");
     for p in points {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&p.step),
             escape(p.cause().unwrap_or("ok")),
             if p.ok() { format!("{:.1}", p.rps()) } else { "-".into() },
             if p.ok() { format!("{:.2}", p.p99()) } else { "-".into() },
+            p.p999().filter(|_| p.ok()).map_or("-".into(), |t| format!("{t:.2}")),
             p.memory().map_or("-".into(), |m| m.worker_uss_max_kib.to_string())
         );
     }
@@ -257,8 +367,8 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
 
 /// The seeds' table: metrics before and after with the % change, then the configuration with
 /// changed values highlighted.
-fn before_after(out: &mut String, b: &Point, a: &Point) {
-    out.push_str("<table><tr><th></th><th>before</th><th>after</th><th>change</th></tr>");
+fn before_after(out: &mut String, headings: [&str; 2], b: &Point, a: &Point) {
+    let _ = write!(out, "<table><tr><th></th><th>{}</th><th>{}</th><th>change</th></tr>", headings[0], headings[1]);
     let mut metric = |name: &str, x: f64, y: f64| {
         let change = if x != 0.0 && x.is_finite() && y.is_finite() {
             format!("{:+.1}%", (y - x) / x * 100.0)
@@ -269,6 +379,7 @@ fn before_after(out: &mut String, b: &Point, a: &Point) {
     };
     metric("requests/s", b.rps(), a.rps());
     metric("p99 ms", b.p99(), a.p99());
+    metric("p99.9 ms", b.p999().unwrap_or(f64::NAN), a.p999().unwrap_or(f64::NAN));
     for (k, v) in &a.settings.0 {
         let before = b.settings.get(k).unwrap_or("-");
         let class = if before != v { " class=\"changed\"" } else { "" };
@@ -281,4 +392,204 @@ fn before_after(out: &mut String, b: &Point, a: &Point) {
         );
     }
     out.push_str("</table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::RunRow;
+    use crate::tune::point::{MemUse, Sample, Status};
+    use crate::tune::{Settings, Step, Verdict};
+
+    fn histogram(body_ms: u64, tail_ms: u64) -> String {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+        h.record_n(body_ms * 1000, 5000).unwrap();
+        h.record_n(tail_ms * 1000, 10).unwrap();
+        crate::aggregate::codec::encode(&h).unwrap()
+    }
+
+    /// One window of `settings` named `step`.
+    fn window(step: &str, settings: &[(&str, &str)], rps: f64, uss: u64) -> Point {
+        let settings = Settings(settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+        let mut p = Point::failed(step, &settings, String::new(), 1.0);
+        p.status = Status::Ok;
+        p.samples = vec![Sample {
+            rps,
+            p99_ms: 12.0 + rps / 1000.0,
+            succeeded: 1000,
+            histogram: Some(histogram(2, 900)),
+            memory: Some(MemUse { workers: 4, worker_uss_max_kib: uss, pss_total_kib: uss * 5, ..MemUse::default() }),
+            ..Sample::default()
+        }];
+        p
+    }
+
+    /// A tune of 37 windows: keepalive on against off (a sure loss, kept), then workers.
+    fn stored_tune() -> Stored {
+        let mut points = Vec::new();
+        let mut keep = (Vec::new(), Vec::new());
+        for r in 0..5 {
+            let n = if r == 0 { String::new() } else { format!(" #{}", r + 1) };
+            let on = window(&format!("baseline{n}"), &[("keepalive", "on"), ("workers", "2")], 1000.0 + r as f64, 9000);
+            let off = window(&format!("keepalive=off{n}"), &[("keepalive", "off"), ("workers", "2")], 940.0, 9100);
+            keep.0.push(on.clone());
+            keep.1.push(off.clone());
+            points.extend([on, off]);
+        }
+        let mut by_workers: Vec<Vec<Point>> = vec![Vec::new(); 9];
+        for r in 0..3 {
+            for w in 1..=9u64 {
+                let n = if r == 0 { String::new() } else { format!(" #{}", r + 1) };
+                let ws = w.to_string();
+                let name = if w == 2 { format!("workers=2 (kept){n}") } else { format!("workers={w}{n}") };
+                let p = window(&name, &[("keepalive", "on"), ("workers", &ws)], 500.0 * w.min(4) as f64, 9000 + w * 10);
+                by_workers[w as usize - 1].push(p.clone());
+                points.push(p);
+            }
+        }
+        assert_eq!(points.len(), 37);
+        let combine = |name: &str, w: &[Point]| Point::combine(name, w).unwrap();
+        let (on, off) = (combine("baseline", &keep.0), combine("keepalive=off", &keep.1));
+        let effect = crate::stats::Effect { pct: -6.2, low_pct: -10.2, high_pct: -2.0 };
+        let steps = vec![
+            Step {
+                knob: "keepalive".into(),
+                before_value: "on".into(),
+                after_value: "on".into(),
+                adopted: false,
+                verdict: Some(Verdict::Worse),
+                effect: Some(effect),
+                rounds: 5,
+                before: on.clone(),
+                after: on.clone(),
+                candidates: vec![off],
+                challenger: Some(0),
+                evidence: "keepalive stays on: every value tried is worse".into(),
+            },
+            Step {
+                knob: "workers".into(),
+                before_value: "2".into(),
+                after_value: "4".into(),
+                adopted: true,
+                verdict: Some(Verdict::Adopted),
+                effect: Some(crate::stats::Effect { pct: 100.0, low_pct: 90.0, high_pct: 110.0 }),
+                rounds: 3,
+                before: combine("workers=2 (kept)", &by_workers[1]),
+                after: combine("workers=4", &by_workers[3]),
+                candidates: by_workers
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != 1)
+                    .map(|(i, w)| combine(&format!("workers={}", i + 1), w))
+                    .collect(),
+                challenger: None,
+                evidence: "workers 2 -> 4: adopted".into(),
+            },
+        ];
+        let outcome = Outcome {
+            strategy: "one-at-a-time".into(),
+            objective: "throughput".into(),
+            baseline: Some(on),
+            steps,
+            recommended: Settings::default(),
+            evidence: vec![("keepalive".into(), "on".into(), "worse".into())],
+            stopped: None,
+            config: "webtune lab --workers 4".into(),
+            diffs: Default::default(),
+            points: points.clone(),
+            placement: None,
+        };
+        let row = RunRow {
+            id: 7,
+            kind: "tune".into(),
+            started_at: String::new(),
+            target: "lab.toml".into(),
+            summary: String::new(),
+            status: "done".into(),
+        };
+        Stored::Tune { row, strategy: "one-at-a-time".into(), points, outcome: Some(Box::new(outcome)) }
+    }
+
+    /// The SVG of the chart titled `title`.
+    fn chart_of<'h>(html: &'h str, title: &str) -> &'h str {
+        let at = html.find(&format!("<title>{title}")).unwrap_or_else(|| panic!("no chart {title:?}"));
+        let start = html[..at].rfind("<svg").unwrap();
+        &html[start..start + html[start..].find("</svg>").unwrap() + "</svg>".len()]
+    }
+
+    #[test]
+    fn a_tune_report_of_37_windows_reads_at_1280_px() {
+        let html = render(&stored_tune());
+        assert_eq!(svg::layout_problems(&html, 1280.0), Vec::<String>::new());
+        let charts = svg::drawn(&html);
+        // Two knobs x (req/s, p99), the latency plot, the windows over time, and one memory
+        // chart: 10 configurations.
+        let titles: Vec<&str> = charts.iter().map(|c| c.title.as_str()).collect();
+        assert_eq!(charts.len(), 7, "{titles:?}");
+        let over_time = chart_of(&html, "Requests/s and failures/s of each window");
+        assert_eq!(over_time.matches("<circle").count(), 2 * 37);
+        let memory = chart_of(&html, "Memory per worker (MiB), by configuration");
+        let labels: Vec<String> = svg::drawn(memory)[0].labels.iter().map(|l| l.text.clone()).collect();
+        assert!(!labels.iter().any(|l| l.contains(" #")), "rounds of one configuration are one group: {labels:?}");
+        assert_eq!(memory.matches("class=\"bar\"").count(), 3 * 10, "10 configurations, 3 bars each");
+        // on/off are categories: points with error bars, no line between them.
+        let keepalive = chart_of(&html, "Requests/s by keepalive");
+        assert!(!keepalive.contains("<polyline"), "{keepalive}");
+        assert_eq!(keepalive.matches("class=\"error-bar\"").count(), 2);
+        assert!(chart_of(&html, "Requests/s by workers").contains("<polyline"));
+        // The latency axis is log: decades from 1 ms to 1000 ms.
+        let latency = chart_of(&html, "Latency by percentile");
+        assert!(latency.contains(">1000</text>") && latency.contains(">1</text>"), "{latency}");
+        // The kept step shows its challenger and its verdict, not "(kept)".
+        assert!(html.contains("Step 1: keepalive stays on; best challenger keepalive=off (worse)"), "{html}");
+        assert!(html.contains("<b>worse</b>"));
+        assert!(html.contains("<th>kept</th><th>challenger</th>"));
+        assert!(!html.contains("(kept)</h2>"));
+    }
+
+    #[test]
+    fn a_bench_report_shows_total_and_first_byte_apart_and_throughput_over_time() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+        h.record_n(2_000, 9_000).unwrap();
+        h.record_n(950_000, 20).unwrap();
+        let b64 = crate::aggregate::codec::encode(&h).unwrap();
+        let latency = serde_json::json!({"count": 1000, "min": 1.0, "mean": 10.0, "stdev": 5.0, "p50": 9.0,
+            "p75": 12.0, "p90": 15.0, "p99": 20.0, "p999": 21.0, "max": 22.0});
+        let v = serde_json::json!({
+            "schema": "webtune.bench.v1", "webtune_version": "0", "started_at": "", "interrupted": false,
+            "target": {"url": "http://x/", "method": "GET"},
+            "options": {"connections": 1, "threads": 1, "keepalive": true, "timeout_s": 10.0, "pacing": "closed"},
+            "result": {"duration_s": 10.0, "requests": 9020, "succeeded": 9000, "failed": 20,
+                "requests_per_s": 900.0, "length_differed": 0, "in_flight_at_end": 0,
+                "status": {}, "errors": {}, "bytes": {"headers": 0, "body": 0, "total": 0, "per_s": 0.0},
+                "connections": {"opened": 1, "server_closed_idle": 0},
+                "latency_ms": {"connect": latency, "first_byte": latency, "total": latency},
+                "histograms": {"total": b64, "first_byte": b64}},
+            "reply_rate": {"samples": 10, "min": 850.0, "mean": 900.0, "max": 950.0, "stdev": 30.0,
+                "per_second": [900.0, 910.0, 950.0, 850.0, 900.0, 880.0, 920.0, 900.0, 890.0, 900.0],
+                "failed_per_second": [0.0, 0.0, 10.0, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]},
+            "client_cpu": {"user_s": 0.0, "sys_s": 0.0, "percent_of_available": 0.0, "cores_available": 1},
+            "warnings": []
+        });
+        let report: BenchReport = serde_json::from_value(v).unwrap();
+        let row = RunRow {
+            id: 3,
+            kind: "bench".into(),
+            started_at: String::new(),
+            target: "http://x/".into(),
+            summary: String::new(),
+            status: "done".into(),
+        };
+        let html = render(&Stored::Bench { row, report: Box::new(report) });
+        assert_eq!(svg::layout_problems(&html, 1280.0), Vec::<String>::new());
+        assert_eq!(svg::drawn(&html).len(), 2);
+        // Identical curves, still both visible: a thick solid one under a thin dashed one.
+        let latency = chart_of(&html, "Latency by percentile");
+        let lines: Vec<&str> = latency.split("<polyline").skip(1).collect();
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].contains("stroke-dasharray=\"\"") && lines[1].contains("stroke-dasharray=\"8 5\""));
+        let over_time = chart_of(&html, "Replies and failures per second");
+        assert!(over_time.contains("succeeded/s") && over_time.contains("failed/s"));
+        assert_eq!(over_time.matches("<circle").count(), 20);
+    }
 }

@@ -161,6 +161,16 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
             None => writeln!(out, "  {name:<11} {:>9}", "-")?,
         }
     }
+    if let Some(h) = res.histograms.as_ref().and_then(|h| h.total.as_deref()) {
+        let lines = histogram_lines(h);
+        if !lines.is_empty() {
+            writeln!(out)?;
+            writeln!(out, "Latency histogram (ms, total; log-spaced buckets):")?;
+            for line in lines {
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
     for (title, parts) in [
         ("By stage", &r.breakdown.stages),
         ("By request", &r.breakdown.requests),
@@ -239,10 +249,112 @@ fn parts_table(title: &str, parts: &[Part], out: &mut impl Write) -> io::Result<
     Ok(())
 }
 
+/// Buckets of the terminal histogram: as many as oha and hey show, so it fits a screen.
+const HISTOGRAM_BUCKETS: usize = 10;
+/// The longest bar: the whole line stays within 80 columns.
+const HISTOGRAM_BAR: usize = 40;
+
+/// The latency histogram as oha and hey draw it: `HISTOGRAM_BUCKETS` log-spaced buckets from
+/// the fastest to the slowest request (a tail would squash linear ones into the first), each
+/// with its count and a bar; empty when the histogram cannot be read or is empty.
+pub fn histogram_lines(b64: &str) -> Vec<String> {
+    let Ok(h) = crate::aggregate::codec::decode(b64) else { return Vec::new() };
+    if h.is_empty() {
+        return Vec::new();
+    }
+    // µs, as recorded; the lowest bucket starts at 1 µs at least, so the log is defined.
+    let (lo, hi) = ((h.min() as f64).max(1.0), (h.max() as f64).max(1.0));
+    // One latency (within the histogram's precision) is one bucket.
+    let n = if hi > lo * 1.01 { HISTOGRAM_BUCKETS } else { 1 };
+    let edge = |i: usize| if n == 1 { if i == 0 { lo } else { hi } } else { lo * (hi / lo).powf(i as f64 / n as f64) };
+    let mut counts = vec![0u64; n];
+    for v in h.iter_recorded() {
+        let x = h.highest_equivalent(v.value_iterated_to()) as f64;
+        // The bucket whose upper edge holds it; the last takes the max (and rounding).
+        let i = (0..n).find(|&i| x <= edge(i + 1)).unwrap_or(n - 1);
+        counts[i] += v.count_at_value();
+    }
+    let most = counts.iter().copied().max().unwrap_or(1).max(1);
+    (0..n)
+        .map(|i| {
+            let bar = (counts[i] as f64 / most as f64 * HISTOGRAM_BAR as f64).round() as usize;
+            let bar = if counts[i] > 0 { bar.max(1) } else { 0 };
+            let line = format!(
+                "  {:>9.3} - {:>9.3}  [{:>9}] {}",
+                edge(i) / 1000.0,
+                edge(i + 1) / 1000.0,
+                counts[i],
+                "■".repeat(bar)
+            );
+            line.trim_end().to_string()
+        })
+        .collect()
+}
+
 fn row(s: &LatencyStats) -> String {
     [s.min, s.mean, s.stdev, s.p50, s.p75, s.p90, s.p99, s.p999, s.max]
         .iter()
         .map(|v| format!("{v:>9.3}"))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report whose total latency is `h`.
+    fn report(h: &hdrhistogram::Histogram<u64>) -> BenchReport {
+        let latency = serde_json::json!({"count": 1000, "min": 1.0, "mean": 10.0, "stdev": 5.0, "p50": 9.0,
+            "p75": 12.0, "p90": 15.0, "p99": 20.0, "p999": 21.0, "max": 22.0});
+        let v = serde_json::json!({
+            "schema": "webtune.bench.v1", "webtune_version": "0", "started_at": "", "interrupted": false,
+            "target": {"url": "http://x/", "method": "GET"},
+            "options": {"connections": 1, "threads": 1, "keepalive": true, "timeout_s": 10.0},
+            "result": {"duration_s": 1.0, "requests": 1000, "succeeded": 1000, "failed": 0,
+                "requests_per_s": 1000.0, "length_differed": 0, "in_flight_at_end": 0,
+                "status": {}, "errors": {}, "bytes": {"headers": 0, "body": 0, "total": 0, "per_s": 0.0},
+                "connections": {"opened": 1, "server_closed_idle": 0},
+                "latency_ms": {"connect": latency, "first_byte": latency, "total": latency},
+                "histograms": {"total": crate::aggregate::codec::encode(h).unwrap()}},
+            "client_cpu": {"user_s": 0.0, "sys_s": 0.0, "percent_of_available": 0.0, "cores_available": 1},
+            "warnings": []
+        });
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn the_text_report_draws_a_latency_histogram_within_80_columns() {
+        let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+        // Most at 2 ms, a tail at 900 ms: log buckets keep both visible.
+        h.record_n(2_000, 9_000).unwrap();
+        h.record_n(20_000, 900).unwrap();
+        h.record_n(900_000, 100).unwrap();
+        let mut out = Vec::new();
+        write(&report(&h), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let at = text.find("Latency histogram").expect(&text);
+        let lines: Vec<&str> = text[at..].lines().take_while(|l| !l.is_empty()).collect();
+        assert!(lines.len() <= 12, "{}", lines.join("\n"));
+        assert_eq!(lines.len(), 1 + HISTOGRAM_BUCKETS, "{}", lines.join("\n"));
+        for l in &lines {
+            assert!(l.chars().count() <= 80, "{l:?}");
+        }
+        let count =
+            |l: &str| -> u64 { l.split('[').nth(1).unwrap().split(']').next().unwrap().trim().parse().unwrap() };
+        assert_eq!(lines[1..].iter().map(|l| count(l)).sum::<u64>(), 10_000);
+        assert_eq!(count(lines[1]), 9_000, "{}", lines.join("\n"));
+        assert_eq!(count(lines[HISTOGRAM_BUCKETS]), 100, "the tail's own bucket: {}", lines.join("\n"));
+        // The fullest bucket has the longest bar; an empty one none.
+        assert_eq!(lines[1].matches('■').count(), HISTOGRAM_BAR);
+        assert!(lines[1..].iter().any(|l| count(l) == 0 && !l.contains('■')), "{}", lines.join("\n"));
+        assert!(lines[1].trim_start().starts_with("2.000 -"), "{}", lines[1]);
+    }
+
+    #[test]
+    fn one_latency_is_one_bucket() {
+        let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+        h.record_n(5_000, 10).unwrap();
+        assert_eq!(histogram_lines(&crate::aggregate::codec::encode(&h).unwrap()).len(), 1);
+    }
 }

@@ -27,7 +27,7 @@ use trial::Load;
 /// journal and the store. The tuner itself never prints (the engine's `Sink`, for trials).
 pub trait Observer {
     /// A trial is about to be measured; `left` is what the rest of the plan should take.
-    fn measuring(&mut self, _step: &str, _elapsed: Duration, _left: Duration) {}
+    fn measuring(&mut self, _step: &str, _elapsed: Duration, _left: &Eta) {}
     /// A point was measured, or `reused` from an interrupted run's journal: the moment to
     /// save it, before anything else can go wrong.
     fn measured(&mut self, _point: &Point, _reused: bool) {}
@@ -41,6 +41,60 @@ impl<F: FnMut(&Point)> Observer for F {
         if !reused {
             self(point)
         }
+    }
+}
+
+/// What is left of a run: the windows the strategy still plans (this one included), at least
+/// and at most (a comparison takes more rounds only while its verdict is open), and the time
+/// they should take at the seconds per window measured so far.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Eta {
+    pub least_windows: usize,
+    pub most_windows: usize,
+    pub least: Duration,
+    pub most: Duration,
+}
+
+impl Eta {
+    /// "~40s left", or "at least ~40s, at most ~3m10s left" when the rounds still to come are
+    /// uncertain.
+    pub fn describe(&self) -> String {
+        let (least, most) = (fmt_secs(self.least), fmt_secs(self.most));
+        if least == most { format!("~{most} left") } else { format!("at least ~{least}, at most ~{most} left") }
+    }
+}
+
+/// Windows still planned, at least and at most.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub least: usize,
+    pub most: usize,
+}
+
+impl Plan {
+    /// `windows` measured: they leave both bounds.
+    fn spend(&mut self, windows: usize) {
+        self.least = self.least.saturating_sub(windows);
+        self.most = self.most.saturating_sub(windows).max(self.least);
+    }
+
+    /// More planned (a challenger a measurement named, a knob judged again).
+    pub fn add(&mut self, least: usize, most: usize) {
+        self.least += least;
+        self.most += most.max(least);
+    }
+
+    /// A window just measured was beyond the least planned (a round more while a verdict was
+    /// open): it came out of the most only.
+    pub fn beyond_least(&mut self) {
+        self.least += 1;
+        self.most = self.most.max(self.least);
+    }
+
+    /// Planned windows that will not be measured (a verdict settled early).
+    pub fn release(&mut self, least: usize, most: usize) {
+        self.least = self.least.saturating_sub(least);
+        self.most = self.most.saturating_sub(most).max(self.least);
     }
 }
 
@@ -70,8 +124,12 @@ pub struct Tuner<'a> {
     /// Why the tuner stopped early, when it did.
     pub stopped: Option<String>,
     started: Instant,
-    /// Trials still planned, for the ETA.
-    pub planned: usize,
+    /// Windows still planned, for the ETA.
+    pub plan: Plan,
+    /// Windows measured so far (each trial's requested repeats) and the seconds they took
+    /// (launches, warm-ups, remeasured and lengthened windows included): the ETA's rate.
+    windows_done: usize,
+    seconds_done: f64,
     /// Windows per point measured with `point` (the --repeats).
     pub repeats: usize,
     /// How decisions are judged: rounds, threshold, confidence.
@@ -119,7 +177,9 @@ impl<'a> Tuner<'a> {
             points: Vec::new(),
             stopped: None,
             started: Instant::now(),
-            planned: 0,
+            plan: Plan::default(),
+            windows_done: 0,
+            seconds_done: 0.0,
             repeats: 3,
             judging: Judging::default(),
         }
@@ -158,6 +218,7 @@ impl<'a> Tuner<'a> {
             return None;
         }
         if let Some(p) = self.reuse.remove(&(step.to_string(), settings.clone())) {
+            self.plan.spend(repeats);
             self.observer.measured(&p, true);
             self.points.push(p.clone());
             return Some(p);
@@ -173,7 +234,8 @@ impl<'a> Tuner<'a> {
             self.stopped = Some("the time budget is spent".into());
             return None;
         }
-        self.observer.measuring(step, self.started.elapsed(), need * (self.planned.max(1) as u32));
+        let eta = self.eta(load, repeats);
+        self.observer.measuring(step, self.started.elapsed(), &eta);
         let p = self.measure.measure(step, settings, load, repeats);
         if p.cause() == Some("interrupted") || self.interrupted() {
             self.stopped = Some("interrupted".into());
@@ -185,9 +247,29 @@ impl<'a> Tuner<'a> {
             return None;
         }
         self.observer.measured(&p, false);
-        self.planned = self.planned.saturating_sub(1);
+        self.plan.spend(repeats);
+        self.windows_done += repeats;
+        self.seconds_done += p.seconds;
         self.points.push(p.clone());
         Some(p)
+    }
+
+    /// What is left, from the seconds per window measured so far (before any, the estimate)
+    /// and the windows still planned (at least the `repeats` about to be measured).
+    fn eta(&self, load: &Load, repeats: usize) -> Eta {
+        let per_window = if self.windows_done > 0 {
+            Duration::from_secs_f64(self.seconds_done / self.windows_done as f64)
+        } else {
+            self.measure.estimate(load) / self.repeats.max(1) as u32
+        };
+        let least_windows = self.plan.least.max(repeats);
+        let most_windows = self.plan.most.max(least_windows);
+        Eta {
+            least_windows,
+            most_windows,
+            least: per_window * least_windows as u32,
+            most: per_window * most_windows as u32,
+        }
     }
 
     /// Whether the run was asked to stop.
@@ -218,7 +300,8 @@ pub fn summary_line(p: &Point) -> String {
                 0 => format!(", others' CPU {:.0}%", p.interference * 100.0),
                 n => format!(", others' CPU {:.0}% ({n} disturbed windows measured again)", p.interference * 100.0),
             };
-            format!("{}: {:.1} req/s, p99 {:.2} ms{mem}{others}{client}{noisy}", p.step, p.rps(), p.p99())
+            let tail = p.p999().map_or(String::new(), |t| format!(", p99.9 {t:.2} ms"));
+            format!("{}: {:.1} req/s, p99 {:.2} ms{tail}{mem}{others}{client}{noisy}", p.step, p.rps(), p.p99())
         }
     }
 }
@@ -238,6 +321,9 @@ pub enum Verdict {
     /// The interval lies within plus or minus the threshold.
     #[serde(rename = "no effect")]
     NoEffect,
+    /// The interval lies wholly below zero: a loss beyond noise, which "no effect" would hide.
+    #[serde(rename = "worse")]
+    Worse,
     /// Neither, within the rounds allowed: the incumbent is kept, and the report says so.
     #[serde(rename = "undecided")]
     Undecided,
@@ -249,6 +335,7 @@ impl Verdict {
         match self {
             Verdict::Adopted => "adopted",
             Verdict::NoEffect => "no effect",
+            Verdict::Worse => "worse",
             Verdict::Undecided => "undecided",
         }
     }
@@ -276,6 +363,10 @@ pub struct Step {
     pub after: Point,
     /// Every candidate measured for this step.
     pub candidates: Vec<Point>,
+    /// Which of `candidates` challenged the kept value most closely (the one `effect` is
+    /// of); None when adopted (then it is `after`) or for a strategy that picks by its rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub challenger: Option<usize>,
     pub evidence: String,
 }
 
@@ -302,6 +393,24 @@ pub struct Outcome {
     /// Where the server and the client ran (every point records its own too).
     #[serde(default)]
     pub placement: Option<crate::sys::cpus::Placement>,
+}
+
+impl Step {
+    /// The point the kept or adopted value was judged against: the adopted one, the recorded
+    /// challenger, else the best candidate that differs from `before` (older stored steps).
+    pub fn challenger_point(&self) -> Option<&Point> {
+        if self.adopted {
+            return Some(&self.after);
+        }
+        if let Some(p) = self.challenger.and_then(|i| self.candidates.get(i)) {
+            return Some(p);
+        }
+        self.candidates
+            .iter()
+            .filter(|p| p.ok() && p.settings != self.before.settings)
+            .max_by(|a, b| a.rps().total_cmp(&b.rps()))
+            .or_else(|| self.candidates.iter().find(|p| p.settings != self.before.settings))
+    }
 }
 
 impl Outcome {

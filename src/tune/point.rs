@@ -208,6 +208,19 @@ impl Point {
         self.median(|s| s.p99_ms)
     }
 
+    /// The repeats' median p99.9 of total latency, ms, read from their histograms as p99 is
+    /// from theirs; None when no repeat kept a histogram.
+    pub fn p999(&self) -> Option<f64> {
+        let tails: Vec<f64> = self
+            .samples
+            .iter()
+            .filter_map(|s| crate::aggregate::codec::decode(s.histogram.as_deref()?).ok())
+            .filter(|h| !h.is_empty())
+            .map(|h| h.value_at_quantile(0.999) as f64 / 1000.0)
+            .collect();
+        (!tails.is_empty()).then(|| median(&tails))
+    }
+
     /// The memory figures of the repeat whose workers cost most (the conservative one).
     pub fn memory(&self) -> Option<&MemUse> {
         self.samples.iter().filter_map(|s| s.memory.as_ref()).max_by_key(|m| m.worker_uss_max_kib)

@@ -8,31 +8,55 @@ use super::{Outcome, Point, Settings};
 
 /// One table: `title`, then metrics and configuration of `before` and `after`.
 pub fn before_after(title: &str, before: &Point, after: &Point) -> String {
+    side_by_side(title, ["Before", "After"], before, after)
+}
+
+/// How a row's change is told: relative for quantities; in points for a row that is itself a
+/// percentage (others' CPU 0.5% -> 0.7% is +0.2 pt, not +40%).
+#[derive(Clone, Copy)]
+enum Change {
+    Relative,
+    Points,
+}
+
+/// "+12.9%" or "+0.2 pt"; empty when either side is unknown (or a relative change of zero).
+fn change_text(change: Change, before: Option<f64>, after: Option<f64>) -> String {
+    match (change, before, after) {
+        (Change::Relative, Some(b), Some(a)) if b != 0.0 => format!("{:+.1}%", (a - b) / b * 100.0),
+        (Change::Points, Some(b), Some(a)) => format!("{:+.1} pt", a - b),
+        _ => String::new(),
+    }
+}
+
+/// One table: `title`, then the metrics and configuration of two points under `headings`
+/// (before and after, or the kept value and its challenger).
+pub fn side_by_side(title: &str, headings: [&str; 2], before: &Point, after: &Point) -> String {
     let mut grid = Grid::default();
-    grid.row(' ', ["", "Before", "After", "Change"]);
-    let mut metric = |name: &str, b: Option<f64>, a: Option<f64>, digits: usize| {
+    grid.row(' ', ["", headings[0], headings[1], "Change"]);
+    let mut metric = |name: &str, b: Option<f64>, a: Option<f64>, digits: usize, change: Change| {
         let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
-        let change = match (b, a) {
-            (Some(b), Some(a)) if b != 0.0 => format!("{:+.1}%", (a - b) / b * 100.0),
-            _ => String::new(),
-        };
-        grid.row(' ', [name, &fmt(b), &fmt(a), &change]);
+        grid.row(' ', [name, &fmt(b), &fmt(a), &change_text(change, b, a)]);
     };
+    use Change::{Points, Relative};
     let ok = |p: &Point, f: &dyn Fn(&Point) -> f64| p.ok().then(|| f(p));
-    metric("Requests/s", ok(before, &|p| p.rps()), ok(after, &|p| p.rps()), 1);
-    metric("p99 latency (ms)", ok(before, &|p| p.p99()), ok(after, &|p| p.p99()), 2);
+    metric("Requests/s", ok(before, &|p| p.rps()), ok(after, &|p| p.rps()), 1, Relative);
+    metric("p99 latency (ms)", ok(before, &|p| p.p99()), ok(after, &|p| p.p99()), 2, Relative);
+    // The tail a throughput gain can hide (connections queued behind kept-alive ones).
+    let tail = |p: &Point| p.ok().then(|| p.p999()).flatten();
+    metric("p99.9 latency (ms)", tail(before), tail(after), 2, Relative);
     let mem = |p: &Point, f: &dyn Fn(&super::point::MemUse) -> u64| p.memory().map(|m| f(m) as f64);
-    metric("Worker USS (KiB)", mem(before, &|m| m.worker_uss_max_kib), mem(after, &|m| m.worker_uss_max_kib), 0);
-    metric("Server PSS (KiB)", mem(before, &|m| m.pss_total_kib), mem(after, &|m| m.pss_total_kib), 0);
+    let (uss, pss) = (|m: &super::point::MemUse| m.worker_uss_max_kib, |m: &super::point::MemUse| m.pss_total_kib);
+    metric("Worker USS (KiB)", mem(before, &uss), mem(after, &uss), 0, Relative);
+    metric("Server PSS (KiB)", mem(before, &pss), mem(after, &pss), 0, Relative);
     // A front proxy's part of that, when either side has one (0 for the side without).
     let front = |p: &Point| p.memory().map(|m| m.front_pss_kib.unwrap_or(0) as f64);
     if [before, after].iter().any(|p| p.memory().is_some_and(|m| m.front_pss_kib.is_some())) {
-        metric("  of it the front's", front(before), front(after), 0);
+        metric("  of it the front's", front(before), front(after), 0, Relative);
     }
     let others = |p: &Point| p.ok().then_some(p.interference * 100.0);
-    metric("Others' CPU, max (%)", others(before), others(after), 1);
+    metric("Others' CPU, max (%)", others(before), others(after), 1, Points);
     let client = |p: &Point| p.client_share.filter(|_| p.ok()).map(|s| s * 100.0);
-    metric("Client CPU, max (%)", client(before), client(after), 1);
+    metric("Client CPU, max (%)", client(before), client(after), 1, Points);
     grid.rows.push(Row::Label("Configuration".into()));
     configuration(&mut grid, &before.settings, &after.settings);
     let mut out = format!("{title}\n{}", grid.render());
@@ -47,6 +71,48 @@ pub fn before_after(title: &str, before: &Point, after: &Point) -> String {
         }
     }
     out
+}
+
+/// What `challenger` changes from `incumbent`: "keepalive=off" ("workers=4, max_requests=100").
+pub fn changes(incumbent: &Settings, challenger: &Settings) -> String {
+    let changed: Vec<String> = challenger
+        .0
+        .iter()
+        .filter(|(k, v)| incumbent.get(k) != Some(v.as_str()))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    changed.join(", ")
+}
+
+/// One step's table and its title: an adopted value against the one it replaced; a kept
+/// value against the challenger that came closest, so a kept step still shows what was tried.
+pub fn step_table(number: usize, step: &super::Step) -> String {
+    let verdict = step_verdict(step);
+    match step.challenger_point().filter(|_| !step.adopted) {
+        Some(ch) => {
+            let title = format!(
+                "\nStep {number}: {} stays {}; best challenger {} ({verdict})",
+                step.knob,
+                step.before_value,
+                changes(&step.before.settings, &ch.settings)
+            );
+            side_by_side(&title, ["Kept", "Challenger"], &step.before, ch)
+        }
+        None => {
+            let title =
+                format!("\nStep {number}: {} {} -> {} ({verdict})", step.knob, step.before_value, step.after_value);
+            before_after(&title, &step.before, &step.after)
+        }
+    }
+}
+
+/// The word for a step's outcome: its verdict, else adopted or kept.
+pub fn step_verdict(step: &super::Step) -> &'static str {
+    match (step.verdict, step.adopted) {
+        (Some(v), _) => v.word(),
+        (None, true) => "adopted",
+        (None, false) => "kept",
+    }
 }
 
 /// The configuration of both, one knob per line; a changed knob is marked with '*'.
@@ -124,19 +190,19 @@ pub fn report(o: &Outcome) -> String {
         }
     }
     for (i, step) in o.steps.iter().enumerate() {
-        let verdict = match (step.verdict, step.adopted) {
-            (Some(v), _) => v.word(),
-            (None, true) => "adopted",
-            (None, false) => "kept",
-        };
-        let title =
-            format!("\nStep {}: {} {} -> {} ({verdict})", i + 1, step.knob, step.before_value, step.after_value);
-        out += &before_after(&title, &step.before, &step.after);
+        out += &step_table(i + 1, step);
         if let Some(e) = &step.effect {
+            let of = step
+                .challenger_point()
+                .map_or(String::new(), |c| format!(" of {}", changes(&step.before.settings, &c.settings)));
             let _ = writeln!(
                 out,
-                "  Effect {:+.1}%, 99% interval [{:+.1}%, {:+.1}%], over {} interleaved rounds",
-                e.pct, e.low_pct, e.high_pct, step.rounds
+                "  Effect{of} {:+.1}%, 99% interval [{:+.1}%, {:+.1}%], over {} interleaved rounds: {}",
+                e.pct,
+                e.low_pct,
+                e.high_pct,
+                step.rounds,
+                step_verdict(step)
             );
         }
         let _ = writeln!(out, "  {}", step.evidence);
@@ -223,7 +289,7 @@ mod tests {
         let before_end = header.find("Before").unwrap() + "Before".len();
         let after_end = header.find("After").unwrap() + "After".len();
         let rows: Vec<&str> = lines[2..].iter().copied().filter(|l| l.trim() != "Configuration").collect();
-        assert_eq!(rows.len(), 6 + 3, "{table}");
+        assert_eq!(rows.len(), 7 + 3, "{table}");
         for row in rows {
             // Right-aligned values end under their heading; the name column starts at 2.
             let b = row[..before_end].trim_end();
@@ -235,5 +301,36 @@ mod tests {
         assert!(table.contains("* PerlSetVar SessionSerialize "), "{table}");
         assert!(table.contains(".state /dev/shm/webtune-asp-bookmarks"), "{table}");
         assert!(table.contains("+12.9%"), "{table}");
+    }
+
+    /// A window's histogram of `n` requests at 10 ms and one at `tail_ms`, base64 V2.
+    fn histogram(n: u64, tail_ms: u64) -> String {
+        let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+        h.record_n(10_000, n).unwrap();
+        h.record_n(tail_ms * 1000, n / 500).unwrap();
+        crate::aggregate::codec::encode(&h).unwrap()
+    }
+
+    #[test]
+    fn the_table_shows_p999_from_the_histograms_and_percentages_change_in_points() {
+        let mut before = point(100.0, &[("keepalive", "off")]);
+        let mut after = point(106.0, &[("keepalive", "on")]);
+        before.samples[0].histogram = Some(histogram(10_000, 26));
+        after.samples[0].histogram = Some(histogram(10_000, 918));
+        before.interference = 0.005;
+        after.interference = 0.007;
+        let table = before_after("Step 1", &before, &after);
+        let row = |name: &str| table.lines().find(|l| l.trim_start().starts_with(name)).unwrap().to_string();
+        let tail = row("p99.9 latency (ms)");
+        assert!(tail.contains("26.") && tail.contains("918.") && tail.contains('+'), "{table}");
+        // 0.5% -> 0.7% of the CPU is +0.2 points, not +40%.
+        let others = row("Others' CPU");
+        assert!(others.ends_with("+0.2 pt"), "{others}");
+        assert!(!others.contains("40.0%"), "{others}");
+        // And in the progress line of each point measured.
+        assert!(crate::tune::summary_line(&after).contains(", p99.9 918."), "{}", crate::tune::summary_line(&after));
+        // Without histograms the tail is unknown, not zero.
+        let plain = before_after("Step 1", &point(1.0, &[]), &point(2.0, &[]));
+        assert!(plain.lines().any(|l| l.starts_with("  p99.9 latency (ms)") && l.contains(" - ")), "{plain}");
     }
 }

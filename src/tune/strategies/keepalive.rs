@@ -107,6 +107,8 @@ pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         before: first_point,
         after: best_point,
         candidates: points.iter().map(|(_, p)| p.clone()).collect(),
+        // The candidates begin with the incumbent.
+        challenger: j.chosen.is_none().then(|| j.lead_index().map(|i| i + 1)).flatten(),
         evidence: line.clone(),
     });
     found.recommended = settings_of(&best);

@@ -77,6 +77,30 @@ impl Strategy {
         }
     }
 
+    /// Windows this strategy plans, at least and at most: a comparison (one-at-a-time,
+    /// keepalive, the workers' check of the knee) measures each of its values in
+    /// `judging.min_rounds` to `judging.max_rounds` rounds; a point is `repeats` windows.
+    pub fn planned_windows(self, knobs: &Knobs, judging: &super::Judging, repeats: usize) -> super::Plan {
+        let (min, max) = (judging.min_rounds, judging.max_rounds.max(judging.min_rounds));
+        let compared = |values: usize| super::Plan { least: values * min, most: values * max };
+        match self {
+            Strategy::OneAtATime => {
+                // A knob of one value is never compared; with none to compare, one point.
+                let values: usize = knobs.iter().map(|(_, v)| v.len()).filter(|&n| n > 1).sum();
+                if values == 0 { super::Plan { least: repeats, most: repeats } } else { compared(values) }
+            }
+            Strategy::Keepalive => compared(self.planned_trials(knobs)),
+            Strategy::Workers => {
+                let points = self.planned_trials(knobs) * repeats;
+                super::Plan { least: points, most: points + 2 * max }
+            }
+            _ => {
+                let points = self.planned_trials(knobs) * repeats;
+                super::Plan { least: points, most: points }
+            }
+        }
+    }
+
     /// Runs the search from `base`; `knee` is the workers strategy's tolerance.
     pub fn run(self, t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found {
         let mut found = match self {

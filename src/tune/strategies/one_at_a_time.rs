@@ -185,6 +185,7 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 before: j.incumbent.clone(),
                 after,
                 candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
+                challenger: j.chosen.is_none().then(|| j.lead_index()).flatten(),
                 evidence: evidence.clone(),
             });
             if j.chosen.is_some() {
@@ -225,6 +226,10 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             break;
         }
         t.note(&format!("the operating point moved: {} judged again", stale.join(", ")));
+        // The pass to come enters the plan (and the ETA) once it is known to come.
+        let again: usize = knobs.iter().filter(|(k, v)| stale.contains(k) && v.len() > 1).map(|(_, v)| v.len()).sum();
+        let j = t.judging;
+        t.plan.add(again * j.min_rounds, again * j.max_rounds.max(j.min_rounds));
         due = stale;
     }
     // Every knob had a single value: the configuration is still measured.
@@ -370,6 +375,11 @@ fn step_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Strin
                 tried.join("; ")
             )
         }
+        (Verdict::Worse, _) => format!(
+            "{knob} stays {before} ({:.1} req/s): every value tried is worse, its 99% interval wholly below zero (over {rounds}){again} [{}]",
+            here.rps(),
+            tried.join("; ")
+        ),
         (Verdict::NoEffect, _) => format!(
             "{knob} stays {before} ({:.1} req/s): no effect, no value within the objective can gain {threshold}% (99% intervals over {rounds}){again} [{}]",
             here.rps(),

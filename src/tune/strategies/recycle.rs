@@ -141,6 +141,7 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 before: here.clone(),
                 after: p,
                 candidates: tried.iter().map(|(_, _, p)| p.clone()).collect(),
+                challenger: None,
                 evidence: line.clone(),
             });
             say(&mut found, c.to_string(), line);

@@ -96,6 +96,7 @@ pub fn spares(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 before: steady.clone(),
                 after: p.clone(),
                 candidates: results.iter().map(|(_, _, p)| p.clone()).collect(),
+                challenger: None,
                 evidence: head.clone(),
             });
             found.recommended = settings.clone();

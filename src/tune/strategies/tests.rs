@@ -372,3 +372,108 @@ fn a_configuration_seen_over_the_budget_at_its_revisit_is_not_recommended() {
     let why = &found.evidence.iter().find(|(k, _, _)| k == "workers").unwrap().2;
     assert!(why.contains("workers back to 2"), "{why}");
 }
+
+#[test]
+fn a_sure_loss_is_worse_not_no_effect_and_its_table_shows_the_challenger() {
+    // keepalive off serves 6% less, whatever the round's noise.
+    let mut m = Model::new(
+        |s: &Settings, r| {
+            let base = if s.get("keepalive") == Some("off") { 940.0 } else { 1000.0 };
+            (base * [1.0, 1.01, 0.99][r % 3], if s.get("keepalive") == Some("off") { 14.0 } else { 12.0 }, 2000)
+        },
+        None,
+    );
+    let k: Knobs = vec![("keepalive".into(), vec!["on".into(), "off".into()])];
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &k, &Settings::default());
+    drop(t);
+    assert_eq!(found.recommended.get("keepalive"), Some("on"));
+    let step = &found.steps[0];
+    assert_eq!(step.verdict, Some(Verdict::Worse), "{}", step.evidence);
+    assert!(step.evidence.contains("worse"), "{}", step.evidence);
+    assert!(!step.evidence.contains("no effect"), "{}", step.evidence);
+    assert_eq!(serde_json::to_value(step).unwrap()["verdict"], "worse");
+    let outcome =
+        found.into_outcome("one-at-a-time", "throughput".into(), None, String::new(), Default::default(), Vec::new());
+    let text = crate::tune::table::report(&outcome);
+    // Never the kept value against itself: the challenger's column and its change.
+    assert!(!text.contains("keepalive on -> on"), "{text}");
+    assert!(text.contains("Step 1: keepalive stays on; best challenger keepalive=off (worse)"), "{text}");
+    let rps = text.lines().find(|l| l.trim_start().starts_with("Requests/s")).unwrap();
+    assert!(rps.contains("1000.0") && rps.contains("940.0") && rps.contains("-6.0%"), "{rps}");
+    let p99 = text.lines().find(|l| l.trim_start().starts_with("p99 latency")).unwrap();
+    assert!(p99.contains("+16.7%"), "{p99}");
+    assert!(text.contains("keepalive   on   off") || text.lines().any(|l| l.starts_with("* keepalive")), "{text}");
+    assert!(text.contains("Effect of keepalive=off -6.0%"), "{text}");
+    assert!(text.contains("interleaved rounds: worse"), "{text}");
+}
+
+#[test]
+fn an_interval_wholly_below_zero_is_worse_one_around_zero_no_effect() {
+    use crate::stats::Effect;
+    use crate::tune::strategies::verdict::classify;
+    let e = |pct, low_pct, high_pct| Effect { pct, low_pct, high_pct };
+    assert_eq!(classify(&e(-6.2, -10.2, -2.0), 2.0), Verdict::Worse);
+    assert_eq!(classify(&e(-0.8, -1.5, -0.1), 2.0), Verdict::Worse);
+    assert_eq!(classify(&e(0.2, -1.5, 1.9), 2.0), Verdict::NoEffect);
+    assert_eq!(classify(&e(5.0, 3.0, 7.0), 2.0), Verdict::Adopted);
+    assert_eq!(classify(&e(-3.0, -9.0, 1.0), 2.0), Verdict::Undecided);
+}
+
+/// Records what each progress line would say is left.
+#[derive(Default)]
+struct Etas(Vec<crate::tune::Eta>);
+
+impl crate::tune::Observer for Etas {
+    fn measuring(&mut self, _step: &str, _elapsed: Duration, left: &crate::tune::Eta) {
+        self.0.push(*left);
+    }
+}
+
+#[test]
+fn the_eta_counts_the_rounds_still_to_come_and_bounds_them() {
+    // "noisy" scatters its challenger by +-5% around the incumbent: undecided until the cap
+    // of rounds; "quiet" does nothing, settled at the first look.
+    let mut m = Model::paced(
+        |s: &Settings, r| {
+            let rps = if s.get("noisy") == Some("b") { 1000.0 * [1.05, 0.95, 1.06, 0.94][r % 4] } else { 1000.0 };
+            (rps, 10.0, 2000)
+        },
+        Duration::from_millis(2),
+    );
+    let k: Knobs = vec![
+        ("noisy".into(), vec!["a".into(), "b".into()]),
+        ("quiet".into(), vec!["x".into(), "y".into(), "z".into()]),
+    ];
+    let mut etas = Etas::default();
+    let judging = crate::tune::Judging::default();
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut etas, Vec::new(), Default::default());
+    t.plan = Strategy::OneAtATime.planned_windows(&k, &judging, 3);
+    let found = one_at_a_time(&mut t, &k, &Settings::default());
+    drop(t);
+    assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided), "{}", found.steps[0].evidence);
+    assert_eq!(found.steps[0].rounds, judging.max_rounds);
+    let total = etas.0.len();
+    assert_eq!(total, m.measured.len());
+    // Before each window, the windows left (this one included) lie within the bounds told.
+    for (i, eta) in etas.0.iter().enumerate() {
+        let left = total - i;
+        assert!(eta.least_windows <= left && left <= eta.most_windows, "window {i}: {left} left, told {eta:?}");
+        assert!(eta.least <= eta.most);
+    }
+    // At the start: the least is the first look at each (2 + 3 values x 3 rounds), the most
+    // the cap (5 x 10): 29 windows were taken, far more than a count of values (5) would say.
+    assert_eq!((etas.0[0].least_windows, etas.0[0].most_windows), (15, 50));
+    assert_eq!(total, 2 * 10 + 3 * 3);
+    // Once "noisy" is done, only "quiet"'s 9 windows remain, and the bound says so.
+    let after_noisy = &etas.0[20];
+    assert_eq!((after_noisy.least_windows, after_noisy.most_windows), (9, 30));
+    let eta = crate::tune::Eta {
+        least_windows: 9,
+        most_windows: 30,
+        least: Duration::from_secs(40),
+        most: Duration::from_secs(190),
+    };
+    assert_eq!(eta.describe(), "at least ~40s, at most ~3m10s left");
+}

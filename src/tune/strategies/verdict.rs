@@ -33,8 +33,8 @@ pub struct Judgement {
     pub challengers: Vec<Judged>,
     /// The adopted challenger (the largest gain among those adopted).
     pub chosen: Option<usize>,
-    /// The step's verdict: adopted; no effect when no challenger can gain the threshold;
-    /// undecided otherwise.
+    /// The step's verdict: adopted; worse when every challenger is a sure loss; no effect
+    /// when no challenger can gain the threshold; undecided otherwise.
     pub verdict: Verdict,
     pub rounds: usize,
 }
@@ -42,22 +42,33 @@ pub struct Judgement {
 impl Judgement {
     /// The challenger whose effect stands for the step: the adopted one, else the largest gain.
     pub fn lead(&self) -> Option<&Judged> {
-        self.chosen.map(|i| &self.challengers[i]).or_else(|| {
-            self.challengers
-                .iter()
-                .filter(|c| c.effect.is_some())
-                .max_by(|a, b| a.effect.map_or(f64::MIN, |e| e.pct).total_cmp(&b.effect.map_or(f64::MIN, |e| e.pct)))
-        })
+        self.lead_index().map(|i| &self.challengers[i])
+    }
+
+    /// Where `lead` is in `challengers`; without any effect measured, the first that was
+    /// measured, so a table still has a challenger to show.
+    pub fn lead_index(&self) -> Option<usize> {
+        let pct = |c: &Judged| c.effect.map_or(f64::MIN, |e| e.pct);
+        self.chosen
+            .or_else(|| {
+                (0..self.challengers.len())
+                    .filter(|&i| self.challengers[i].effect.is_some())
+                    .max_by(|&a, &b| pct(&self.challengers[a]).total_cmp(&pct(&self.challengers[b])))
+            })
+            .or_else(|| (!self.challengers.is_empty()).then_some(0))
     }
 }
 
 /// The verdict an interval gives: adopted when it excludes zero and the change clears the
-/// threshold; no effect when it rules out a gain of the threshold (the change lies within
-/// plus or minus the threshold, or is a loss); undecided otherwise.
+/// threshold; worse when it lies wholly below zero (a sure loss, however small); no effect
+/// when it rules out a gain of the threshold (the change lies within plus or minus the
+/// threshold); undecided otherwise.
 pub fn classify(e: &Effect, threshold_pct: f64) -> Verdict {
     if e.low_pct > 0.0 && e.pct >= threshold_pct {
         Verdict::Adopted
-    } else if e.high_pct <= threshold_pct && (e.low_pct >= -threshold_pct || e.high_pct < 0.0) {
+    } else if e.high_pct < 0.0 {
+        Verdict::Worse
+    } else if e.high_pct <= threshold_pct && e.low_pct >= -threshold_pct {
         Verdict::NoEffect
     } else {
         Verdict::Undecided
@@ -110,6 +121,9 @@ pub fn judge_growing(
     let mut windows: Vec<Vec<Option<Point>>> = vec![Vec::new(); challengers.len() + 1];
     // Challengers whose verdict more rounds cannot change.
     let mut settled = vec![false; challengers.len() + 1];
+    // Rounds each configuration may take, and whether its unused ones have left the plan.
+    let (least, most) = (j.min_rounds, j.max_rounds.max(j.min_rounds));
+    let mut released = vec![false; challengers.len() + 1];
     let mut rounds = 0;
     'rounds: loop {
         let n = challengers.len() + 1;
@@ -131,7 +145,12 @@ pub fn judge_growing(
                 0 => (round_name(incumbent_name, r), incumbent),
                 _ => (round_name(&name_of(&challengers[i - 1].value), own(&windows[i])), &challengers[i - 1].settings),
             };
+            // A round past the least the plan counted on.
+            let beyond = if i == 0 { r >= least } else { own(&windows[i]) >= least };
             let Some(p) = t.window(&name, settings, &settling) else { break 'rounds };
+            if beyond {
+                t.plan.beyond_least();
+            }
             let ok = p.ok();
             windows[i][r] = Some(p);
             if !ok && i == 0 {
@@ -144,6 +163,12 @@ pub fn judge_growing(
         for i in 1..n {
             let enough = own(&windows[i]) >= j.min_rounds;
             settled[i] = assess(t, &windows[0], &windows[i], confidence, enough).settled;
+            // Settled early: the rounds it will not take leave the plan (and the ETA).
+            if settled[i] && !released[i] {
+                released[i] = true;
+                let had = own(&windows[i]);
+                t.plan.release(least.saturating_sub(had), most.saturating_sub(had));
+            }
         }
         let so_far: Vec<Option<Point>> = windows[1..].iter().map(|w| Point::combine("", &all(w))).collect();
         let here = Point::combine("", &all(&windows[0]));
@@ -152,8 +177,16 @@ pub fn judge_growing(
                 challengers.push(c);
                 windows.push(vec![None; rounds]);
                 settled.push(false);
+                released.push(false);
+                t.plan.add(least, most);
             }
         }
+    }
+    // The incumbent's rounds not taken, and those of challengers the run stopped before.
+    t.plan.release(least.saturating_sub(rounds), most.saturating_sub(rounds));
+    for i in (1..windows.len()).filter(|&i| !released[i]) {
+        let had = own(&windows[i]);
+        t.plan.release(least.saturating_sub(had), most.saturating_sub(had));
     }
     let incumbent_point = Point::combine(incumbent_name, &all(&windows[0]))?;
     let confidence = confidence_of(challengers.len());
@@ -180,7 +213,9 @@ pub fn judge_growing(
         .map(|(i, _)| i);
     let verdict = if chosen.is_some() {
         Verdict::Adopted
-    } else if !judged.is_empty() && judged.iter().all(|c| c.verdict == Verdict::NoEffect) {
+    } else if !judged.is_empty() && judged.iter().all(|c| c.verdict == Verdict::Worse) {
+        Verdict::Worse
+    } else if !judged.is_empty() && judged.iter().all(|c| matches!(c.verdict, Verdict::NoEffect | Verdict::Worse)) {
         Verdict::NoEffect
     } else {
         Verdict::Undecided

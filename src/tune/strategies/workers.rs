@@ -145,6 +145,7 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
             before,
             after,
             candidates: measured.iter().map(|(_, p)| p.clone()).collect(),
+            challenger: None,
             evidence: line.clone(),
         });
     }
@@ -166,6 +167,7 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
                 match j.verdict {
                     Verdict::Adopted => "more workers adopted",
                     Verdict::NoEffect => "no effect, the knee stands",
+                    Verdict::Worse => "worse, the knee stands",
                     Verdict::Undecided => "undecided, the knee is kept",
                 }
             );
@@ -185,6 +187,7 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
                 before: j.incumbent.clone(),
                 after: j.chosen.map_or(j.incumbent.clone(), |i| j.challengers[i].point.clone()),
                 candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
+                challenger: j.chosen.is_none().then(|| j.lead_index()).flatten(),
                 evidence: check,
             });
         }
