@@ -3,6 +3,7 @@
 //! its error log is, how to read its counters and which log lines mean saturation.
 
 mod apache;
+mod apache_tree;
 mod command;
 mod gunicorn;
 mod lab;
@@ -131,6 +132,11 @@ pub trait Adapter: Sync {
             "the {} adapter takes no configuration file yet: give the base settings as [target.config] knob = value",
             self.name()
         ))
+    }
+    /// With the user's own configuration tree: whether `site = "NAME"` names one of its
+    /// virtual hosts (checked when the target file is read).
+    fn check_site(&self, _config: &Path, site: &str) -> Result<(), String> {
+        Err(format!("site {site:?}: the {} adapter has no virtual hosts to pick from", self.name()))
     }
     /// With the user's own configuration tree: the unified diff of their files for `values`,
     /// one per tree it reads (`UserTree::diff`), none when nothing changes.
