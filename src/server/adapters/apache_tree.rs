@@ -1001,3 +1001,160 @@ fn split_first_raw(args: &str) -> (String, String) {
     };
     (a[..end].to_string(), a[end..].trim().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small Debian-like tree: main file, envvars, an enabled MPM conf through a link.
+    fn tree(mpm_conf: &str, main_extra: &str) -> (tempfile::TempDir, ApacheTree) {
+        let dir = write_tree(mpm_conf, main_extra);
+        let t = ApacheTree::read(&dir.path().join("apache2.conf")).unwrap();
+        (dir, t)
+    }
+
+    fn write_tree(mpm_conf: &str, main_extra: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for sub in ["mods-available", "mods-enabled", "sites-enabled"] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        std::fs::write(
+            root.join("envvars"),
+            "unset HOME\nexport APACHE_RUN_USER=www-data\nexport APACHE_LOG_DIR=/var/log/apache2$SUFFIX\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("apache2.conf"),
+            format!(
+                "PidFile ${{APACHE_PID_FILE}}\nUser ${{APACHE_RUN_USER}}\nErrorLog ${{APACHE_LOG_DIR}}/error.log\n\
+                 LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so\n\
+                 IncludeOptional mods-enabled/*.conf\nListen 80\nIncludeOptional sites-enabled/\n{main_extra}"
+            ),
+        )
+        .unwrap();
+        std::fs::write(root.join("mods-available/mpm_prefork.conf"), mpm_conf).unwrap();
+        std::os::unix::fs::symlink("../mods-available/mpm_prefork.conf", root.join("mods-enabled/mpm_prefork.conf"))
+            .unwrap();
+        std::fs::write(
+            root.join("sites-enabled/a.conf"),
+            "<VirtualHost *:80>\n  ServerName a.test\n</VirtualHost>\n<VirtualHost *:80>\n  ServerName b.test\n  \
+             ServerAlias *.b.test\n  CustomLog /var/log/b.log combined\n</VirtualHost>\n",
+        )
+        .unwrap();
+        dir
+    }
+
+    fn set(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn knobs_land_on_the_users_own_lines_or_where_the_server_reads_them() {
+        let conf = "<IfModule mpm_prefork_module>\n\tStartServers   5\n\tMaxClients     150\n</IfModule>\n\
+                    <IfModule mpm_event_module>\n\tMaxRequestWorkers 400\n</IfModule>\n";
+        let (_dir, t) = tree(conf, "PerlSetVar Debug 1\n");
+        assert_eq!(t.mpm().as_deref(), Some("prefork"));
+        assert_eq!(t.env.iter().find(|(k, _)| k == "APACHE_LOG_DIR").unwrap().1, "/var/log/apache2");
+        // The old name is the tree's spelling; the event MPM's block is not read.
+        assert_eq!(t.current("MaxRequestWorkers").as_deref(), Some("150"));
+        let (ops, said) = t.knob_ops(&set(&[
+            ("MaxRequestWorkers", "8"),
+            ("StartServers", "5"),
+            ("MaxSpareServers", "3"),
+            ("PerlSetVar Debug", "0"),
+            ("Timeout", "30"),
+        ]));
+        let diff = t.tree.diff(&t.edited(&ops)).unwrap();
+        assert!(diff.contains("-\tMaxClients     150\n+\tMaxClients     8\n"), "{diff}");
+        assert!(diff.contains("+\tMaxSpareServers 3\n </IfModule>\n <IfModule mpm_event_module>"), "{diff}");
+        assert!(diff.contains("-PerlSetVar Debug 1\n+PerlSetVar Debug 0\n+Timeout 30\n"), "{diff}");
+        let changed = |w: &str| diff.lines().any(|l| (l.starts_with('-') || l.starts_with('+')) && l.contains(w));
+        assert!(!changed("StartServers") && !changed("400"), "equal values give no hunk:\n{diff}");
+        assert!(diff.contains("+++ b/mods-available/mpm_prefork.conf"), "the link's target is patched:\n{diff}");
+        assert!(said.iter().any(|l| l == "MaxRequestWorkers 8   # mods-available/mpm_prefork.conf:3"), "{said:?}");
+
+        // Debian's own mpm_prefork.conf has no <IfModule>: added at its end.
+        let (_dir, t) = tree("StartServers 5\n", "");
+        let (ops, _) = t.knob_ops(&set(&[("MaxConnectionsPerChild", "100"), ("KeepAlive", "Off")]));
+        let diff = t.tree.diff(&t.edited(&ops)).unwrap();
+        assert!(diff.contains(" StartServers 5\n+MaxConnectionsPerChild 100\n"), "{diff}");
+        assert!(diff.contains("+++ b/apache2.conf") && diff.contains("+KeepAlive Off\n"), "{diff}");
+    }
+
+    #[test]
+    fn the_copy_listens_on_loopback_and_keeps_its_files_in_the_run_directory() {
+        let (dir, t) = tree("MaxRequestWorkers 10\n", "");
+        let run = dir.path().join("run");
+        let copy = run.join("conf");
+        let mut next = 9000;
+        let mut free = || {
+            next += 1;
+            Ok(next)
+        };
+        let placing = |site: Option<&'static str>| Placing {
+            dir: &run,
+            copy: &copy,
+            host: "127.0.0.1",
+            load_port: 8000,
+            site,
+            host_header: None,
+            root: false,
+        };
+        // The first host of *:80 is its default: Listen 80 becomes the load port.
+        let placed = t.place(&placing(None), &mut free).unwrap();
+        let text = |placed: &Placed| {
+            let edited = t.edited(&placed.ops);
+            edited.iter().map(|(p, s)| format!("{}\n{s}", p.display())).collect::<String>()
+        };
+        let all = text(&placed);
+        assert!(all.contains("Listen 127.0.0.1:8000\n") && all.contains("<VirtualHost *:8000>"), "{all}");
+        assert!(all.contains(&format!("PidFile {}/apache2.pid", run.display())), "{all}");
+        assert!(all.contains(&format!("ErrorLog \"{}/logs/error.log\"", run.display())), "{all}");
+        assert!(all.contains(&format!("CustomLog \"{}/logs/b.log\" combined", run.display())), "{all}");
+        assert!(all.contains("# User ${APACHE_RUN_USER} (webtune: not root"), "{all}");
+        assert!(!placed.own.contains("Listen"), "{}", placed.own);
+        // A host that is not its port's default gets the load port to itself.
+        let placed = t.place(&placing(Some("x.b.test")), &mut free).unwrap();
+        let all = text(&placed);
+        assert!(all.contains("Listen 127.0.0.1:9001\n") && all.contains("<VirtualHost *:8000>"), "{all}");
+        assert!(all.contains("<VirtualHost *:9001>") && placed.own.contains("Listen 127.0.0.1:8000\n"), "{all}");
+        assert!(t.place(&placing(Some("c.test")), &mut free).is_err());
+
+        // The copy keeps the link Apache follows; the user's files are as they were.
+        let main = t.write_copy(&copy, &placed.ops).unwrap();
+        assert_eq!(main, copy.join("apache2.conf"));
+        let link = std::fs::read_link(copy.join("mods-enabled/mpm_prefork.conf")).unwrap();
+        assert_eq!(link, copy.join("mods-available/mpm_prefork.conf"));
+        let user = std::fs::read_to_string(dir.path().join("apache2.conf")).unwrap();
+        assert!(user.contains("Listen 80\n"));
+    }
+
+    #[test]
+    fn what_cannot_run_from_a_copy_is_refused_with_its_line() {
+        let refused = |extra: &str| {
+            let dir = write_tree("", extra);
+            ApacheTree::read(&dir.path().join("apache2.conf")).err().unwrap_or_default()
+        };
+        assert!(
+            refused("\n<Macro M $p>\n  Listen $p\n</Macro>\n").contains("apache2.conf:10: a Listen inside a <Macro>")
+        );
+        assert!(
+            refused("CustomLog \"|/bin/rotatelogs x\" common\n").contains("apache2.conf:8: CustomLog |/bin/rotatelogs")
+        );
+        assert!(
+            refused("Include nothing-here/*.conf\n").contains("apache2.conf:8: Include nothing-here/*.conf: no file")
+        );
+        assert!(refused("IncludeOptional nothing-here/*.conf\n").is_empty());
+    }
+
+    #[test]
+    fn wildcards_and_envvars_read_as_the_shell_would() {
+        assert!(fnmatch("*.conf", "a.conf") && !fnmatch("*.conf", ".a.conf") && !fnmatch("*.conf", "a.load"));
+        assert!(fnmatch("mpm_[a-p]*.lo?d", "mpm_prefork.load") && !fnmatch("[!m]*", "mpm"));
+        let env = source_envvars("export A=/x\nexport B=\"${A}/y$C\"\nif [ 1 ]; then\n  export D=z\nfi\n", Vec::new());
+        assert_eq!(env, set(&[("A", "/x"), ("B", "/x/y"), ("D", "z")]));
+        assert_eq!(expand("${A}/log ${NOPE}", &env), "/x/log ${NOPE}");
+        assert_eq!(words("a \"b c\" 'd' e\\\"f"), ["a", "b c", "d", "e\\\"f"]);
+    }
+}
