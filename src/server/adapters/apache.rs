@@ -11,6 +11,10 @@
 //! for it (`"PerlSetVar StateDir"`, `Global`, `LogLevel`...). `app_config` (htaccess | server)
 //! moves the app's own directives (the Apache::ASP handler and every PerlSetVar) into the
 //! document root's .htaccess or its `<Directory>` block.
+//!
+//! With `config = "PATH/apache2.conf"` none of that layout applies: the user's own tree runs
+//! from a copy (apache_tree.rs reads and rewrites it), the knobs land on its directives, and
+//! the answer is a diff of its files.
 
 use std::path::{Component, Path};
 

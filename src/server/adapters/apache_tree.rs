@@ -90,6 +90,8 @@ pub struct ApacheTree {
     pub directives: Vec<Directive>,
     /// Debian's envvars, `export NAME=value` in order, expanded.
     pub env: Vec<(String, String)>,
+    /// `Define NAME value` of the tree: variables too, but Apache's own, not the environment's.
+    pub defines: Vec<(String, String)>,
     /// Include paths that reach a file of the tree through a symbolic link (Debian's
     /// `*-enabled` entries): (as Apache names it, the file itself), made again in the copy.
     pub links: Vec<(PathBuf, PathBuf)>,
@@ -106,7 +108,8 @@ impl ApacheTree {
     pub fn read(main: &Path) -> Result<ApacheTree, String> {
         let tree = UserTree::new("apache2", main).map_err(|e| e.0)?;
         let base = tree.base.clone();
-        let mut me = ApacheTree { tree, directives: Vec::new(), env: Vec::new(), links: Vec::new() };
+        let mut me =
+            ApacheTree { tree, directives: Vec::new(), env: Vec::new(), defines: Vec::new(), links: Vec::new() };
         me.env.push(("APACHE_CONFDIR".into(), base.display().to_string()));
         let envvars = base.join("envvars");
         if envvars.is_file() {
@@ -114,14 +117,18 @@ impl ApacheTree {
             let text = me.tree.files[i].text.clone();
             me.env = source_envvars(&text, me.env.clone());
         }
-        let mut reader = Reader { root: base, defines: Vec::new() };
+        let mut reader = Reader { root: base };
         reader.file(&mut me, 0, &[], 0)?;
         Ok(me)
     }
 
     /// A variable of the envvars or a `Define`, as Apache expands `${NAME}`.
     pub fn expand(&self, text: &str) -> String {
-        expand(text, &self.env)
+        expand(text, &self.vars())
+    }
+
+    fn vars(&self) -> Vec<(String, String)> {
+        self.env.iter().chain(&self.defines).cloned().collect()
     }
 
     pub fn path_of(&self, d: &Directive) -> &Path {
@@ -471,15 +478,9 @@ pub fn words(args: &str) -> Vec<String> {
 struct Reader {
     /// ServerRoot: relative includes are relative to it.
     root: PathBuf,
-    /// `Define NAME value`, expanded like the environment.
-    defines: Vec<(String, String)>,
 }
 
 impl Reader {
-    fn vars(&self, tree: &ApacheTree) -> Vec<(String, String)> {
-        tree.env.iter().chain(&self.defines).cloned().collect()
-    }
-
     fn file(&mut self, tree: &mut ApacheTree, index: usize, within: &[Section], depth: usize) -> Result<(), String> {
         let path = tree.tree.files[index].path.clone();
         let text = tree.tree.files[index].text.clone();
@@ -543,7 +544,7 @@ impl Reader {
                 }
                 Kind::Plain => {}
             }
-            let vars = self.vars(tree);
+            let vars = tree.vars();
             let first = words(&expand(&args, &vars)).into_iter().next().unwrap_or_default();
             if d.is("Listen") && in_macro {
                 return Err(at(&path, start, "a Listen inside a <Macro> cannot be moved to a loopback port"));
@@ -554,7 +555,7 @@ impl Reader {
             if d.is("Define") && !in_macro {
                 let w = words(&expand(&args, &vars));
                 if let Some(n) = w.first() {
-                    self.defines.push((n.clone(), w.get(1).cloned().unwrap_or_default()));
+                    tree.defines.push((n.clone(), w.get(1).cloned().unwrap_or_default()));
                 }
             }
             if d.is("ServerRoot") && !in_macro && !first.is_empty() {
