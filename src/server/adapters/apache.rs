@@ -353,6 +353,25 @@ impl Adapter for Apache {
         &["reached MaxRequestWorkers", "reached MaxClients"]
     }
 
+    fn expected_workers_in(&self, file: &TargetFile, values: &[(String, String)]) -> Option<usize> {
+        let Some(config) = file.config.file() else { return self.expected_workers(values) };
+        // prefork starts StartServers and keeps MinSpareServers idle, within MaxRequestWorkers
+        // (a threaded MPM's processes are not counted here).
+        let tree = ApacheTree::read(&config.path).ok()?;
+        if tree.mpm().as_deref() != Some("prefork") {
+            return None;
+        }
+        let setting = |knob: &str, directive: &str, default: usize| {
+            get(values, knob)
+                .map(str::to_string)
+                .or_else(|| tree.current(directive))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        let most = setting("workers", "MaxRequestWorkers", 256);
+        Some(setting("start_workers", "StartServers", 5).max(setting("min_spare", "MinSpareServers", 5)).min(most))
+    }
+
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
         match threaded(values) {
             // Child processes, each of ThreadsPerChild threads.
@@ -727,6 +746,43 @@ mod tests {
             assert!(users.lines().any(|l| l.trim() == line), "{line} not in\n{users}");
         }
         assert!(!users.contains("asp-state"), "{users}");
+    }
+
+    /// With a tree: what it sets now (for init), the diff of the knobs, the workers launch
+    /// waits for; a value equal to the tree's gives no diff.
+    #[test]
+    fn a_users_tree_answers_current_diffs_and_expected_workers() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("apache2.conf"),
+            "LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so\nKeepAlive On\n\
+             <IfModule mpm_prefork_module>\n  StartServers 3\n  MaxRequestWorkers 150\n</IfModule>\n",
+        )
+        .unwrap();
+        let file = TargetFile::parse(
+            "[target]\nadapter = \"apache\"\nconfig = \"apache2.conf\"\n",
+            &dir.path().join("t.toml"),
+        )
+        .unwrap();
+        let current = Apache.current(&file).unwrap();
+        assert_eq!(
+            current,
+            [
+                ("workers".to_string(), "150".to_string()),
+                ("start_workers".into(), "3".into()),
+                ("keepalive".into(), "on".into())
+            ]
+        );
+        let values = |w: &str| vec![("workers".to_string(), w.to_string()), ("keepalive".into(), "on".into())];
+        assert!(Apache.diffs(&file, &values("150")).unwrap().is_empty());
+        let diffs = Apache.diffs(&file, &values("300")).unwrap();
+        assert_eq!(diffs.len(), 1);
+        let (name, diff) = &diffs[0];
+        assert_eq!(name, "apache2");
+        assert!(diff.contains("-  MaxRequestWorkers 150\n+  MaxRequestWorkers 300\n+  ServerLimit 300\n"), "{diff}");
+        assert!(Apache.recommend(&file, &values("300")).contains("MaxRequestWorkers 300   # apache2.conf:5"));
+        assert_eq!(Apache.expected_workers_in(&file, &values("2")), Some(2));
+        assert_eq!(Apache.expected_workers_in(&file, &values("64")), Some(5), "MinSpareServers' default");
     }
 
     #[test]

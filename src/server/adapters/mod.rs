@@ -153,6 +153,11 @@ pub trait Adapter: Sync {
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
         get(values, "workers")?.parse().ok()
     }
+    /// `expected_workers` for `file`'s target: with the user's own tree, what it sets counts
+    /// where the knobs are silent.
+    fn expected_workers_in(&self, _file: &TargetFile, values: &[(String, String)]) -> Option<usize> {
+        self.expected_workers(values)
+    }
 }
 
 /// The adapter for a target file's `adapter = "..."`.
