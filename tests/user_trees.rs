@@ -309,3 +309,17 @@ fn constructs_that_cannot_run_from_a_copy_are_refused_with_their_line() {
         assert_eq!(after.get(path), Some(sum), "{path} changed");
     }
 }
+
+#[test]
+fn as_another_user_the_copy_runs_without_user_and_group() {
+    if !nix::unistd::geteuid().is_root() {
+        return; // every other test here already runs the copy as a user who is not root
+    }
+    let Some((user, conf)) = debian_tree() else { return };
+    let before = checksums(&conf);
+    let target = write_target(user.path(), "target.toml", &conf, &format!("site = \"{SITE}\"\n"));
+    let run = support::webtune_as_nobody(&["launch", target.to_str().unwrap(), "--for", "1s"], Duration::from_secs(60));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("ready at") && run.stdout.contains("stopped"), "{}", run.stdout);
+    assert_eq!(checksums(&conf), before);
+}

@@ -450,11 +450,16 @@ fn prepare_tree(ctx: &Ctx, main: &Path, values: &[(String, String)]) -> anyhow::
     };
     let mut others = Vec::new();
     let placed = tree.place(&placing, &mut || {
-        // Held until every port is chosen, so that no two listeners get the same one.
-        let l = std::net::TcpListener::bind((ctx.host, 0))?;
-        let port = l.local_addr()?.port();
-        others.push(l);
-        Ok(port)
+        // Held until every port is chosen, so that no two listeners get the same one (nor
+        // the load port, chosen and let go before).
+        loop {
+            let l = std::net::TcpListener::bind((ctx.host, 0))?;
+            let port = l.local_addr()?.port();
+            others.push(l);
+            if port != ctx.port {
+                return Ok(port);
+            }
+        }
     })?;
     drop(others);
     let main_copy = tree.write_copy(&copy, &knob_ops.merged(&placed.ops))?;
@@ -473,17 +478,16 @@ fn prepare_tree(ctx: &Ctx, main: &Path, values: &[(String, String)]) -> anyhow::
         ],
     );
     // Debian's envvars as apache2ctl sources them, with the run's own directories.
-    spawn.env = tree.env.clone();
-    spawn.env.retain(|(k, _)| !k.starts_with("APACHE_") || k == "APACHE_RUN_USER" || k == "APACHE_RUN_GROUP");
-    for (k, v) in [
+    let run_dirs = [
         ("APACHE_CONFDIR", copy.display().to_string()),
         ("APACHE_RUN_DIR", d.clone()),
         ("APACHE_LOCK_DIR", d.clone()),
         ("APACHE_PID_FILE", format!("{d}/apache2.pid")),
         ("APACHE_LOG_DIR", format!("{d}/logs")),
-    ] {
-        spawn.env.push((k.to_string(), v));
-    }
+    ];
+    spawn.env = tree.env.clone();
+    spawn.env.retain(|(k, _)| !run_dirs.iter().any(|(r, _)| r == k));
+    spawn.env.extend(run_dirs.into_iter().map(|(k, v)| (k.to_string(), v)));
     let mut error_logs = placed.error_logs.clone();
     error_logs.push(ctx.dir.join("apache2.log"));
     let edits = tree.tree.diff(&tree.edited(&knob_ops)).unwrap_or_default();
