@@ -26,3 +26,4 @@ mod remote;
 mod store;
 mod targets;
 mod thresholds;
+mod user_trees;

@@ -58,6 +58,8 @@ struct RawTarget {
     /// The base configuration: a table of knob = value (canonical names or the server's own
     /// directives), or the path of the server's own configuration file.
     config: Option<toml::Value>,
+    /// With `config = "PATH"`: the virtual host to load, by its server name.
+    site: Option<String>,
 }
 
 /// The server kinds webtune can launch and tune, as named in `adapter = "..."`.
@@ -168,6 +170,8 @@ pub struct TargetFile {
     pub program: Option<String>,
     pub env: Vec<(String, String)>,
     pub config: Config,
+    /// The virtual host of the user's tree that the load goes to (`site = "server_name"`).
+    pub site: Option<String>,
     pub knobs: Vec<(String, Vec<String>)>,
     /// The load of every trial: `webtune bench`'s options, with `path` (default "/") to
     /// request on the launched server.
@@ -276,6 +280,15 @@ impl TargetFile {
                 )));
             }
         };
+        if let Some(site) = &t.site {
+            let at = key_at("site");
+            let Some(tree) = config.file() else {
+                return Err(InputError(format!(
+                    "{at}: site {site:?}: picks a virtual host of your own configuration (config = \"PATH\")"
+                )));
+            };
+            adapter.check_site(&tree.path, site).map_err(|e| InputError(format!("{at}: {e}")))?;
+        }
         let mut knobs = Vec::new();
         for (k, v) in &raw.knobs {
             let values = match v {
@@ -329,6 +342,7 @@ impl TargetFile {
             program: t.program,
             env: t.env.into_iter().collect(),
             config,
+            site: t.site,
             knobs,
             load,
             memory,

@@ -11,9 +11,14 @@
 //! for it (`"PerlSetVar StateDir"`, `Global`, `LogLevel`...). `app_config` (htaccess | server)
 //! moves the app's own directives (the Apache::ASP handler and every PerlSetVar) into the
 //! document root's .htaccess or its `<Directory>` block.
+//!
+//! With `config = "PATH/apache2.conf"` none of that layout applies: the user's own tree runs
+//! from a copy (apache_tree.rs reads and rewrites it), the knobs land on its directives, and
+//! the answer is a diff of its files.
 
 use std::path::{Component, Path};
 
+use super::apache_tree::{ApacheTree, Placing, STATUS};
 use super::{Adapter, Ctx, Prepared, bracket, get, natives, on, seconds, write};
 use crate::fileset;
 use crate::server::TargetFile;
@@ -22,7 +27,7 @@ use crate::server::process::Spawn;
 /// The Apache httpd adapter (prefork MPM, mod_perl).
 pub struct Apache;
 
-const MODULES: &str = "/usr/lib/apache2/modules";
+pub(super) const MODULES: &str = "/usr/lib/apache2/modules";
 /// webtune's knob that moves the app's directives (the seed's ".htaccess yes/no").
 const APP_CONFIG: &str = "app_config";
 const STATE_DIR: &str = "PerlSetVar StateDir";
@@ -126,7 +131,39 @@ impl Adapter for Apache {
         })
     }
 
+    fn check_config_file(&self, path: &Path) -> Result<(), String> {
+        ApacheTree::read(path).map(|_| ())
+    }
+
+    fn check_site(&self, config: &Path, site: &str) -> Result<(), String> {
+        ApacheTree::read(config)?.site(site).map(|_| ())
+    }
+
+    fn diffs(&self, file: &TargetFile, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+        let Some(config) = file.config.file() else { return Ok(Vec::new()) };
+        let tree = ApacheTree::read(&config.path).map_err(anyhow::Error::msg)?;
+        let (ops, _) = tree.knob_ops(&tree_settings(&tree, values)?);
+        Ok(tree.tree.diff(&tree.edited(&ops)).map(|d| (tree.tree.name.clone(), d)).into_iter().collect())
+    }
+
+    fn current(&self, file: &TargetFile) -> anyhow::Result<Vec<(String, String)>> {
+        let Some(config) = file.config.file() else { return Ok(Vec::new()) };
+        let tree = ApacheTree::read(&config.path).map_err(anyhow::Error::msg)?;
+        let mut out = Vec::new();
+        for knob in super::CANONICAL {
+            let Some(native) = self.native(knob) else { continue };
+            if let Some(v) = tree.current(native) {
+                let v = if knob == "keepalive" { v.to_ascii_lowercase() } else { v };
+                out.push((knob.to_string(), v));
+            }
+        }
+        Ok(out)
+    }
+
     fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+        if let Some(config) = ctx.file.config.file() {
+            return prepare_tree(ctx, &config.path, values);
+        }
         if get(values, "preload").is_some() {
             anyhow::bail!(
                 "apache: preload is what startup.pl in the app directory does (PerlRequire, before the fork)"
@@ -255,7 +292,10 @@ impl Adapter for Apache {
         })
     }
 
-    fn recommend(&self, _file: &TargetFile, values: &[(String, String)]) -> String {
+    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String {
+        if let Some(config) = file.config.file() {
+            return recommend_tree(&config.path, values);
+        }
         let mut out = match get(values, "mpm") {
             Some(mpm) => format!("LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so   # the only MPM loaded\n"),
             None => String::new(),
@@ -313,6 +353,25 @@ impl Adapter for Apache {
         &["reached MaxRequestWorkers", "reached MaxClients"]
     }
 
+    fn expected_workers_in(&self, file: &TargetFile, values: &[(String, String)]) -> Option<usize> {
+        let Some(config) = file.config.file() else { return self.expected_workers(values) };
+        // prefork starts StartServers and keeps MinSpareServers idle, within MaxRequestWorkers
+        // (a threaded MPM's processes are not counted here).
+        let tree = ApacheTree::read(&config.path).ok()?;
+        if tree.mpm().as_deref() != Some("prefork") {
+            return None;
+        }
+        let setting = |knob: &str, directive: &str, default: usize| {
+            get(values, knob)
+                .map(str::to_string)
+                .or_else(|| tree.current(directive))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(default)
+        };
+        let most = setting("workers", "MaxRequestWorkers", 256);
+        Some(setting("start_workers", "StartServers", 5).max(setting("min_spare", "MinSpareServers", 5)).min(most))
+    }
+
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
         match threaded(values) {
             // Child processes, each of ThreadsPerChild threads.
@@ -322,6 +381,148 @@ impl Adapter for Apache {
             },
             None => get(values, "start_workers").or(get(values, "workers"))?.parse().ok(),
         }
+    }
+}
+
+/// Knobs of webtune's own layout that a user's tree sets itself.
+const LAYOUT_KNOBS: [&str; 5] = ["preload", "mpm", "file_cache", "http2", APP_CONFIG];
+
+/// The knobs as directives of the user's tree, `(directive, value)`: canonical names become
+/// Apache's (`workers` also raises ServerLimit when the tree's, or Apache's default, is
+/// below it), any other knob is a directive already.
+fn tree_settings(tree: &ApacheTree, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for (k, v) in values {
+        if LAYOUT_KNOBS.contains(&k.as_str()) {
+            anyhow::bail!("apache: {k} is for webtune's own layout; with config = PATH your tree sets it");
+        }
+        match k.as_str() {
+            "workers" => {
+                let w: usize = v.parse().map_err(|_| anyhow::anyhow!("workers = {v:?}: expected a whole number"))?;
+                let threaded = tree.mpm().is_some_and(|m| m != "prefork");
+                let per_child = if threaded {
+                    tree.current("ThreadsPerChild").and_then(|t| t.parse().ok()).unwrap_or(DEFAULT_THREADS_PER_CHILD)
+                } else {
+                    1
+                };
+                // Apache's ServerLimit when unset: 256 processes under prefork, 16 threaded.
+                let limit = tree.current("ServerLimit").and_then(|s| s.parse::<usize>().ok()).unwrap_or(if threaded {
+                    16
+                } else {
+                    256
+                });
+                let processes = w.div_ceil(per_child.max(1));
+                if processes > limit {
+                    out.push(("ServerLimit".to_string(), processes.to_string()));
+                }
+                out.push(("MaxRequestWorkers".to_string(), v.clone()));
+            }
+            "keepalive" => out.push(("KeepAlive".into(), if on(v) { "On" } else { "Off" }.into())),
+            "keepalive_timeout" => out.push(("KeepAliveTimeout".into(), seconds(v)?.to_string())),
+            other => out.push((Apache.native(other).unwrap_or(other).to_string(), v.clone())),
+        }
+    }
+    Ok(out)
+}
+
+/// The user's own tree (`config = "PATH/apache2.conf"`), copied into the run directory: the
+/// knobs' edits on their directives, the run's rewrites beside them, webtune's own needs in
+/// a file of its own read after the tree.
+fn prepare_tree(ctx: &Ctx, main: &Path, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+    let tree = ApacheTree::read(main).map_err(anyhow::Error::msg)?;
+    let settings = tree_settings(&tree, values)?;
+    let (knob_ops, _) = tree.knob_ops(&settings);
+    let d = ctx.d();
+    let copy = ctx.dir.join("conf");
+    std::fs::create_dir_all(ctx.dir.join("logs"))?;
+    let host_header = ctx.file.load.headers.iter().find_map(|h| {
+        let (name, value) = h.split_once(':')?;
+        name.trim().eq_ignore_ascii_case("host").then(|| value.trim())
+    });
+    let placing = Placing {
+        dir: &ctx.dir.path,
+        copy: &copy,
+        host: ctx.host,
+        load_port: ctx.port,
+        site: ctx.file.site.as_deref(),
+        host_header,
+        root: nix::unistd::geteuid().is_root(),
+    };
+    let mut others = Vec::new();
+    let placed = tree.place(&placing, &mut || {
+        // Held until every port is chosen, so that no two listeners get the same one (nor
+        // the load port, chosen and let go before).
+        loop {
+            let l = std::net::TcpListener::bind((ctx.host, 0))?;
+            let port = l.local_addr()?.port();
+            others.push(l);
+            if port != ctx.port {
+                return Ok(port);
+            }
+        }
+    })?;
+    drop(others);
+    let main_copy = tree.write_copy(&copy, &knob_ops.merged(&placed.ops))?;
+    let own = write(ctx.dir, "webtune.conf", &placed.own)?;
+    let mut spawn = Spawn::new(
+        "apache2",
+        ctx.file.program.as_deref().unwrap_or("apache2"),
+        vec![
+            "-d".into(),
+            copy.display().to_string(),
+            "-f".into(),
+            main_copy.display().to_string(),
+            "-c".into(),
+            format!("Include {}", own.display()),
+            "-DFOREGROUND".into(),
+        ],
+    );
+    // Debian's envvars as apache2ctl sources them, with the run's own directories.
+    let run_dirs = [
+        ("APACHE_CONFDIR", copy.display().to_string()),
+        ("APACHE_RUN_DIR", d.clone()),
+        ("APACHE_LOCK_DIR", d.clone()),
+        ("APACHE_PID_FILE", format!("{d}/apache2.pid")),
+        ("APACHE_LOG_DIR", format!("{d}/logs")),
+    ];
+    spawn.env = tree.env.clone();
+    spawn.env.retain(|(k, _)| !run_dirs.iter().any(|(r, _)| r == k));
+    spawn.env.extend(run_dirs.into_iter().map(|(k, v)| (k.to_string(), v)));
+    let mut error_logs = placed.error_logs.clone();
+    error_logs.push(ctx.dir.join("apache2.log"));
+    let edits = tree.tree.diff(&tree.edited(&knob_ops)).unwrap_or_default();
+    let config_text = format!(
+        "# the copy of {} in {}, rewritten only to run here:
+{}
+# the knobs' edits of your files:
+{edits}
+# {}:
+{}",
+        tree.tree.base.display(),
+        copy.display(),
+        placed.said.iter().map(|l| format!("#   {l}")).collect::<Vec<_>>().join("\n"),
+        own.display(),
+        placed.own
+    );
+    Ok(Prepared {
+        config_text,
+        spawns: vec![spawn],
+        master: 0,
+        error_logs,
+        status_path: Some(format!("{STATUS}?auto")),
+        front: None,
+    })
+}
+
+/// The recommendation with a tree: each directive with the file and line it lands on.
+fn recommend_tree(main: &Path, values: &[(String, String)]) -> String {
+    let tree = match ApacheTree::read(main) {
+        Ok(t) => t,
+        Err(e) => return format!("# {e}"),
+    };
+    match tree_settings(&tree, values) {
+        Ok(settings) => tree.knob_ops(&settings).1.join("\n"),
+        Err(e) => format!("# {e}"),
     }
 }
 
@@ -549,6 +750,43 @@ mod tests {
             assert!(users.lines().any(|l| l.trim() == line), "{line} not in\n{users}");
         }
         assert!(!users.contains("asp-state"), "{users}");
+    }
+
+    /// With a tree: what it sets now (for init), the diff of the knobs, the workers launch
+    /// waits for; a value equal to the tree's gives no diff.
+    #[test]
+    fn a_users_tree_answers_current_diffs_and_expected_workers() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("apache2.conf"),
+            "LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so\nKeepAlive On\n\
+             <IfModule mpm_prefork_module>\n  StartServers 3\n  MaxRequestWorkers 150\n</IfModule>\n",
+        )
+        .unwrap();
+        let file = TargetFile::parse(
+            "[target]\nadapter = \"apache\"\nconfig = \"apache2.conf\"\n",
+            &dir.path().join("t.toml"),
+        )
+        .unwrap();
+        let current = Apache.current(&file).unwrap();
+        assert_eq!(
+            current,
+            [
+                ("workers".to_string(), "150".to_string()),
+                ("start_workers".into(), "3".into()),
+                ("keepalive".into(), "on".into())
+            ]
+        );
+        let values = |w: &str| vec![("workers".to_string(), w.to_string()), ("keepalive".into(), "on".into())];
+        assert!(Apache.diffs(&file, &values("150")).unwrap().is_empty());
+        let diffs = Apache.diffs(&file, &values("300")).unwrap();
+        assert_eq!(diffs.len(), 1);
+        let (name, diff) = &diffs[0];
+        assert_eq!(name, "apache2");
+        assert!(diff.contains("-  MaxRequestWorkers 150\n+  MaxRequestWorkers 300\n+  ServerLimit 300\n"), "{diff}");
+        assert!(Apache.recommend(&file, &values("300")).contains("MaxRequestWorkers 300   # apache2.conf:5"));
+        assert_eq!(Apache.expected_workers_in(&file, &values("2")), Some(2));
+        assert_eq!(Apache.expected_workers_in(&file, &values("64")), Some(5), "MinSpareServers' default");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! its error log is, how to read its counters and which log lines mean saturation.
 
 mod apache;
+mod apache_tree;
 mod command;
 mod gunicorn;
 mod lab;
@@ -132,6 +133,11 @@ pub trait Adapter: Sync {
             self.name()
         ))
     }
+    /// With the user's own configuration tree: whether `site = "NAME"` names one of its
+    /// virtual hosts (checked when the target file is read).
+    fn check_site(&self, _config: &Path, site: &str) -> Result<(), String> {
+        Err(format!("site {site:?}: the {} adapter has no virtual hosts to pick from", self.name()))
+    }
     /// With the user's own configuration tree: the unified diff of their files for `values`,
     /// one per tree it reads (`UserTree::diff`), none when nothing changes.
     fn diffs(&self, _file: &TargetFile, _values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
@@ -146,6 +152,11 @@ pub trait Adapter: Sync {
     /// How many workers the server starts with these values (launch waits for them).
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
         get(values, "workers")?.parse().ok()
+    }
+    /// `expected_workers` for `file`'s target: with the user's own tree, what it sets counts
+    /// where the knobs are silent.
+    fn expected_workers_in(&self, _file: &TargetFile, values: &[(String, String)]) -> Option<usize> {
+        self.expected_workers(values)
     }
 }
 

@@ -1,0 +1,325 @@
+//! The user's own Apache tree (`[target] config = "PATH/apache2.conf"`): Debian's stock
+//! /etc/apache2, copied into a temporary directory (never written under /etc), with a
+//! mod_perl site added the Debian way, tuned, its diff applied with patch, and run again.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{self, missing, webtune_with_limit};
+
+/// What the site's handler answers: proof that the load reached the user's own handler.
+const MARKER: &str = "webtune-tree-marker";
+const SITE: &str = "perl.test";
+
+/// A copy of Debian's /etc/apache2 in a temporary directory, with a mod_perl site in
+/// sites-available enabled by a symlink and prefork as the MPM; None (after `missing`, which
+/// fails under CI) when Apache or mod_perl is not installed.
+fn debian_tree() -> Option<(tempfile::TempDir, PathBuf)> {
+    if support::find_program("apache2").is_none()
+        || !Path::new("/usr/lib/apache2/modules/mod_perl.so").exists()
+        || !Path::new("/etc/apache2/apache2.conf").exists()
+    {
+        missing("apache2 with Debian's /etc/apache2 and mod_perl (apache2, libapache2-mod-perl2)");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("apache2");
+    let cp = Command::new("cp").arg("-a").arg("/etc/apache2").arg(&conf).status().unwrap();
+    assert!(cp.success(), "cp -a /etc/apache2");
+    let app = dir.path().join("app");
+    std::fs::create_dir_all(app.join("lib/My")).unwrap();
+    std::fs::write(
+        app.join("lib/My/Handler.pm"),
+        format!(
+            "package My::Handler;\nuse strict;\nuse Apache2::RequestRec ();\nuse Apache2::RequestIO ();\n\
+             use Apache2::Const -compile => qw(OK);\nsub handler {{\n  my $r = shift;\n  $r->content_type('text/plain');\n  \
+             $r->print(\"{MARKER} $$\\n\");\n  return Apache2::Const::OK;\n}}\n1;\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(app.join("startup.pl"), format!("use lib '{}';\n1;\n", app.join("lib").display())).unwrap();
+    std::fs::write(
+        conf.join("sites-available/perlsite.conf"),
+        format!(
+            "<VirtualHost *:80>\n\tServerName {SITE}\n\tPerlRequire {}\n\tPerlModule My::Handler\n\
+             \t<Location /perl>\n\t\tSetHandler perl-script\n\t\tPerlResponseHandler My::Handler\n\t</Location>\n\
+             \tErrorLog ${{APACHE_LOG_DIR}}/perl-error.log\n\tCustomLog ${{APACHE_LOG_DIR}}/perl-access.log combined\n\
+             </VirtualHost>\n",
+            app.join("startup.pl").display()
+        ),
+    )
+    .unwrap();
+    enable(&conf, "sites", "perlsite.conf");
+    // One MPM, prefork (mod_perl's), as a2dismod mpm_event && a2enmod mpm_prefork would.
+    for e in std::fs::read_dir(conf.join("mods-enabled")).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("mpm_") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    enable(&conf, "mods", "mpm_prefork.load");
+    enable(&conf, "mods", "mpm_prefork.conf");
+    if !conf.join("mods-enabled/perl.load").exists() {
+        enable(&conf, "mods", "perl.load");
+    }
+    support::apache::chmod_tree(dir.path());
+    Some((dir, conf))
+}
+
+/// `KIND-enabled/NAME` -> `../KIND-available/NAME`, as a2enmod and a2ensite link it.
+fn enable(conf: &Path, kind: &str, name: &str) {
+    std::os::unix::fs::symlink(format!("../{kind}-available/{name}"), conf.join(format!("{kind}-enabled/{name}")))
+        .unwrap();
+}
+
+/// sha256 of every file under `dir` (links followed only to files), by path.
+fn checksums(dir: &Path) -> BTreeMap<String, String> {
+    let out = Command::new("find").arg(dir).args(["-type", "f", "-exec", "sha256sum", "{}", "+"]).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once("  ").map(|(sum, path)| (path.to_string(), sum.to_string())))
+        .collect()
+}
+
+fn write_target(dir: &Path, name: &str, conf: &Path, extra: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!("[target]\nadapter = \"apache\"\nconfig = \"{}\"\n{extra}", conf.join("apache2.conf").display()),
+    )
+    .unwrap();
+    path
+}
+
+/// `webtune launch FILE`, kept up while `during` looks at it (given its port and the worker
+/// count it printed), then stopped with SIGINT. Returns webtune's output.
+fn with_launched(file: &Path, during: impl FnOnce(u16, usize)) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .arg("launch")
+        .arg(file)
+        .args(["--for", "60s"])
+        .env("WEBTUNE_DB", support::test_db())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let (mut port, mut workers) = (None, None);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while (port.is_none() || workers.is_none()) && Instant::now() < deadline {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        seen += &line;
+        if let Some(url) = line.split("ready at http://127.0.0.1:").nth(1) {
+            port = url.trim().parse::<u16>().ok();
+        }
+        if let Some(list) = line.split("worker pids [").nth(1) {
+            workers = Some(list.trim_end().trim_end_matches(']').split(',').filter(|p| !p.trim().is_empty()).count());
+        }
+    }
+    let stop = || {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT);
+    };
+    match (port, workers) {
+        (Some(p), Some(w)) => {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| during(p, w)));
+            stop();
+            let mut rest = String::new();
+            let _ = stdout.read_to_string(&mut rest);
+            let _ = child.wait();
+            if let Err(e) = result {
+                std::panic::resume_unwind(e);
+            }
+            seen + &rest
+        }
+        _ => {
+            stop();
+            let _ = child.kill();
+            let _ = child.wait();
+            let mut err = String::new();
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            panic!("webtune launch did not say where it is: {seen}\n{err}");
+        }
+    }
+}
+
+/// GET `path` on 127.0.0.1:`port` (HTTP/1.0, read to the end): the whole response.
+fn get(port: u16, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+fn patch(dir: &Path, diff: &Path, dry_run: bool) -> std::process::Output {
+    let mut c = Command::new("patch");
+    c.arg("-p1").arg("-d").arg(dir);
+    if dry_run {
+        c.arg("--dry-run");
+    }
+    c.stdin(std::fs::File::open(diff).unwrap()).output().expect("run patch")
+}
+
+#[test]
+fn a_debian_tree_with_a_mod_perl_site_is_tuned_and_its_diff_applies() {
+    let Some((user, conf)) = debian_tree() else { return };
+    let before = checksums(&conf);
+    let target = write_target(
+        user.path(),
+        "target.toml",
+        &conf,
+        &format!("site = \"{SITE}\"\n[knobs]\nworkers = [2, 4]\n[load]\npath = \"/perl\"\nduration = \"1s\"\n"),
+    );
+
+    // The launched copy serves the site's own mod_perl handler on the port webtune prints.
+    let out = with_launched(&target, |port, _| {
+        let response = get(port, "/perl");
+        assert!(response.starts_with("HTTP/1.1 200") && response.contains(MARKER), "{response}");
+    });
+    assert!(out.contains("stopped"), "{out}");
+    assert_eq!(checksums(&conf), before, "the user's files changed after a launch");
+
+    let diffs = user.path().join("out");
+    let d = diffs.to_str().unwrap();
+    let journal = user.path().join("journal.jsonl");
+    let j = journal.to_str().unwrap();
+    let args = ["--diff", d, "--journal", j, "--repeats", "1", "--max-rounds", "2", "--json"];
+    let run = webtune_with_limit(&[&["tune", target.to_str().unwrap()][..], &args].concat(), Duration::from_secs(300));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let workers = v["recommended"]
+        .as_array()
+        .and_then(|r| r.iter().find(|kv| kv[0] == "workers"))
+        .and_then(|kv| kv[1].as_str())
+        .unwrap_or_else(|| panic!("no workers recommended: {v:#}"))
+        .to_string();
+    assert!(workers == "2" || workers == "4", "{workers}");
+    // Every trial ran the user's tree with the site on the port loaded (its own listener:
+    // Debian's 000-default is the default host of *:80), each launch as the one above.
+    let points = v["points"].as_array().unwrap();
+    assert!(points.len() >= 2, "{v:#}");
+    for p in points {
+        let config = p["config_text"].as_str().unwrap_or_default();
+        assert!(config.contains("ports.conf:") && config.contains("for the site loaded"), "{config}");
+        assert!(p["samples"].as_array().is_some_and(|s| s.iter().all(|s| s["succeeded"].as_u64() > Some(0))), "{p:#}");
+    }
+    assert_eq!(checksums(&conf), before, "the user's files changed after a tune");
+
+    // The diff names the real file behind mods-enabled/mpm_prefork.conf, and nothing else.
+    let diff = std::fs::read_to_string(diffs.join("apache2.diff")).unwrap();
+    assert_eq!(v["diffs"]["apache2"].as_str(), Some(diff.as_str()));
+    let changed: Vec<&str> = diff.lines().filter_map(|l| l.strip_prefix("+++ b/")).collect();
+    assert_eq!(changed, ["mods-available/mpm_prefork.conf"], "{diff}");
+    assert!(diff.lines().any(|l| l.starts_with("-MaxRequestWorkers") && l.ends_with(" 150")), "{diff}");
+    assert!(diff.lines().any(|l| l.starts_with("+MaxRequestWorkers") && l.ends_with(&format!(" {workers}"))), "{diff}");
+
+    // A fresh copy takes the diff; Apache started from it runs the recommended pool.
+    let Some((fresh, fresh_conf)) = debian_tree() else { return };
+    let dry = patch(&fresh_conf, &diffs.join("apache2.diff"), true);
+    assert!(dry.status.success(), "{}", String::from_utf8_lossy(&dry.stdout));
+    let applied = patch(&fresh_conf, &diffs.join("apache2.diff"), false);
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stdout));
+    let mpm = std::fs::read_to_string(fresh_conf.join("mods-enabled/mpm_prefork.conf")).unwrap();
+    assert!(mpm.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["MaxRequestWorkers", &workers]), "{mpm}");
+    let patched = checksums(&fresh_conf);
+    let target = write_target(fresh.path(), "patched.toml", &fresh_conf, &format!("site = \"{SITE}\"\n"));
+    let want: usize = workers.parse().unwrap();
+    with_launched(&target, |port, count| {
+        // StartServers 5 and MinSpareServers 5 are held to MaxRequestWorkers.
+        assert_eq!(count, want, "worker processes under MaxRequestWorkers {want}");
+        assert!(get(port, "/perl").contains(MARKER));
+    });
+    assert_eq!(checksums(&fresh_conf), patched, "the patched files changed after a launch");
+}
+
+#[test]
+fn the_load_host_header_picks_the_virtual_host() {
+    let Some((user, conf)) = debian_tree() else { return };
+    // No site: the Host header of the load names the mod_perl site, which is not the default
+    // host of its port (000-default.conf is read first).
+    let target = write_target(
+        user.path(),
+        "target.toml",
+        &conf,
+        &format!("[load]\npath = \"/perl\"\nheader = [\"Host: {SITE}\"]\n"),
+    );
+    with_launched(&target, |port, _| assert!(get(port, "/perl").contains(MARKER)));
+    // Without either, the first virtual host (Debian's default site) is the one loaded.
+    let target = write_target(user.path(), "default.toml", &conf, "");
+    with_launched(&target, |port, _| {
+        let r = get(port, "/perl");
+        assert!(!r.contains(MARKER) && r.contains(" 404 "), "{r}");
+    });
+}
+
+#[test]
+fn constructs_that_cannot_run_from_a_copy_are_refused_with_their_line() {
+    let Some((user, conf)) = debian_tree() else { return };
+    let before = checksums(&conf);
+    let cases: [(&str, &str, &str, &str); 3] = [
+        (
+            "sites-available/macro.conf",
+            "<Macro Port $p>\n  Listen $p\n</Macro>\n",
+            "sites-available/macro.conf:2:",
+            "Listen inside a <Macro>",
+        ),
+        (
+            "conf-available/piped.conf",
+            "\nErrorLog \"|/usr/bin/logger -t apache\"\n",
+            "conf-available/piped.conf:2:",
+            "piped log",
+        ),
+        (
+            "conf-available/gone.conf",
+            "Include /nonexistent/webtune-gone.conf\n",
+            "conf-available/gone.conf:1:",
+            "no file matches",
+        ),
+    ];
+    for (i, (file, text, line, why)) in cases.into_iter().enumerate() {
+        std::fs::write(conf.join(file), text).unwrap();
+        let (kind, name) = file.split_once("-available/").unwrap();
+        enable(&conf, kind, name);
+        let target = write_target(user.path(), "target.toml", &conf, "[knobs]\nworkers = [2]\n");
+        let command = if i % 2 == 0 { "launch" } else { "tune" };
+        let run = webtune_with_limit(&[command, target.to_str().unwrap()], Duration::from_secs(60));
+        assert_eq!(run.code, 2, "{command} {file}: {}\n{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains(line) && run.stderr.contains(why), "{file}: {}", run.stderr);
+        assert!(!run.stdout.contains("ready at") && !run.stderr.contains("measuring"), "{}", run.stdout);
+        std::fs::remove_file(conf.join(format!("{kind}-enabled/{name}"))).unwrap();
+    }
+    // A site the tree does not have is refused too, with the names it has.
+    let target = write_target(user.path(), "target.toml", &conf, "site = \"nowhere.test\"\n");
+    let run = webtune_with_limit(&["launch", target.to_str().unwrap()], Duration::from_secs(60));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("nowhere.test") && run.stderr.contains(SITE), "{}", run.stderr);
+    let after = checksums(&conf);
+    assert_eq!(before.keys().filter(|k| !after.contains_key(*k)).count(), 0);
+    for (path, sum) in &before {
+        assert_eq!(after.get(path), Some(sum), "{path} changed");
+    }
+}
+
+#[test]
+fn as_another_user_the_copy_runs_without_user_and_group() {
+    if !nix::unistd::geteuid().is_root() {
+        return; // every other test here already runs the copy as a user who is not root
+    }
+    let Some((user, conf)) = debian_tree() else { return };
+    let before = checksums(&conf);
+    let target = write_target(user.path(), "target.toml", &conf, &format!("site = \"{SITE}\"\n"));
+    let run = support::webtune_as_nobody(&["launch", target.to_str().unwrap(), "--for", "1s"], Duration::from_secs(60));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("ready at") && run.stdout.contains("stopped"), "{}", run.stdout);
+    assert_eq!(checksums(&conf), before);
+}
