@@ -144,7 +144,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
     }
     running.wait_ready(&file.ready, file.ready_timeout, stop)?;
     running.check_listening(file)?;
-    if let Some(n) = adapter.expected_workers(&back_values) {
+    if let Some(n) = adapter.expected_workers_for(file, &back_values) {
         running.wait_workers(n, Duration::from_secs(10), stop);
     }
     Ok(running)

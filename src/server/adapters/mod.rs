@@ -4,10 +4,14 @@
 
 mod apache;
 mod command;
+mod edit;
 mod gunicorn;
+mod include;
 mod lab;
 mod nginx;
+mod nginx_tree;
 mod phpfpm;
+mod phpfpm_tree;
 mod starman;
 mod uwsgi;
 
@@ -142,6 +146,16 @@ pub trait Adapter: Sync {
     /// `webtune init` to offer ranges around. Nothing without a tree.
     fn current(&self, _file: &TargetFile) -> anyhow::Result<Vec<(String, String)>> {
         Ok(Vec::new())
+    }
+    /// With the user's own configuration: the tree judged with the target file's keys that
+    /// pick its parts (`site`, `pool`, `front_config`), before any start; the key to blame
+    /// and why (with the tree's file:line when a line is the reason).
+    fn check_target(&self, _file: &TargetFile) -> Result<(), (&'static str, String)> {
+        Ok(())
+    }
+    /// `expected_workers`, where the user's own configuration has a say (php-fpm's pm).
+    fn expected_workers_for(&self, _file: &TargetFile, values: &[(String, String)]) -> Option<usize> {
+        self.expected_workers(values)
     }
     /// How many workers the server starts with these values (launch waits for them).
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
