@@ -23,3 +23,4 @@ mod remote;
 mod store;
 mod targets;
 mod thresholds;
+mod user_trees_fpm;

@@ -399,7 +399,7 @@ impl NginxTree {
             let missing: String = TEMP_PATHS
                 .iter()
                 .filter(|t| !http_sets.contains(t))
-                .map(|t| format!(" {t} {d}/{};", t.trim_end_matches("_temp_path")))
+                .map(|t| format!("\n\t{t} {d}/{};", t.trim_end_matches("_temp_path")))
                 .collect();
             edits.push(Edit { file: h.file, at: h.span.end..h.span.end, text: missing });
         }
