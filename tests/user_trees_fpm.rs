@@ -273,6 +273,23 @@ fn proxy_site_in_front_of_gunicorn_from_the_users_nginx() {
     let (applies, said) = patch_dry_run(&nginx, diff);
     assert!(applies, "{said}\n{diff}");
     assert!(file.diffs(&[]).unwrap().is_empty(), "the user's own values give no diff");
+    // Without `site`, the load's Host header picks the server block; one no block names
+    // leaves it to nginx's default (Debian's site here).
+    for (host, marker) in [("api.example:80", "gunicorn-marker"), ("nowhere.example", "nginx")] {
+        let target = tmp.path().join("host.toml");
+        std::fs::write(
+            &target,
+            format!(
+                "[target]\nadapter = \"nginx\"\nconfig = \"nginx/nginx.conf\"\nready = \"/hello\"\n\
+                 [load]\nheaders = [\"Host: {host}\"]\n"
+            ),
+        )
+        .unwrap();
+        let file = TargetFile::load(&target).unwrap_or_else(|e| panic!("{}", e.0));
+        let r = server::launch(&file, &[]).unwrap_or_else(|e| panic!("{e:#}"));
+        let (_, body) = get(&r, "/hello");
+        assert!(body.contains(marker), "Host {host}: {body}");
+    }
     crate::support::stop_child(&mut gunicorn, Duration::from_secs(5));
     assert_eq!(checksums(&[&nginx]), before, "the user's files changed");
     println!("proxy site: {:?}", started.elapsed());

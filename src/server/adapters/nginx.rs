@@ -72,15 +72,16 @@ impl Adapter for Nginx {
         })
     }
 
-    /// The user's nginx.conf: read with its includes; what cannot be rewritten is refused.
+    /// The user's nginx.conf: read with its includes (judged whole by `check_target`, with
+    /// the site to load).
     fn check_config_file(&self, path: &Path) -> Result<(), String> {
-        nginx_tree::check(path, None).map(|_| ())
+        nginx_tree::NginxTree::read(path).map(|_| ())
     }
 
     fn check_target(&self, file: &TargetFile) -> Result<(), (&'static str, String)> {
         let Some(main) = file.config.file() else { return Ok(()) };
         let key = if file.site.is_some() { "site" } else { "config" };
-        nginx_tree::check(&main.path, nginx_tree::site_of(file).as_deref()).map(|_| ()).map_err(|e| (key, e))
+        nginx_tree::check(&main.path, file).map(|_| ()).map_err(|e| (key, e))
     }
 
     fn diffs(&self, file: &TargetFile, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {

@@ -595,11 +595,13 @@ fn tokens(text: &str) -> Result<Vec<Token>, (usize, String)> {
 
 /// The user's tree at `main`, read and judged before anything starts: every include read,
 /// every listen one webtune can rewrite, the `site` served (FILE:LINE when not).
-pub fn check(main: &Path, site: Option<&str>) -> Result<NginxTree, String> {
+pub fn check(main: &Path, file: &crate::server::TargetFile) -> Result<NginxTree, String> {
     if let Some(at) = apache_line(main) {
         return Err(format!("{at}: an Apache configuration; only nginx's is read here yet"));
     }
     let t = NginxTree::read(main)?;
+    let site = t.site_for(file);
+    let site = site.as_deref();
     let dir = PathBuf::from("/nonexistent-run");
     let place = RunPlace { dir: &dir, root: &dir, host: "127.0.0.1", port: 1, site, moved: &[] };
     t.run_edits(&place, None)?;
@@ -624,20 +626,26 @@ fn apache_line(main: &Path) -> Option<String> {
     Some(format!("{}:{}", main.display(), n + 1))
 }
 
-/// The virtual host to load: `site`, else the load's Host header (without its port).
-pub fn site_of(file: &crate::server::TargetFile) -> Option<String> {
-    file.site.clone().or_else(|| {
-        file.load.headers.iter().find_map(|h| {
-            let (name, value) = h.split_once(':')?;
-            name.trim().eq_ignore_ascii_case("host").then(|| {
-                let v = value.trim();
-                match v.strip_prefix('[') {
-                    Some(rest) => rest.split(']').next().unwrap_or(rest).to_string(),
-                    None => v.split(':').next().unwrap_or(v).to_string(),
-                }
-            })
+/// The load's Host header (without its port), if it sends one.
+fn host_header(file: &crate::server::TargetFile) -> Option<String> {
+    file.load.headers.iter().find_map(|h| {
+        let (name, value) = h.split_once(':')?;
+        name.trim().eq_ignore_ascii_case("host").then(|| {
+            let v = value.trim();
+            match v.strip_prefix('[') {
+                Some(rest) => rest.split(']').next().unwrap_or(rest).to_string(),
+                None => v.split(':').next().unwrap_or(v).to_string(),
+            }
         })
     })
+}
+
+impl NginxTree {
+    /// The virtual host to load: `site` (it must exist), else the load's Host header when a
+    /// server block names it (else nginx's default server answers it, as it would).
+    pub fn site_for(&self, file: &crate::server::TargetFile) -> Option<String> {
+        file.site.clone().or_else(|| host_header(file).filter(|h| self.loaded_server(Some(h)).is_ok()))
+    }
 }
 
 impl NginxTree {
@@ -659,7 +667,7 @@ impl NginxTree {
         moved: &[(String, String)],
     ) -> anyhow::Result<(Spawn, String)> {
         let root = ctx.dir.join("nginx");
-        let site = site_of(ctx.file);
+        let site = self.site_for(ctx.file);
         let place =
             RunPlace { dir: &ctx.dir.path, root: &root, host: ctx.host, port: ctx.port, site: site.as_deref(), moved };
         let (run, g) = self.run_edits(&place, backlog).map_err(anyhow::Error::msg)?;
@@ -694,7 +702,7 @@ impl NginxTree {
 /// nginx from the user's tree: the knobs on their directives, the copy started.
 pub fn prepare(ctx: &Ctx, values: &[(String, String)], main: &Path) -> anyhow::Result<Prepared> {
     let t = NginxTree::read(main).map_err(anyhow::Error::msg)?;
-    let knobs = t.knob_edits(values, site_of(ctx.file).as_deref())?;
+    let knobs = t.knob_edits(values, t.site_for(ctx.file).as_deref())?;
     let (spawn, config_text) = t.start(ctx, &knobs, get(values, "backlog"), &[])?;
     Ok(Prepared {
         spawns: vec![spawn],
@@ -713,7 +721,7 @@ pub fn diffs(
     values: &[(String, String)],
 ) -> anyhow::Result<Vec<(String, String)>> {
     let t = NginxTree::read(main).map_err(anyhow::Error::msg)?;
-    let knobs = t.knob_edits(values, site_of(file).as_deref())?;
+    let knobs = t.knob_edits(values, t.site_for(file).as_deref())?;
     Ok(t.tree.diff(&t.apply(&knobs)).map(|d| (t.tree.name.clone(), d)).into_iter().collect())
 }
 

@@ -373,8 +373,7 @@ pub fn check_target(file: &TargetFile) -> Result<(), (&'static str, String)> {
     let pool = t.pool(file.pool.as_deref()).map_err(|e| (pool_key, e))?;
     let from = t.listen(&pool).map_err(|e| (pool_key, e))?;
     if let Some(front) = &file.front_config {
-        let f =
-            nginx_tree::check(&front.path, nginx_tree::site_of(file).as_deref()).map_err(|e| ("front_config", e))?;
+        let f = nginx_tree::check(&front.path, file).map_err(|e| ("front_config", e))?;
         let moved: Vec<(String, String)> = from.iter().map(|f| (f.clone(), String::new())).collect();
         if !f.follows(&moved) {
             return Err((
