@@ -308,6 +308,8 @@ impl NginxTree {
         let arg = |n: &Node, text: String| n.args.first().map(|a| Edit { file: n.file, at: a.span.clone(), text });
         let loaded = self.loaded_server(place.site)?;
         let mut ports = Listeners::new(place, self.loaded_key(loaded)?);
+        // The listener the load uses: the loaded server's first.
+        let loaded_listen = self.children(loaded, "listen").next().map(|l| (l.file, l.span.start));
         let mut http_sets: Vec<&str> = Vec::new();
         let mut caches = 0;
         for (i, n) in self.nodes.iter().enumerate() {
@@ -353,7 +355,7 @@ impl NginxTree {
                     }
                 }
                 "listen" if matches!(ctx.last(), Some(&"server")) => {
-                    let server = *n.parents.last().unwrap_or(&0);
+                    let server = n.parents.last().copied();
                     let addr = n.args.first().map_or("", |a| a.text.as_str());
                     let key = listen_key(addr).map_err(|e| format!("{}: {e}", at(self, n)))?;
                     let port = ports.port(&key)?;
@@ -369,11 +371,7 @@ impl NginxTree {
                             .filter(|w| !(on_loaded && backlog.is_some() && w.starts_with("backlog="))),
                     );
                     // The loaded server answers whatever Host the load sends.
-                    let first_on_loaded = self.children(server, "listen").position(|l| l.span == n.span)
-                        == self.children(server, "listen").position(|l| {
-                            listen_key(l.args.first().map_or("", |a| a.text.as_str())).is_ok_and(|k| k == ports.loaded)
-                        });
-                    if server == loaded && on_loaded && first_on_loaded {
+                    if server == Some(loaded) && loaded_listen == Some((n.file, n.span.start)) {
                         words.push("default_server".into());
                         if let Some(b) = backlog {
                             words.push(format!("backlog={b}"));

@@ -284,8 +284,9 @@ impl FpmTree {
             let set = |text: String| Edit { file: s.file, at: s.value_span.clone(), text };
             let drop = || Edit { file: s.file, at: s.line_span.clone(), text: String::new() };
             match (s.section == "global", s.key.as_str()) {
-                (_, "include") if Path::new(&s.value).is_absolute() => {
-                    let p = Path::new(&s.value);
+                // Relative ones too: php-fpm resolves them against /usr, not the copy.
+                (_, "include") => {
+                    let p = &Path::new("/usr").join(&s.value);
                     let to = self
                         .tree
                         .copied(root, p.parent().unwrap_or(Path::new("/")))
