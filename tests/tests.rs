@@ -27,3 +27,4 @@ mod store;
 mod targets;
 mod thresholds;
 mod user_trees;
+mod user_trees_fpm;

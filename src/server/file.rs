@@ -58,8 +58,12 @@ struct RawTarget {
     /// The base configuration: a table of knob = value (canonical names or the server's own
     /// directives), or the path of the server's own configuration file.
     config: Option<toml::Value>,
-    /// With `config = "PATH"`: the virtual host to load, by its server name.
+    /// With `config = PATH`: the server_name of the virtual host to load.
     site: Option<String>,
+    /// php-fpm with `config = PATH`: the pool to tune (default: the only one).
+    pool: Option<String>,
+    /// php-fpm with `config = PATH`: the nginx configuration that fronts the pool.
+    front_config: Option<String>,
 }
 
 /// The server kinds webtune can launch and tune, as named in `adapter = "..."`.
@@ -170,8 +174,12 @@ pub struct TargetFile {
     pub program: Option<String>,
     pub env: Vec<(String, String)>,
     pub config: Config,
-    /// The virtual host of the user's tree that the load goes to (`site = "server_name"`).
+    /// With the server's own configuration: the virtual host to load (its server_name).
     pub site: Option<String>,
+    /// php-fpm with its own configuration: the pool to tune.
+    pub pool: Option<String>,
+    /// php-fpm with its own configuration: the front server's own configuration.
+    pub front_config: Option<UserPath>,
     pub knobs: Vec<(String, Vec<String>)>,
     /// The load of every trial: `webtune bench`'s options, with `path` (default "/") to
     /// request on the launched server.
@@ -280,14 +288,30 @@ impl TargetFile {
                 )));
             }
         };
-        if let Some(site) = &t.site {
-            let at = key_at("site");
-            let Some(tree) = config.file() else {
+        let with_file = config.file().is_some();
+        for (key, given, adapters) in [
+            ("site", t.site.is_some(), &[AdapterName::Apache, AdapterName::Nginx, AdapterName::PhpFpm][..]),
+            ("pool", t.pool.is_some(), &[AdapterName::PhpFpm][..]),
+            ("front_config", t.front_config.is_some(), &[AdapterName::PhpFpm][..]),
+        ] {
+            if given && (!with_file || !adapters.contains(&t.adapter)) {
+                let names: Vec<&str> = adapters.iter().map(|a| super::adapters::adapter(*a).name()).collect();
                 return Err(InputError(format!(
-                    "{at}: site {site:?}: picks a virtual host of your own configuration (config = \"PATH\")"
+                    "{}: {key} is for {} with config = \"PATH\" (the server's own configuration)",
+                    key_at(key),
+                    names.join(" and ")
                 )));
-            };
-            adapter.check_site(&tree.path, site).map_err(|e| InputError(format!("{at}: {e}")))?;
+            }
+        }
+        let front_config = match &t.front_config {
+            Some(w) => Some(
+                user_path(w, &dir)
+                    .map_err(|e| InputError(format!("{}: front_config {w:?}: {e}", key_at("front_config"))))?,
+            ),
+            None => None,
+        };
+        if let (Some(site), Some(tree), AdapterName::Apache) = (&t.site, config.file(), t.adapter) {
+            adapter.check_site(&tree.path, site).map_err(|e| InputError(format!("{}: {e}", key_at("site"))))?;
         }
         let mut knobs = Vec::new();
         for (k, v) in &raw.knobs {
@@ -343,12 +367,18 @@ impl TargetFile {
             env: t.env.into_iter().collect(),
             config,
             site: t.site,
+            pool: t.pool,
+            front_config,
             knobs,
             load,
             memory,
             time: raw.budget.time,
             placement,
         };
+        // The tree judged with the keys that pick its parts (site, pool, front), before any start.
+        if let Err((key, e)) = adapter.check_target(&file) {
+            return Err(InputError(format!("{}: {key}: {e}", key_at(key))));
+        }
         // Judge the load as `webtune bench` would, now rather than at the first trial.
         if let Err(e) = file.load.against("http://127.0.0.1:1").plan() {
             return Err(InputError(format!("{}: [load]: {e}", line_of("[load]"))));
@@ -670,11 +700,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("nginx.conf"), "").unwrap();
         let at = |text: &str| TargetFile::parse(text, &dir.path().join("t.toml")).map_err(|e| e.0);
-        let e = at("[target]\nadapter = \"nginx\"\n\nconfig = \"nginx.conf\"\n").unwrap_err();
+        let e = at("[target]\nadapter = \"starman\"\n\nconfig = \"nginx.conf\"\n").unwrap_err();
         assert!(
-            e.contains("t.toml:4: config \"nginx.conf\": the nginx adapter takes no configuration file yet"),
+            e.contains("t.toml:4: config \"nginx.conf\": the starman adapter takes no configuration file yet"),
             "{e}"
         );
+        // An empty nginx.conf has no server to load; site and pool are for the adapters that read them.
+        let e = at("[target]\nadapter = \"nginx\"\nconfig = \"nginx.conf\"\n").unwrap_err();
+        assert!(e.contains("t.toml:3: config: ") && e.contains("no server block in http"), "{e}");
+        std::fs::write(dir.path().join("nginx.conf"), "events {}\nhttp { server { listen 80; } }\n").unwrap();
+        let e = at("[target]\nadapter = \"nginx\"\nconfig = \"nginx.conf\"\nsite = \"a.example\"\n").unwrap_err();
+        assert!(e.contains("t.toml:4: site: no server block of ") && e.contains("server_name \"a.example\""), "{e}");
+        let e = at("[target]\nadapter = \"nginx\"\nconfig = \"nginx.conf\"\npool = \"www\"\n").unwrap_err();
+        assert!(e.contains("t.toml:4: pool is for php-fpm with config = \"PATH\""), "{e}");
+        let e = at("[target]\nadapter = \"lab\"\nsite = \"a.example\"\n").unwrap_err();
+        assert!(e.contains("t.toml:3: site is for nginx and php-fpm with config"), "{e}");
         let e = at("[target]\nadapter = \"gunicorn\"\napp = \"x.y\"\nconfig = \"gone.py\"\n").unwrap_err();
         assert!(e.contains("t.toml:4: config \"gone.py\":") && e.contains("No such file"), "{e}");
         let e = at("[target]\nadapter = \"gunicorn\"\nconfig = 3\n").unwrap_err();

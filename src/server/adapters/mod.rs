@@ -5,10 +5,14 @@
 mod apache;
 mod apache_tree;
 mod command;
+mod edit;
 mod gunicorn;
+mod include;
 mod lab;
 mod nginx;
+mod nginx_tree;
 mod phpfpm;
+mod phpfpm_tree;
 mod starman;
 mod uwsgi;
 
@@ -149,12 +153,18 @@ pub trait Adapter: Sync {
     fn current(&self, _file: &TargetFile) -> anyhow::Result<Vec<(String, String)>> {
         Ok(Vec::new())
     }
+    /// With the user's own configuration: the tree judged with the target file's keys that
+    /// pick its parts (`site`, `pool`, `front_config`), before any start; the key to blame
+    /// and why (with the tree's file:line when a line is the reason).
+    fn check_target(&self, _file: &TargetFile) -> Result<(), (&'static str, String)> {
+        Ok(())
+    }
     /// How many workers the server starts with these values (launch waits for them).
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
         get(values, "workers")?.parse().ok()
     }
     /// `expected_workers` for `file`'s target: with the user's own tree, what it sets counts
-    /// where the knobs are silent.
+    /// where the knobs are silent (Apache's StartServers and spares, php-fpm's pm).
     fn expected_workers_in(&self, _file: &TargetFile, values: &[(String, String)]) -> Option<usize> {
         self.expected_workers(values)
     }

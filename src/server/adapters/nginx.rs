@@ -2,7 +2,9 @@
 //! open_file_cache, sendfile, access_log buffering; any other http-level directive passes
 //! through as written.
 
-use super::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
+use std::path::Path;
+
+use super::{Adapter, Ctx, Prepared, get, natives, nginx_tree, on, seconds, write};
 use crate::server::TargetFile;
 use crate::server::process::Spawn;
 
@@ -70,7 +72,36 @@ impl Adapter for Nginx {
         })
     }
 
+    /// The user's nginx.conf: read with its includes (judged whole by `check_target`, with
+    /// the site to load).
+    fn check_config_file(&self, path: &Path) -> Result<(), String> {
+        nginx_tree::NginxTree::read(path).map(|_| ())
+    }
+
+    fn check_target(&self, file: &TargetFile) -> Result<(), (&'static str, String)> {
+        let Some(main) = file.config.file() else { return Ok(()) };
+        let key = if file.site.is_some() { "site" } else { "config" };
+        nginx_tree::check(&main.path, file).map(|_| ()).map_err(|e| (key, e))
+    }
+
+    fn diffs(&self, file: &TargetFile, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+        match file.config.file() {
+            Some(main) => nginx_tree::diffs(file, &main.path, values),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn current(&self, file: &TargetFile) -> anyhow::Result<Vec<(String, String)>> {
+        match file.config.file() {
+            Some(main) => Ok(nginx_tree::NginxTree::read(&main.path).map_err(anyhow::Error::msg)?.current()),
+            None => Ok(Vec::new()),
+        }
+    }
+
     fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+        if let Some(main) = ctx.file.config.file() {
+            return nginx_tree::prepare(ctx, values, &main.path);
+        }
         let d = ctx.d();
         let root = ctx.app().map_or_else(|| format!("{d}/html"), |a| a.display().to_string());
         if ctx.app().is_none() {

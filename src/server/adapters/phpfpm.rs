@@ -2,7 +2,9 @@
 //! behind an nginx front that the adapter starts too. The app directory is the document root
 //! (*.php go to the pool).
 
-use super::{Adapter, Ctx, Prepared, get, natives, write};
+use std::path::Path;
+
+use super::{Adapter, Ctx, Prepared, get, natives, phpfpm_tree, write};
 use crate::server::TargetFile;
 use crate::server::process::{Spawn, find_program};
 
@@ -75,16 +77,44 @@ impl Adapter for PhpFpm {
         NATIVE.iter().find(|(k, _)| *k == knob).map(|(_, n)| *n)
     }
 
+    /// The user's php-fpm.conf: read with its includes; what cannot be rewritten is refused.
+    fn check_config_file(&self, path: &Path) -> Result<(), String> {
+        phpfpm_tree::check(path).map(|_| ())
+    }
+
+    fn check_target(&self, file: &TargetFile) -> Result<(), (&'static str, String)> {
+        phpfpm_tree::check_target(file)
+    }
+
+    fn diffs(&self, file: &TargetFile, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+        match file.config.file() {
+            Some(main) => phpfpm_tree::diffs(file, &main.path, values),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    fn current(&self, file: &TargetFile) -> anyhow::Result<Vec<(String, String)>> {
+        let Some(main) = file.config.file() else { return Ok(Vec::new()) };
+        let t = phpfpm_tree::FpmTree::read(&main.path).map_err(anyhow::Error::msg)?;
+        let pool = t.pool(file.pool.as_deref()).map_err(anyhow::Error::msg)?;
+        Ok(t.current(&pool))
+    }
+
+    fn expected_workers_in(&self, file: &TargetFile, values: &[(String, String)]) -> Option<usize> {
+        let Some(main) = file.config.file() else { return self.expected_workers(values) };
+        let t = phpfpm_tree::FpmTree::read(&main.path).ok()?;
+        t.start_workers(&t.pool(file.pool.as_deref()).ok()?, values)
+    }
+
     fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+        if let Some(main) = ctx.file.config.file() {
+            return phpfpm_tree::prepare(ctx, values, &main.path);
+        }
         let d = ctx.d();
-        let root = match ctx.app() {
-            Some(a) => a.display().to_string(),
-            None => {
-                std::fs::create_dir_all(format!("{d}/html"))?;
-                write(ctx.dir, "html/index.php", "<?php echo \"webtune php-fpm target\\n\";\n")?;
-                format!("{d}/html")
-            }
-        };
+        if ctx.app().is_none() {
+            std::fs::create_dir_all(format!("{d}/html"))?;
+            write(ctx.dir, "html/index.php", "<?php echo \"webtune php-fpm target\\n\";\n")?;
+        }
         let user = if nix::unistd::geteuid().is_root() { "user = www-data\ngroup = www-data\n" } else { "" };
         let sock = format!("{d}/fpm.sock");
         let fpm = format!(
@@ -94,18 +124,7 @@ impl Adapter for PhpFpm {
             pool_lines(values)?
         );
         write(ctx.dir, "php-fpm.conf", &fpm)?;
-        // Keep-alive, worker count and the like of the front are not what is tuned here.
-        let front_values: Vec<(String, String)> =
-            values.iter().filter(|(k, _)| k == "keepalive" || k == "keepalive_timeout").cloned().collect();
-        let body = format!(
-            "root {root};\n    index index.php index.html;\n    \
-             location ~ ^/fpm-status$ {{ include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_NAME /fpm-status; \
-             fastcgi_param SCRIPT_FILENAME /fpm-status; fastcgi_param QUERY_STRING $query_string; fastcgi_pass unix:{sock}; }}\n    \
-             location ~ \\.php$ {{ include /etc/nginx/fastcgi_params; \
-             fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name; fastcgi_pass unix:{sock}; }}"
-        );
-        let nginx = super::nginx::server_conf(ctx, &front_values, &body)?;
-        write(ctx.dir, "nginx.conf", &nginx)?;
+        let (front, nginx) = own_front(ctx, values, &sock)?;
         let program = ctx.file.program.clone().unwrap_or_else(fpm_program);
         Ok(Prepared {
             config_text: format!("{fpm}\n# nginx front\n{nginx}"),
@@ -115,18 +134,7 @@ impl Adapter for PhpFpm {
                     &program,
                     vec!["--nodaemonize".into(), "--fpm-config".into(), format!("{d}/php-fpm.conf")],
                 ),
-                Spawn::new(
-                    "nginx",
-                    "nginx",
-                    vec![
-                        "-c".into(),
-                        format!("{d}/nginx.conf"),
-                        "-p".into(),
-                        d.clone(),
-                        "-e".into(),
-                        format!("{d}/error.log"),
-                    ],
-                ),
+                front,
             ],
             master: 0,
             error_logs: vec![ctx.dir.join("php-fpm.err"), ctx.dir.join("php-fpm.log"), ctx.dir.join("error.log")],
@@ -135,7 +143,10 @@ impl Adapter for PhpFpm {
         })
     }
 
-    fn recommend(&self, _file: &TargetFile, values: &[(String, String)]) -> String {
+    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String {
+        if let Some(lines) = file.config.file().and_then(|main| phpfpm_tree::recommend(file, &main.path, values)) {
+            return lines;
+        }
         pool_lines(values).unwrap_or_default().trim_end().to_string()
     }
 
@@ -165,8 +176,36 @@ impl Adapter for PhpFpm {
     }
 }
 
+/// webtune's own nginx front for a pool on `sock`: the app directory (or the run
+/// directory's html/) as the root, *.php to the pool. Its process and its configuration.
+pub fn own_front(ctx: &Ctx, values: &[(String, String)], sock: &str) -> anyhow::Result<(Spawn, String)> {
+    let d = ctx.d();
+    let root = match ctx.app() {
+        Some(a) => a.display().to_string(),
+        None => format!("{d}/html"),
+    };
+    // Keep-alive, worker count and the like of the front are not what is tuned here.
+    let front_values: Vec<(String, String)> =
+        values.iter().filter(|(k, _)| k == "keepalive" || k == "keepalive_timeout").cloned().collect();
+    let body = format!(
+        "root {root};\n    index index.php index.html;\n    \
+         location ~ ^/fpm-status$ {{ include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_NAME /fpm-status; \
+         fastcgi_param SCRIPT_FILENAME /fpm-status; fastcgi_param QUERY_STRING $query_string; fastcgi_pass unix:{sock}; }}\n    \
+         location ~ \\.php$ {{ include /etc/nginx/fastcgi_params; \
+         fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name; fastcgi_pass unix:{sock}; }}"
+    );
+    let nginx = super::nginx::server_conf(ctx, &front_values, &body)?;
+    write(ctx.dir, "nginx.conf", &nginx)?;
+    let spawn = Spawn::new(
+        "nginx",
+        "nginx",
+        vec!["-c".into(), format!("{d}/nginx.conf"), "-p".into(), d.clone(), "-e".into(), format!("{d}/error.log")],
+    );
+    Ok((spawn, nginx))
+}
+
 /// Debian names the binary after the PHP version (php-fpm8.2).
-fn fpm_program() -> String {
+pub fn fpm_program() -> String {
     if find_program("php-fpm").is_some() {
         return "php-fpm".into();
     }
