@@ -560,10 +560,9 @@ fn a_bench_report_reads_at_1280_px_in_chromium_with_throughput_over_time() {
     let lines: Vec<&str> = out[at..].lines().take_while(|l| !l.is_empty()).collect();
     assert!(lines.len() > 1 && lines.len() <= 12, "{out}");
     assert!(lines.iter().all(|l| l.chars().count() <= 80), "{out}");
-    let (_, rows, _) = wt(&db, &["runs", "--json"]);
-    let id = json(&rows)[0]["id"].to_string();
     let html = dir.path().join("bench.html");
-    let (code, _, err) = wt(&db, &["report", &id, "--html", html.to_str().unwrap()]);
+    let id = "last";
+    let (code, _, err) = wt(&db, &["report", id, "--html", html.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let dom = readable_at_1280(&browser, &html, "bench-report");
     let titles: Vec<String> = webtune::report::svg::drawn(&dom).into_iter().map(|c| c.title).collect();

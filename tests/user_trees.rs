@@ -323,3 +323,69 @@ fn as_another_user_the_copy_runs_without_user_and_group() {
     assert!(run.stdout.contains("ready at") && run.stdout.contains("stopped"), "{}", run.stdout);
     assert_eq!(checksums(&conf), before);
 }
+
+/// The body of a response (after its head).
+fn body(response: &str) -> &str {
+    response.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+}
+
+#[test]
+fn init_pid_on_a_running_apache_writes_a_target_that_launches_the_same_site() {
+    let Some((user, conf)) = debian_tree() else { return };
+    // The user's Apache, started as Debian's apache2ctl would (envvars, then apache2 -d),
+    // but listening on a loopback port and keeping its run files in the test's directory.
+    let port = crate::support::nginx::free_port();
+    let ports = std::fs::read_to_string(conf.join("ports.conf"))
+        .unwrap()
+        .replace("Listen 80", &format!("Listen 127.0.0.1:{port}"));
+    std::fs::write(conf.join("ports.conf"), ports).unwrap();
+    for site in ["000-default.conf", "perlsite.conf"] {
+        let p = conf.join("sites-available").join(site);
+        let text = std::fs::read_to_string(&p).unwrap().replace("*:80", &format!("*:{port}"));
+        std::fs::write(&p, text).unwrap();
+    }
+    let run = user.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let script = format!(
+        "set -a; . {conf}/envvars; APACHE_RUN_DIR={run}; APACHE_LOCK_DIR={run}; APACHE_LOG_DIR={run}; \
+         APACHE_PID_FILE={run}/apache2.pid; exec /usr/sbin/apache2 -d {conf} -f {conf}/apache2.conf -DFOREGROUND",
+        conf = conf.display(),
+        run = run.display()
+    );
+    // Its own process group: prefork's master signals its whole group when it stops.
+    use std::os::unix::process::CommandExt;
+    let mut apache = Command::new("bash")
+        .args(["-c", &script])
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if !support::wait_listening(&mut apache, port, Duration::from_secs(30)) {
+        let mut err = String::new();
+        let _ = apache.stderr.take().unwrap().read_to_string(&mut err);
+        panic!("the user's Apache did not start: {err}");
+    }
+    let served = get(port, "/");
+    let before = checksums(&conf);
+    let init = support::webtune(&["init", "--pid", &apache.id().to_string()]);
+    support::stop_child(&mut apache, Duration::from_secs(10));
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    let t = &init.stdout;
+    assert!(t.contains("adapter = \"apache\""), "{t}");
+    assert!(
+        t.contains(&format!("config = \"{}\"", std::fs::canonicalize(conf.join("apache2.conf")).unwrap().display())),
+        "{t}"
+    );
+    assert!(t.contains("workers fit by PSS") && t.contains("# worker "), "{t}");
+    // Debian's prefork: MaxRequestWorkers 150, offered around.
+    assert!(t.contains("Your configuration sets: ") && t.contains("workers = [37, 75, 150, 300]"), "{t}");
+    let target = user.path().join("init.toml");
+    std::fs::write(&target, t).unwrap();
+    with_launched(&target, |port, _| {
+        let launched = get(port, "/");
+        assert!(launched.starts_with("HTTP/1.1 200"), "{launched}");
+        assert_eq!(body(&launched), body(&served), "the launched copy serves what the user's Apache served");
+    });
+    assert_eq!(checksums(&conf), before, "init and launch wrote nothing of the user's");
+}

@@ -194,7 +194,7 @@ fn php_site_behind_the_users_nginx_tunes_the_pool_file() {
             "tune",
             target.to_str().unwrap(),
             "--json",
-            "-q",
+            "--quiet",
             "--repeats",
             "1",
             "--max-rounds",
@@ -346,4 +346,90 @@ fn constructs_that_cannot_be_rewritten_are_refused_with_file_and_line() {
     std::fs::write(fpm.join("pool.d/api.conf"), "[api]\nlisten = 9001\nchroot = /srv\n").unwrap();
     let e = refused("[target]\nadapter = \"php-fpm\"\nconfig = \"fpm/php-fpm.conf\"\npool = \"www\"\n");
     assert!(e.contains(&format!("{}:3: chroot", fpm.join("pool.d/api.conf").display())), "{e}");
+}
+
+/// The user's nginx and php-fpm running from their trees (the test's copies, whose run files
+/// are at the test's place): `webtune init --pid` on the php-fpm master finds its tree, its
+/// pool and the nginx that passes requests to it, and the target it writes launches a copy
+/// that serves the same pages.
+#[test]
+fn init_pid_on_a_running_php_fpm_finds_its_pool_and_its_nginx() {
+    if !have(&["nginx"]) {
+        return;
+    }
+    let Some((bin, version)) = php_fpm() else {
+        missing("php-fpm with Debian's /etc/php tree");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = web_root(tmp.path(), &[("index.php", INDEX_PHP)]);
+    let port = crate::support::nginx::free_port();
+    let socket = tmp.path().join("fpm.sock");
+    let site = format!(
+        "server {{\n\tlisten 127.0.0.1:{port};\n\troot {};\n\tindex index.php index.html;\n\tserver_name shop.example;\n\n\
+         \tlocation / {{\n\t\ttry_files $uri $uri/ /index.php?$args;\n\t}}\n\n\
+         \tlocation ~ \\.php$ {{\n\t\tinclude snippets/fastcgi-php.conf;\n\t\tfastcgi_pass unix:{};\n\t}}\n}}\n",
+        root.display(),
+        socket.display()
+    );
+    let nginx = nginx_tree(tmp.path(), "shop", &site);
+    // Only the user's site listens (Debian's default one would want port 80).
+    std::fs::remove_file(nginx.join("sites-enabled/default")).unwrap();
+    rewrite(&nginx.join("nginx.conf"), "/run/nginx.pid", &tmp.path().join("nginx.pid").display().to_string());
+    let php = tmp.path().join("php");
+    sh(Command::new("cp").args(["-a", "/etc/php"]).arg(&php));
+    let fpm_dir = php.join(&version).join("fpm");
+    let conf = fpm_dir.join("php-fpm.conf");
+    rewrite(&conf, "/etc/php", &php.display().to_string());
+    rewrite(&conf, &format!("/run/php/php{version}-fpm.pid"), &tmp.path().join("fpm.pid").display().to_string());
+    rewrite(&conf, &format!("/var/log/php{version}-fpm.log"), &tmp.path().join("fpm.log").display().to_string());
+    rewrite(
+        &fpm_dir.join("pool.d/www.conf"),
+        &format!("/run/php/php{version}-fpm.sock"),
+        &socket.display().to_string(),
+    );
+
+    use std::os::unix::process::CommandExt;
+    let spawn = |cmd: &mut Command| cmd.process_group(0).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut fpm = spawn(Command::new(format!("/usr/sbin/{bin}")).arg("-F").arg("-y").arg(&conf));
+    let mut web = spawn(Command::new("nginx").arg("-c").arg(nginx.join("nginx.conf")).args(["-g", "daemon off;"]));
+    let stop = |fpm: &mut std::process::Child, web: &mut std::process::Child| {
+        crate::support::stop_child(web, Duration::from_secs(5));
+        crate::support::stop_child(fpm, Duration::from_secs(5));
+    };
+    if !crate::support::wait_listening(&mut web, port, Duration::from_secs(20)) {
+        stop(&mut fpm, &mut web);
+        panic!("the user's nginx did not start");
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let served = loop {
+        let got = server::http::get("127.0.0.1", port, "/pretty/url?x=1", Duration::from_secs(5));
+        match got {
+            Some((200, body)) => break body,
+            _ if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            other => {
+                stop(&mut fpm, &mut web);
+                panic!("the user's site did not serve: {other:?}");
+            }
+        }
+    };
+    assert!(served.contains("pretty-url-marker"), "{served}");
+    let before = checksums(&[&nginx, &php]);
+    let init = crate::support::webtune(&["init", "--pid", &fpm.id().to_string()]);
+    stop(&mut fpm, &mut web);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    let t = &init.stdout;
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap().display().to_string();
+    assert!(t.contains("adapter = \"php-fpm\""), "{t}");
+    assert!(t.contains(&format!("config = \"{}\"", canonical(&conf))), "{t}");
+    assert!(t.contains(&format!("front_config = \"{}\"", canonical(&nginx.join("nginx.conf")))), "{t}");
+    assert!(t.contains("passes requests to pool www") && t.contains("# worker "), "{t}");
+    let target = tmp.path().join("init.toml");
+    std::fs::write(&target, t).unwrap();
+    let file = TargetFile::load(&target).unwrap_or_else(|e| panic!("{}", e.0));
+    let r = server::launch(&file, &[]).unwrap_or_else(|e| panic!("{e:#}"));
+    let (code, body) = get(&r, "/pretty/url?x=1");
+    drop(r);
+    assert_eq!((code, body), (200, served), "the copy serves what the user's setup served");
+    assert_eq!(checksums(&[&nginx, &php]), before, "init and launch wrote nothing of the user's");
 }

@@ -26,6 +26,9 @@ struct Found {
     chdir: Option<String>,
     /// Settings its command line gives (gunicorn's --workers), canonical names.
     given: Vec<(String, String)>,
+    /// php-fpm: the pool to tune (when there are several) and the nginx that fronts it.
+    pool: Option<String>,
+    front_config: Option<PathBuf>,
     /// Comment lines about the running server (memory, capacity).
     notes: Vec<String>,
 }
@@ -76,6 +79,8 @@ fn from_config(path: &Path, adapter: Option<&str>) -> Result<Found, InputError> 
         app: None,
         chdir: None,
         given: Vec::new(),
+        pool: None,
+        front_config: None,
         notes: Vec::new(),
     })
 }
@@ -148,6 +153,8 @@ fn from_pid(pid: i32) -> Result<Found, InputError> {
         app: None,
         chdir: None,
         given: Vec::new(),
+        pool: None,
+        front_config: None,
         notes: Vec::new(),
     };
     if base.starts_with("apache2") || base.starts_with("httpd") {
@@ -171,12 +178,7 @@ fn from_pid(pid: i32) -> Result<Found, InputError> {
         found.program = Some(program.clone());
     } else if base.starts_with("nginx") {
         found.adapter = "nginx";
-        let prefix = flag(&args, &["-p"]).map(PathBuf::from);
-        let conf = flag(&args, &["-c"]).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/etc/nginx/nginx.conf"));
-        found.config = Some(match prefix {
-            Some(p) if conf.is_relative() => p.join(conf),
-            _ => conf,
-        });
+        found.config = Some(nginx_config(&args));
     } else if joined.contains("gunicorn") {
         found.adapter = "gunicorn";
         found.config = flag(&args, &["-c", "--config"]).map(PathBuf::from);
@@ -205,8 +207,60 @@ fn from_pid(pid: i32) -> Result<Found, InputError> {
                 InputError(format!("--pid {pid}: its configuration {} cannot be read: {e}", c.display()))
             })?);
     }
-    found.notes = memory_notes(master, &joined);
+    if let (Some(config), "php-fpm") = (found.config.clone(), found.adapter) {
+        fronted(&mut found, &config);
+    }
+    found.notes.extend(memory_notes(master, &joined));
     Ok(found)
+}
+
+/// nginx's configuration file from its command line (`-c`, relative to `-p`), or Debian's.
+fn nginx_config(args: &[String]) -> PathBuf {
+    let prefix = flag(args, &["-p"]).map(PathBuf::from);
+    let conf = flag(args, &["-c"]).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/etc/nginx/nginx.conf"));
+    match prefix {
+        Some(p) if conf.is_relative() => p.join(conf),
+        _ => conf,
+    }
+}
+
+/// php-fpm: the pool to tune and the nginx that fronts it in the user's setup: a running
+/// nginx master whose configuration passes requests to the pool's socket or port.
+fn fronted(found: &mut Found, config: &Path) {
+    let Ok(pools) = crate::server::adapters::fpm_pools(config) else { return };
+    let table = procmem::procs::snapshot();
+    let masters: Vec<PathBuf> = table
+        .values()
+        .filter(|p| p.name == "nginx" && table.get(&p.ppid).is_none_or(|parent| parent.name != "nginx"))
+        .filter_map(|p| {
+            let mut args = cmdline(p.pid).ok()?;
+            if args.len() == 1 && args[0].contains(' ') {
+                args = args[0].split_whitespace().map(String::from).collect();
+            }
+            let cwd = std::fs::read_link(format!("/proc/{}/cwd", p.pid)).unwrap_or_default();
+            Some(cwd.join(nginx_config(&args)))
+        })
+        .collect();
+    let front = pools.iter().find_map(|(pool, addresses)| {
+        masters.iter().find(|m| crate::server::adapters::nginx_passes_to(m, addresses)).map(|m| (pool, m))
+    });
+    match (front, pools.as_slice()) {
+        (Some((pool, nginx)), _) => {
+            found.pool = (pools.len() > 1).then(|| pool.clone());
+            found.front_config = std::fs::canonicalize(nginx).ok();
+            found.notes.push(format!("the nginx at {} passes requests to pool {pool}", nginx.display()));
+        }
+        (None, [_]) => found
+            .notes
+            .push("no running nginx passes requests to the pool: add front_config = \"PATH\" for yours".into()),
+        (None, several) => {
+            let names: Vec<&str> = several.iter().map(|(n, _)| n.as_str()).collect();
+            found.pool = names.first().map(|n| n.to_string());
+            found
+                .notes
+                .push(format!("pools {}: the first is tuned; name another with pool = \"NAME\"", names.join(", ")));
+        }
+    }
 }
 
 /// The canonical settings a command line gives, by their flags.
@@ -278,6 +332,12 @@ fn target_text(found: &Found, how: &str) -> Result<String, InputError> {
     }
     if let Some(d) = &found.chdir {
         let _ = writeln!(t, "chdir = {}", quoted(d));
+    }
+    if let Some(p) = &found.pool {
+        let _ = writeln!(t, "pool = {}", quoted(p));
+    }
+    if let Some(f) = &found.front_config {
+        let _ = writeln!(t, "front_config = {}", quoted(&f.display().to_string()));
     }
     // What the configuration sets now, read through the adapter as the tune will.
     let file = TargetFile::parse(&t, Path::new("init.toml"))?;

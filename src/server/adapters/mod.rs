@@ -170,6 +170,20 @@ pub trait Adapter: Sync {
     }
 }
 
+/// php-fpm: the pools of the tree whose main file is `config`, each with what it listens on
+/// as an nginx pass names it (`unix:/run/php/php8.2-fpm.sock`), for `webtune init`.
+pub fn fpm_pools(config: &Path) -> Result<Vec<(String, Vec<String>)>, String> {
+    let tree = phpfpm_tree::FpmTree::read(config)?;
+    Ok(tree.pools().iter().map(|p| (p.name.clone(), tree.listen(&p.name).unwrap_or_default())).collect())
+}
+
+/// Whether the nginx configuration at `conf` passes requests to one of `addresses` (its
+/// `fastcgi_pass`, `proxy_pass`... or an upstream's `server`).
+pub fn nginx_passes_to(conf: &Path, addresses: &[String]) -> bool {
+    let moved: Vec<(String, String)> = addresses.iter().map(|a| (a.clone(), String::new())).collect();
+    nginx_tree::NginxTree::read(conf).is_ok_and(|t| t.follows(&moved))
+}
+
 /// The adapter for a target file's `adapter = "..."`.
 pub fn adapter(name: AdapterName) -> &'static dyn Adapter {
     match name {
