@@ -80,6 +80,28 @@ pub enum AdapterName {
     Command,
 }
 
+impl AdapterName {
+    /// As `adapter = "..."` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AdapterName::Lab => "lab",
+            AdapterName::Nginx => "nginx",
+            AdapterName::Apache => "apache",
+            AdapterName::PhpFpm => "php-fpm",
+            AdapterName::Gunicorn => "gunicorn",
+            AdapterName::Uwsgi => "uwsgi",
+            AdapterName::Starman => "starman",
+            AdapterName::Command => "command",
+        }
+    }
+
+    /// Whether `app` may be a Python module path (`pkg.module:callable`), with `chdir` and
+    /// `pythonpath`.
+    pub fn takes_python_module(self) -> bool {
+        matches!(self, AdapterName::Gunicorn | AdapterName::Uwsgi)
+    }
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawBudget {
@@ -192,14 +214,10 @@ pub struct TargetFile {
 }
 
 impl TargetFile {
-    /// Reads and checks the target file at `path`.
-    pub fn load(path: &Path) -> Result<TargetFile, InputError> {
-        let text = input::read_text(path, "target file")?;
-        Self::parse(&text, path)
-    }
-
-    /// Checks a target file's text; `path` names it in errors and anchors its relative paths.
-    pub fn parse(text: &str, path: &Path) -> Result<TargetFile, InputError> {
+    /// Reads a target file's text into its values, with every check that needs no server's
+    /// adapter (`TargetFile::parse` adds those); `path` names it in errors and anchors its
+    /// relative paths.
+    pub(super) fn read(text: &str, path: &Path) -> Result<TargetFile, InputError> {
         // "t.toml:4: connections:" when the error is on a `key = value` line.
         let at = |span: Option<std::ops::Range<usize>>| match span {
             Some(s) => {
@@ -217,11 +235,7 @@ impl TargetFile {
         };
         let raw: Raw = toml::from_str(text)
             .map_err(|e| InputError(format!("{}: {}", at(e.span()), e.message().trim().replace('\n', " "))))?;
-        let line_of = |needle: &str| {
-            text.find(needle)
-                .map(|i| format!("{}:{}", path.display(), text[..i].matches('\n').count() + 1))
-                .unwrap_or_else(|| path.display().to_string())
-        };
+        let line_of = |needle: &str| line_of(text, path, needle);
         let t = raw.target;
         let (host, port) = t
             .listen
@@ -257,9 +271,8 @@ impl TargetFile {
         }
         // Read once here, for every trial; a log that does not read stops the tune before it starts.
         load.load_access_log().map_err(|e| e.at(&line_of("access_log")))?;
-        let adapter = super::adapters::adapter(t.adapter);
         let key_at = |key: &str| key_line(text, path, key);
-        let EntryPoint { app, chdir, pythonpath } = entry_point(&t, &dir, adapter, &key_at)?;
+        let EntryPoint { app, chdir, pythonpath } = entry_point(&t, &dir, &key_at)?;
         if t.adapter == AdapterName::Command && t.command.is_none() {
             return Err(InputError(format!(
                 "{}: the command adapter needs command = \"...{{port}}...\"",
@@ -275,9 +288,6 @@ impl TargetFile {
                 let at = key_at("config");
                 let file =
                     user_path(written, &dir).map_err(|e| InputError(format!("{at}: config {written:?}: {e}")))?;
-                adapter
-                    .check_config_file(&file.path)
-                    .map_err(|e| InputError(format!("{at}: config {written:?}: {e}")))?;
                 Config::File(file)
             }
             Some(other) => {
@@ -295,7 +305,7 @@ impl TargetFile {
             ("front_config", t.front_config.is_some(), &[AdapterName::PhpFpm][..]),
         ] {
             if given && (!with_file || !adapters.contains(&t.adapter)) {
-                let names: Vec<&str> = adapters.iter().map(|a| super::adapters::adapter(*a).name()).collect();
+                let names: Vec<&str> = adapters.iter().map(|a| a.name()).collect();
                 return Err(InputError(format!(
                     "{}: {key} is for {} with config = \"PATH\" (the server's own configuration)",
                     key_at(key),
@@ -310,9 +320,6 @@ impl TargetFile {
             ),
             None => None,
         };
-        if let (Some(site), Some(tree), AdapterName::Apache) = (&t.site, config.file(), t.adapter) {
-            adapter.check_site(&tree.path, site).map_err(|e| InputError(format!("{}: {e}", key_at("site"))))?;
-        }
         let mut knobs = Vec::new();
         for (k, v) in &raw.knobs {
             let values = match v {
@@ -324,15 +331,6 @@ impl TargetFile {
                 return Err(InputError(format!("{}: knobs {k}: no value to try", line_of(k))));
             }
             knobs.push((k.clone(), values));
-        }
-        // A knob rewrites its own value in the server's configuration, nothing more.
-        let all_values = config
-            .settings()
-            .iter()
-            .cloned()
-            .chain(knobs.iter().flat_map(|(k, vs)| vs.iter().map(move |v| (k.clone(), v.clone()))));
-        for (k, v) in all_values {
-            super::adapters::check_knob(adapter, &k, &v).map_err(|e| InputError(format!("{}: {e}", line_of(&k))))?;
         }
         if let Some(p) = &load.path
             && (!p.starts_with('/') || p.starts_with("//"))
@@ -375,10 +373,6 @@ impl TargetFile {
             time: raw.budget.time,
             placement,
         };
-        // The tree judged with the keys that pick its parts (site, pool, front), before any start.
-        if let Err((key, e)) = adapter.check_target(&file) {
-            return Err(InputError(format!("{}: {key}: {e}", key_at(key))));
-        }
         // Judge the load as `webtune bench` would, now rather than at the first trial.
         if let Err(e) = file.load.against("http://127.0.0.1:1").plan() {
             return Err(InputError(format!("{}: [load]: {e}", line_of("[load]"))));
@@ -394,17 +388,12 @@ impl TargetFile {
 
 /// `app`, `chdir` and `pythonpath`, resolved against the target file's directory `dir`
 /// (absolute: servers run from their run directory); `key_at` names a key's line.
-fn entry_point(
-    t: &RawTarget,
-    dir: &Path,
-    adapter: &dyn super::adapters::Adapter,
-    key_at: &dyn Fn(&str) -> String,
-) -> Result<EntryPoint, InputError> {
+fn entry_point(t: &RawTarget, dir: &Path, key_at: &dyn Fn(&str) -> String) -> Result<EntryPoint, InputError> {
+    let python = t.adapter.takes_python_module();
     let app = match &t.app {
-        Some(a) => Some(app(a, dir, adapter).map_err(|e| InputError(format!("{}: app {a:?}: {e}", key_at("app"))))?),
+        Some(a) => Some(app(a, dir, python).map_err(|e| InputError(format!("{}: app {a:?}: {e}", key_at("app"))))?),
         None => None,
     };
-    let python = adapter.takes_python_module();
     for (key, given) in [("chdir", t.chdir.is_some()), ("pythonpath", t.pythonpath.is_some())] {
         if given && !python {
             return Err(InputError(format!("{}: {key} is for gunicorn and uwsgi", key_at(key))));
@@ -453,12 +442,19 @@ struct EntryPoint {
 }
 
 /// "t.toml:7" for the line that sets `key` (`key = ...`), or the file alone.
-fn key_line(text: &str, path: &Path, key: &str) -> String {
+pub(super) fn key_line(text: &str, path: &Path, key: &str) -> String {
     let sets = |line: &str| line.trim_start().strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('='));
     match text.lines().position(sets) {
         Some(i) => format!("{}:{}", path.display(), i + 1),
         None => path.display().to_string(),
     }
+}
+
+/// "t.toml:4": the line of the first place `needle` appears in the target file's text.
+pub(super) fn line_of(text: &str, path: &Path, needle: &str) -> String {
+    text.find(needle)
+        .map(|i| format!("{}:{}", path.display(), text[..i].matches('\n').count() + 1))
+        .unwrap_or_else(|| path.display().to_string())
 }
 
 /// A path of the target file, resolved against its directory; it must exist.
@@ -479,7 +475,7 @@ fn user_dir(written: &str, dir: &Path) -> Result<UserPath, String> {
 
 /// `app`: an existing path (relative to the target file), else a Python module path for the
 /// adapters that import one.
-fn app(written: &str, dir: &Path, adapter: &dyn super::adapters::Adapter) -> Result<App, String> {
+fn app(written: &str, dir: &Path, takes_module: bool) -> Result<App, String> {
     let not_found = match user_path(written, dir) {
         Ok(p) => return Ok(App::Path(p)),
         Err(e) => e,
@@ -489,7 +485,7 @@ fn app(written: &str, dir: &Path, adapter: &dyn super::adapters::Adapter) -> Res
     let Some((module, callable)) = module_path(written).filter(|_| !file_like) else {
         return Err(not_found);
     };
-    if !adapter.takes_python_module() {
+    if !takes_module {
         return Err(format!("{not_found} (a Python module path pkg.module:callable is for gunicorn and uwsgi)"));
     }
     Ok(App::Module { module: module.to_string(), callable: callable.unwrap_or("application").to_string() })
@@ -714,7 +710,7 @@ mod tests {
         let e = at("[target]\nadapter = \"nginx\"\nconfig = \"nginx.conf\"\npool = \"www\"\n").unwrap_err();
         assert!(e.contains("t.toml:4: pool is for php-fpm with config = \"PATH\""), "{e}");
         let e = at("[target]\nadapter = \"lab\"\nsite = \"a.example\"\n").unwrap_err();
-        assert!(e.contains("t.toml:3: site is for nginx and php-fpm with config"), "{e}");
+        assert!(e.contains("t.toml:3: site is for apache and nginx and php-fpm with config"), "{e}");
         let e = at("[target]\nadapter = \"gunicorn\"\napp = \"x.y\"\nconfig = \"gone.py\"\n").unwrap_err();
         assert!(e.contains("t.toml:4: config \"gone.py\":") && e.contains("No such file"), "{e}");
         let e = at("[target]\nadapter = \"gunicorn\"\nconfig = 3\n").unwrap_err();

@@ -181,10 +181,6 @@ impl Adapter for Gunicorn {
         &["bind", "config", "chdir", "pythonpath", "daemon", "pid"]
     }
 
-    fn takes_python_module(&self) -> bool {
-        true
-    }
-
     /// A Python file: nothing to read before gunicorn runs it (webtune's own configuration
     /// overrides what webtune must own).
     fn check_config_file(&self, path: &Path) -> Result<(), String> {

@@ -1,7 +1,8 @@
-//! One module per server, one trait. An adapter renders the configuration for given knob
-//! values in the server's own syntax, says how to start the server in the foreground, where
-//! its error log is, how to read its counters and which log lines mean saturation.
+//! The registry: one module per server, each implementing the `Adapter` trait (adapter.rs),
+//! picked by a target file's `adapter = "..."`; and the checks that need a server's adapter
+//! (a knob's value, the user's own tree), which a target file goes through once read.
 
+mod adapter;
 mod apache;
 mod apache_tree;
 mod command;
@@ -16,172 +17,52 @@ mod phpfpm_tree;
 mod starman;
 mod uwsgi;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::file::{AdapterName, App, TargetFile};
-use super::process::Spawn;
-use super::rundir::RunDir;
+pub use adapter::*;
 
-/// The knob names every adapter understands, mapped to each server's own.
-pub const CANONICAL: [&str; 9] = [
-    "workers",
-    "max_requests",
-    "start_workers",
-    "min_spare",
-    "max_spare",
-    "keepalive",
-    "keepalive_timeout",
-    "preload",
-    "backlog",
-];
+use super::file::{self, AdapterName, TargetFile};
+use crate::input::InputError;
 
-/// What an adapter gets to prepare a launch.
-pub struct Ctx<'a> {
-    pub dir: &'a RunDir,
-    pub host: &'a str,
-    pub port: u16,
-    pub file: &'a TargetFile,
-}
-
-impl Ctx<'_> {
-    /// The target file's application path (absolute), when it names one (not a module path).
-    pub fn app(&self) -> Option<&Path> {
-        self.file.app.as_ref().and_then(App::path)
+impl TargetFile {
+    /// Reads and checks the target file at `path`.
+    pub fn load(path: &Path) -> Result<TargetFile, InputError> {
+        let text = crate::input::read_text(path, "target file")?;
+        Self::parse(&text, path)
     }
 
-    /// The run directory as text, to write into configurations and command lines.
-    pub fn d(&self) -> String {
-        self.dir.path.display().to_string()
+    /// Checks a target file's text: its values (file.rs), then what its server's adapter
+    /// says of them; `path` names it in errors and anchors its relative paths.
+    pub fn parse(text: &str, path: &Path) -> Result<TargetFile, InputError> {
+        let target = TargetFile::read(text, path)?;
+        judge(&target, text, path)?;
+        Ok(target)
     }
 }
 
-/// A prepared launch.
-pub struct Prepared {
-    /// Started in order, each in its own process group (a front server last).
-    pub spawns: Vec<Spawn>,
-    /// Which of `spawns` is the tuned server (its memory and workers are measured).
-    pub master: usize,
-    /// The configuration as written, for the evidence.
-    pub config_text: String,
-    pub error_logs: Vec<PathBuf>,
-    /// Path of the server's own status page on its port, when it has one.
-    pub status_path: Option<String>,
-    /// Which of `spawns` is a front proxy before the tuned server (its memory and CPU count
-    /// with the server's), if any.
-    pub front: Option<usize>,
-}
-
-/// Where a running server is, for its counters.
-pub struct Where<'a> {
-    pub host: &'a str,
-    pub port: u16,
-    pub dir: &'a Path,
-    pub status_path: Option<&'a str>,
-}
-
-/// What webtune needs to know of one kind of server to launch, observe and tune it.
-pub trait Adapter: Sync {
-    fn name(&self) -> &'static str;
-    /// The native name of a canonical knob, when the server has it.
-    fn native(&self, knob: &str) -> Option<&'static str>;
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared>;
-    /// The configuration lines for `values`, in the server's syntax, to paste (a command line
-    /// names `file`'s own entry point and configuration file, as the user wrote them).
-    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String;
-    /// Reads the status page body into counters (busy and idle workers...).
-    fn counters(&self, _body: &str) -> Option<serde_json::Value> {
-        None
-    }
-    /// The server's counters now: its status page on the load port, by default.
-    fn read_counters(&self, at: &Where) -> Option<serde_json::Value> {
-        let (code, body) = super::http::get(at.host, at.port, at.status_path?, std::time::Duration::from_secs(2))?;
-        if code != 200 {
-            return None;
+/// What the target's adapter says of it, each error at its key's line: the user's own
+/// configuration file and the keys that pick its parts (site, pool, front), and every knob's
+/// value (a knob rewrites its own value in the server's configuration, nothing more).
+fn judge(target: &TargetFile, text: &str, path: &Path) -> Result<(), InputError> {
+    let adapter = adapter(target.adapter);
+    let key_at = |key: &str| file::key_line(text, path, key);
+    if let Some(config) = target.config.file() {
+        let written = &config.written;
+        adapter
+            .check_config_file(&config.path)
+            .map_err(|e| InputError(format!("{}: config {written:?}: {e}", key_at("config"))))?;
+        if let (Some(site), AdapterName::Apache) = (&target.site, target.adapter) {
+            adapter.check_site(&config.path, site).map_err(|e| InputError(format!("{}: {e}", key_at("site"))))?;
         }
-        self.counters(&body)
     }
-    /// Error-log lines that mean the server ran out of workers.
-    fn saturation(&self) -> &'static [&'static str] {
-        &[]
+    let knobs = target.knobs.iter().flat_map(|(k, vs)| vs.iter().map(move |v| (k, v)));
+    for (k, v) in target.config.settings().iter().map(|(k, v)| (k, v)).chain(knobs) {
+        check_knob(adapter, k, v).map_err(|e| InputError(format!("{}: {e}", file::line_of(text, path, k))))?;
     }
-    /// Directives (or settings) webtune writes itself, which a knob may not set: they open
-    /// ports, load code or files, or write outside the run directory.
-    fn reserved(&self) -> &'static [&'static str] {
-        &[]
+    if let Err((key, e)) = adapter.check_target(target) {
+        return Err(InputError(format!("{}: {key}: {e}", key_at(key))));
     }
-    /// Characters a value cannot hold in the server's syntax (they would end the directive or
-    /// open a block).
-    fn syntax(&self) -> &'static [char] {
-        &[]
-    }
-    /// The adapter's own rules for one knob's value (a knob of webtune's own, a path that must
-    /// stay inside the run directory), beyond the rules every adapter shares.
-    fn check_value(&self, _name: &str, _value: &str) -> Result<(), String> {
-        Ok(())
-    }
-    /// Whether a `front = "nginx"` proxy may stand before this server (not before nginx itself,
-    /// nor where the adapter starts a front of its own).
-    fn takes_front(&self) -> bool {
-        true
-    }
-    /// Whether `app` may be a Python module path (`pkg.module:callable`), with `chdir` and
-    /// `pythonpath`.
-    fn takes_python_module(&self) -> bool {
-        false
-    }
-    /// Checks the server's own configuration file (`config = "PATH"`) before any start: why
-    /// it cannot be used, with its file:line when a line is the reason.
-    fn check_config_file(&self, _path: &Path) -> Result<(), String> {
-        Err(format!(
-            "the {} adapter takes no configuration file yet: give the base settings as [target.config] knob = value",
-            self.name()
-        ))
-    }
-    /// With the user's own configuration tree: whether `site = "NAME"` names one of its
-    /// virtual hosts (checked when the target file is read).
-    fn check_site(&self, _config: &Path, site: &str) -> Result<(), String> {
-        Err(format!("site {site:?}: the {} adapter has no virtual hosts to pick from", self.name()))
-    }
-    /// With the user's own configuration tree: the unified diff of their files for `values`,
-    /// one per tree it reads (`UserTree::diff`), none when nothing changes.
-    fn diffs(&self, _file: &TargetFile, _values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
-        Ok(Vec::new())
-    }
-    /// With the user's own configuration tree: what it sets now, as knob = value, for the
-    /// canonical knobs it sets (workers, max_requests...) under their canonical names, for
-    /// `webtune init` to offer ranges around. Nothing without a tree.
-    fn current(&self, _file: &TargetFile) -> anyhow::Result<Vec<(String, String)>> {
-        Ok(Vec::new())
-    }
-    /// With the user's own configuration: the tree judged with the target file's keys that
-    /// pick its parts (`site`, `pool`, `front_config`), before any start; the key to blame
-    /// and why (with the tree's file:line when a line is the reason).
-    fn check_target(&self, _file: &TargetFile) -> Result<(), (&'static str, String)> {
-        Ok(())
-    }
-    /// How many workers the server starts with these values (launch waits for them).
-    fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
-        get(values, "workers")?.parse().ok()
-    }
-    /// `expected_workers` for `file`'s target: with the user's own tree, what it sets counts
-    /// where the knobs are silent (Apache's StartServers and spares, php-fpm's pm).
-    fn expected_workers_in(&self, _file: &TargetFile, values: &[(String, String)]) -> Option<usize> {
-        self.expected_workers(values)
-    }
-}
-
-/// php-fpm: the pools of the tree whose main file is `config`, each with what it listens on
-/// as an nginx pass names it (`unix:/run/php/php8.2-fpm.sock`), for `webtune init`.
-pub fn fpm_pools(config: &Path) -> Result<Vec<(String, Vec<String>)>, String> {
-    let tree = phpfpm_tree::FpmTree::read(config)?;
-    Ok(tree.pools().iter().map(|p| (p.name.clone(), tree.listen(&p.name).unwrap_or_default())).collect())
-}
-
-/// Whether the nginx configuration at `conf` passes requests to one of `addresses` (its
-/// `fastcgi_pass`, `proxy_pass`... or an upstream's `server`).
-pub fn nginx_passes_to(conf: &Path, addresses: &[String]) -> bool {
-    let moved: Vec<(String, String)> = addresses.iter().map(|a| (a.clone(), String::new())).collect();
-    nginx_tree::NginxTree::read(conf).is_ok_and(|t| t.follows(&moved))
+    Ok(())
 }
 
 /// The adapter for a target file's `adapter = "..."`.
@@ -196,15 +77,6 @@ pub fn adapter(name: AdapterName) -> &'static dyn Adapter {
         AdapterName::Starman => &starman::Starman,
         AdapterName::Command => &command::Command,
     }
-}
-
-pub use super::settings::get;
-pub use crate::input::is_on as on;
-
-/// "5s", "500ms", "2m" or a bare number of seconds -> whole seconds (at least 0).
-pub fn seconds(v: &str) -> anyhow::Result<u64> {
-    let d = crate::input::duration("keepalive_timeout", v)?;
-    Ok(d.as_secs_f64().round() as u64)
 }
 
 /// The rules every adapter shares: a knob's name is a name (a word, or two for Apache's
@@ -242,39 +114,16 @@ pub fn check_knob(adapter: &dyn Adapter, name: &str, value: &str) -> Result<(), 
     adapter.check_value(name, value)
 }
 
-/// Whether `name` is one of `list`, ignoring case (Apache's directives ignore it).
-pub fn is_one_of(name: &str, list: &[&str]) -> bool {
-    let first = name.split(' ').next().unwrap_or(name);
-    list.iter().any(|d| d.eq_ignore_ascii_case(first))
+/// php-fpm: the pools of the tree whose main file is `config`, each with what it listens on
+/// as an nginx pass names it (`unix:/run/php/php8.2-fpm.sock`), for `webtune init`.
+pub fn fpm_pools(config: &Path) -> Result<Vec<(String, Vec<String>)>, String> {
+    let tree = phpfpm_tree::FpmTree::read(config)?;
+    Ok(tree.pools().iter().map(|p| (p.name.clone(), tree.listen(&p.name).unwrap_or_default())).collect())
 }
 
-/// Values whose knob is not canonical: the server's own directives or flags.
-pub fn natives(values: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> {
-    values.iter().filter(|(k, _)| !CANONICAL.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.as_str()))
-}
-
-/// Native knobs as long command-line options: `--name value`, or `--name` alone for on/true.
-pub fn native_flags(values: &[(String, String)]) -> Vec<String> {
-    let mut out = Vec::new();
-    for (k, v) in natives(values) {
-        out.push(format!("--{}", k.trim_start_matches('-').replace('_', "-")));
-        if !matches!(v, "on" | "true") {
-            out.push(v.to_string());
-        }
-    }
-    out
-}
-
-/// A host as it goes before `:port` in a configuration: an IPv6 address in brackets.
-pub fn bracket(host: &str) -> String {
-    if host.contains(':') { format!("[{host}]") } else { host.to_string() }
-}
-
-/// Writes a file of the run directory, readable by servers that drop privileges.
-pub fn write(dir: &RunDir, name: &str, text: &str) -> anyhow::Result<PathBuf> {
-    let p = dir.join(name);
-    std::fs::write(&p, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644));
-    Ok(p)
+/// Whether the nginx configuration at `conf` passes requests to one of `addresses` (its
+/// `fastcgi_pass`, `proxy_pass`... or an upstream's `server`).
+pub fn nginx_passes_to(conf: &Path, addresses: &[String]) -> bool {
+    let moved: Vec<(String, String)> = addresses.iter().map(|a| (a.clone(), String::new())).collect();
+    nginx_tree::NginxTree::read(conf).is_ok_and(|t| t.follows(&moved))
 }

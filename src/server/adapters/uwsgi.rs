@@ -121,10 +121,6 @@ impl Adapter for Uwsgi {
         &["ini", "chdir", "pythonpath", "module", "wsgi-file", "callable", "stats", "daemonize", "logto", "pidfile"]
     }
 
-    fn takes_python_module(&self) -> bool {
-        true
-    }
-
     fn check_config_file(&self, path: &Path) -> Result<(), String> {
         let options = ini_options(path).map_err(|e| format!("{}: {e}", path.display()))?;
         for (line, key, value) in options {
