@@ -16,6 +16,7 @@ use crate::server::TargetFile;
 use crate::server::file::AdapterName;
 
 /// What init found to start from.
+#[derive(Default)]
 struct Found {
     adapter: &'static str,
     config: Option<PathBuf>,
@@ -72,17 +73,7 @@ fn from_config(path: &Path, adapter: Option<&str>) -> Result<Found, InputError> 
             ))
         })?,
     };
-    Ok(Found {
-        adapter,
-        config: Some(config),
-        program: None,
-        app: None,
-        chdir: None,
-        given: Vec::new(),
-        pool: None,
-        front_config: None,
-        notes: Vec::new(),
-    })
+    Ok(Found { adapter, config: Some(config), ..Found::default() })
 }
 
 fn adapter_name(name: &str) -> Result<&'static str, InputError> {
@@ -146,17 +137,7 @@ fn from_pid(pid: i32) -> Result<Found, InputError> {
     let program = exe(master).map(|p| p.display().to_string()).unwrap_or_default();
     let base = Path::new(&program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let joined = args.join(" ");
-    let mut found = Found {
-        adapter: "",
-        config: None,
-        program: None,
-        app: None,
-        chdir: None,
-        given: Vec::new(),
-        pool: None,
-        front_config: None,
-        notes: Vec::new(),
-    };
+    let mut found = Found::default();
     if base.starts_with("apache2") || base.starts_with("httpd") {
         found.adapter = "apache";
         let root = flag(&args, &["-d"]).map(PathBuf::from);
