@@ -127,26 +127,31 @@ pub fn rfc3339(text: &str) -> Option<SystemTime> {
 /// bytes or GiB, and a guess would be silently wrong by a factor of a billion. The result is
 /// in KiB (what /proc reports).
 pub fn size_kib(name: &str, text: &str) -> Result<u64, InputError> {
+    size_bytes(name, text).map(|b| b / 1024)
+}
+
+/// `size_kib`, in bytes.
+pub fn size_bytes(name: &str, text: &str) -> Result<u64, InputError> {
     let t = text.trim();
     let bad = || named(name, format!("bad size {t:?} (e.g. 4GiB, 512MiB)"));
     let digits = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let value: f64 = t[..digits].parse().map_err(|_| bad())?;
-    let kib_per_unit = match t[digits..].trim().to_ascii_lowercase().as_str() {
-        "k" | "kb" | "kib" => 1.0,
-        "m" | "mb" | "mib" => 1024.0,
-        "g" | "gb" | "gib" => 1024.0 * 1024.0,
-        "t" | "tb" | "tib" => 1024.0 * 1024.0 * 1024.0,
-        "b" => 1.0 / 1024.0,
+    let bytes_per_unit = match t[digits..].trim().to_ascii_lowercase().as_str() {
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => 1024.0 * 1024.0,
+        "g" | "gb" | "gib" => 1024.0_f64.powi(3),
+        "t" | "tb" | "tib" => 1024.0_f64.powi(4),
+        "b" => 1.0,
         "" if value == 0.0 => 0.0,
         "" => return Err(named(name, format!("size {t:?} has no unit: give one, e.g. {t}GiB or {t}MiB"))),
         _ => return Err(bad()),
     };
-    let kib = value * kib_per_unit;
+    let bytes = value * bytes_per_unit;
     // 1 PiB: more memory than any server webtune will meet.
-    if !(kib.is_finite() && kib <= 1024.0_f64.powi(4)) {
+    if !(bytes.is_finite() && bytes <= 1024.0_f64.powi(5)) {
         return Err(bad());
     }
-    Ok(kib as u64)
+    Ok(bytes as u64)
 }
 
 /// "33.6kbps" (bits/s: bps, kbps, Mbps, Gbps) or "100KB/s" (bytes/s: B/s, KB/s, KiB/s, MB/s,

@@ -249,11 +249,14 @@ fn issue_28_one_vocabulary_and_the_peers_habits() {
         (2, "webtune: --db: this command does not use the history\n".into())
     );
 
-    // Every argument says what it is; no help speaks of seeds; -q and --preload-mb are gone from it.
+    // Every argument says what it is; no help speaks of seeds; -q and the units in flag names
+    // (--preload-mb, --dirty-kb, --leak-kb, --body-bytes) are gone from it.
     for command in ["bench", "tune", "runs", "show", "compare", "export", "report", "fileset", "lab", "mem"] {
         let help = webtune(&[command, "--help"]).stdout;
         assert!(
-            !help.contains("seed 0") && !help.contains("-q,") && !help.contains("preload-mb"),
+            !help.contains("seed 0")
+                && !help.contains("-q,")
+                && !["preload-mb", "dirty-kb", "leak-kb", "body-bytes"].iter().any(|f| help.contains(f)),
             "{command}:\n{help}"
         );
     }

@@ -131,7 +131,7 @@ fn idle_workers_return_within_spare_limits_after_a_burst() {
 
 #[test]
 fn query_parameters_override_the_work() {
-    let lab = Lab::start(&["--workers", "1", "--body-bytes", "10"]);
+    let lab = Lab::start(&["--workers", "1", "--body", "10B"]);
     let (v, _) = bench_json(&["-c", "1", "-n", "5", &lab.url("/?io=50ms&body=1234")]);
     assert!(float(&v, "/result/latency_ms/total/min") >= 50.0, "{v:#}");
     assert_eq!(num(&v, "/target/document_length"), 1234);

@@ -69,7 +69,7 @@ fn shared_preload_counted_once_not_per_worker() {
 
 #[test]
 fn leak_slope_matches_the_leak() {
-    let lab = Lab::start(&["--workers", "2", "--leak-kb", "64"]);
+    let lab = Lab::start(&["--workers", "2", "--leak", "64KiB"]);
     bench_json(&["-c", "2", "-n", "20", &lab.url("/")]);
     let v = json(&[
         "mem",
@@ -94,7 +94,7 @@ fn leak_slope_matches_the_leak() {
 
 #[test]
 fn dirtying_moves_pages_from_shared_to_private() {
-    let lab = Lab::start(&["--workers", "2", "--preload-mb", "64", "--dirty-kb", "32"]);
+    let lab = Lab::start(&["--workers", "2", "--preload", "64MiB", "--dirty", "32KiB"]);
     bench_json(&["-c", "2", "-n", "10", &lab.url("/")]);
     let v = json(&["mem", "--pid", &lab.pid().to_string(), "--url", &lab.url("/"), "-n", "400", "--json"]);
     let gained = f(&v, "/growth/uss_kib_per_request");

@@ -91,7 +91,7 @@ fn check(mut one: impl FnMut() -> Option<(i64, i64, i64)>) {
 fn lab_real_memory_is_what_stopping_frees() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     check(|| {
-        let mut lab = Lab::start(&["--workers", "4", "--preload-mb", "128", "--dirty-kb", "64", "--keepalive", "off"]);
+        let mut lab = Lab::start(&["--workers", "4", "--preload", "128MiB", "--dirty", "64KiB", "--keepalive", "off"]);
         // Warm every worker; each dirties some of the heap, so workers differ from the parent.
         support::bench_json(&["-c", "4", "-n", "400", &lab.url("/")]);
         let pid = lab.pid();

@@ -536,17 +536,25 @@ pub struct LabArgs {
     #[arg(long, default_value = "0ms")]
     pub io_wait: String,
 
-    /// KiB of the preloaded heap dirtied per request. Query: ?dirty=64
-    #[arg(long, default_value_t = 0)]
-    pub dirty_kb: u64,
+    /// The preloaded heap dirtied per request (e.g. 64KiB). Query: ?dirty=64 (KiB)
+    #[arg(long, value_name = "SIZE")]
+    pub dirty: Option<String>,
 
-    /// KiB allocated and never freed per request. Query: ?leak=16
-    #[arg(long, default_value_t = 0)]
-    pub leak_kb: u64,
+    /// Allocated and never freed per request (e.g. 16KiB). Query: ?leak=16 (KiB)
+    #[arg(long, value_name = "SIZE")]
+    pub leak: Option<String>,
 
-    /// Response body size in bytes. Query: ?body=1024
-    #[arg(long, default_value_t = 100)]
-    pub body_bytes: u64,
+    /// Response body size (e.g. 1KiB, 100B). Query: ?body=1024 (bytes)
+    #[arg(long, value_name = "SIZE")]
+    pub body: Option<String>,
+
+    /// The old spellings, with the unit in the name: --dirty-kb N, --leak-kb N, --body-bytes N.
+    #[arg(long, hide = true, conflicts_with = "dirty")]
+    pub dirty_kb: Option<u64>,
+    #[arg(long, hide = true, conflicts_with = "leak")]
+    pub leak_kb: Option<u64>,
+    #[arg(long, hide = true, conflicts_with = "body")]
+    pub body_bytes: Option<u64>,
 }
 
 #[derive(Debug, Args)]

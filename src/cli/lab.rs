@@ -33,11 +33,20 @@ pub fn config(a: &LabArgs) -> Result<LabConfig, InputError> {
         work: Work {
             cpu: input::duration("--cpu", &a.cpu)?,
             io_wait: input::duration("--io-wait", &a.io_wait)?,
-            dirty_kb: a.dirty_kb,
-            leak_kb: a.leak_kb,
-            body_bytes: a.body_bytes,
+            dirty_kb: sized_kib("--dirty", &a.dirty, a.dirty_kb)?.unwrap_or(0),
+            leak_kb: sized_kib("--leak", &a.leak, a.leak_kb)?.unwrap_or(0),
+            body_bytes: match (&a.body, a.body_bytes) {
+                (Some(size), _) => Some(input::size_bytes("--body", size)?),
+                (None, old) => old,
+            }
+            .unwrap_or(100),
         },
     };
     cfg.validate().map_err(InputError)?;
     Ok(cfg)
+}
+
+/// A size flag in KiB (`--dirty 64KiB`), or its old spelling's bare number (`--dirty-kb 64`).
+fn sized_kib(flag: &str, size: &Option<String>, old: Option<u64>) -> Result<Option<u64>, InputError> {
+    size.as_deref().map(|s| input::size_kib(flag, s)).transpose().map(|new| new.or(old))
 }
