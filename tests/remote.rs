@@ -350,7 +350,10 @@ fn hostile_bench(
     limit: Duration,
 ) -> (crate::support::Run, Duration) {
     let ssh = dir.join("ssh");
-    std::fs::write(&ssh, HOSTILE_SSH.replace("VERSION", env!("CARGO_PKG_VERSION"))).unwrap();
+    // This very build (version and commit), as `webtune --version` prints it.
+    let ours = crate::support::webtune(&["--version"]).stdout;
+    let version = ours.trim().strip_prefix("webtune ").unwrap();
+    std::fs::write(&ssh, HOSTILE_SSH.replace("VERSION", version)).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"));
