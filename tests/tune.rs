@@ -176,7 +176,8 @@ fn one_at_a_time_leaves_a_useless_knob_records_failures_and_resumes() {
     let f = lab_target(
         dir.path(),
         "workers = 2\ncpu = \"1ms\"\nio_wait = \"10ms\"",
-        "backlog = [511, 1024]\nworkers = [2, \"lots\", 4]",
+        // workers = 0 passes the target file's checks (a whole number) and fails at start.
+        "backlog = [511, 1024]\nworkers = [2, 0, 4]",
         "",
     );
     let v = tune(&f, &[], dir.path());
@@ -207,8 +208,12 @@ fn one_at_a_time_leaves_a_useless_knob_records_failures_and_resumes() {
     let failed: Vec<&Value> =
         v["points"].as_array().unwrap().iter().filter(|p| p["status"]["status"] == "failed").collect();
     assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0]["step"], "workers=lots");
-    assert!(failed[0]["status"]["cause"].as_str().unwrap().contains("lots"), "{}", failed[0]["status"]);
+    assert_eq!(failed[0]["step"], "workers=0");
+    assert!(
+        failed[0]["status"]["cause"].as_str().unwrap().contains("--workers must be at least 1"),
+        "{}",
+        failed[0]["status"]
+    );
     // Every point is in the journal, one line each after the header.
     let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
     assert_eq!(journal.lines().count(), 1 + v["points"].as_array().unwrap().len());
