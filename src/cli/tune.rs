@@ -170,7 +170,9 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     drop(t);
     let config = launcher.render(&found.recommended);
     let diffs = launcher.diffs(&found.recommended)?;
-    let outcome = found.into_outcome(a.strategy.name(), objective.describe(), stopped, config, diffs, points);
+    let mut outcome = found.into_outcome(a.strategy.name(), objective.describe(), stopped, config, diffs, points);
+    let grid = (!knobs.is_empty()).then(|| knobs.iter().map(|(_, values)| values.len() as u64).product());
+    outcome.cost = crate::tune::Cost::of(&outcome.points, grid, a.repeats);
     if let Some(dir) = &a.diff {
         write_diffs(dir, &outcome.diffs)?;
     }

@@ -496,6 +496,7 @@ mod tests {
             stopped: None,
             config: "webtune lab --workers 4".into(),
             diffs: Default::default(),
+            cost: Default::default(),
             points: points.clone(),
             placement: None,
         };

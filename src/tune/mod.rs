@@ -389,6 +389,9 @@ pub struct Outcome {
     /// directory. Empty when nothing of theirs changes.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub diffs: std::collections::BTreeMap<String, String>,
+    /// What the tune cost, and that against trying every configuration.
+    #[serde(default)]
+    pub cost: Cost,
     pub points: Vec<Point>,
     /// Where the server and the client ran (every point records its own too).
     #[serde(default)]
@@ -410,6 +413,60 @@ impl Step {
             .filter(|p| p.ok() && p.settings != self.before.settings)
             .max_by(|a, b| a.rps().total_cmp(&b.rps()))
             .or_else(|| self.candidates.iter().find(|p| p.settings != self.before.settings))
+    }
+}
+
+/// What a tune measured, and how that compares with measuring the full grid of its knobs'
+/// values at the same repeats.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    /// Load windows measured: every repeat, round and re-measurement.
+    pub windows: usize,
+    /// Server launches: one per point (a configuration's trial).
+    pub launches: usize,
+    /// Seconds under load, over every window.
+    pub measuring_s: f64,
+    /// Seconds of the trials, launches and warm-ups included.
+    pub trials_s: f64,
+    /// Configurations in the full grid of the knobs' values (None without knobs).
+    pub grid_configurations: Option<u64>,
+    /// The repeats each configuration of the grid would be measured (`--repeats`).
+    pub grid_repeats: usize,
+    /// The windows measured over the grid's (its configurations times the repeats).
+    pub grid_share: Option<f64>,
+}
+
+impl Cost {
+    /// The cost of `points`, against a grid of `configurations` measured `repeats` times each.
+    pub fn of(points: &[Point], configurations: Option<u64>, repeats: usize) -> Cost {
+        let windows: usize = points.iter().map(|p| p.samples.len()).sum();
+        let grid_windows = configurations.map(|c| c.saturating_mul(repeats.max(1) as u64));
+        Cost {
+            windows,
+            launches: points.len(),
+            measuring_s: points.iter().flat_map(|p| &p.samples).filter_map(|s| s.window_s).sum(),
+            trials_s: points.iter().map(|p| p.seconds).sum(),
+            grid_configurations: configurations,
+            grid_repeats: repeats.max(1),
+            grid_share: grid_windows.filter(|g| *g > 0).map(|g| windows as f64 / g as f64),
+        }
+    }
+
+    /// "Cost: 28 windows in 14 launches, 42.0 s under load (71.3 s of trials); 64% of the
+    /// full grid's windows (11 configurations x 2 repeats)".
+    pub fn describe(&self) -> String {
+        let mut out = format!(
+            "{} windows in {} launches, {:.1} s under load ({:.1} s of trials)",
+            self.windows, self.launches, self.measuring_s, self.trials_s
+        );
+        if let (Some(share), Some(c)) = (self.grid_share, self.grid_configurations) {
+            out.push_str(&format!(
+                "; {:.0}% of the full grid's windows ({c} configurations x {} repeats)",
+                share * 100.0,
+                self.grid_repeats
+            ));
+        }
+        out
     }
 }
 

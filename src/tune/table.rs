@@ -228,6 +228,9 @@ pub fn report(o: &Outcome) -> String {
     for (knob, value, why) in &o.evidence {
         let _ = writeln!(out, "  {knob} = {value}: {why}");
     }
+    if o.cost.launches > 0 {
+        let _ = writeln!(out, "\nCost: {}", o.cost.describe());
+    }
     out
 }
 
@@ -252,6 +255,7 @@ impl Found {
             stopped,
             config,
             diffs,
+            cost: Default::default(),
             placement: points.iter().find_map(|p| p.placement.clone()),
             points,
         }
