@@ -5,6 +5,8 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use webtune::bench::access_log::grouped;
+
 use crate::support::nginx::Nginx;
 use crate::support::{bench_json, float, num, webtune};
 
@@ -141,18 +143,6 @@ fn a_logs_mix_is_replayed_and_what_is_left_out_is_counted_exactly() {
     let (v, run) = bench_json(&["--urls", file.to_str().unwrap(), "-c", "2", "-n", "300", &base]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(v["options"]["order"], "weighted");
-}
-
-fn grouped(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[test]

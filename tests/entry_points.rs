@@ -102,21 +102,7 @@ fn tune_django(adapter: &str, native_workers: &str) {
         ),
     );
     let journal = dir.path().join("journal.jsonl");
-    let run = webtune_with_limit(
-        &[
-            "tune",
-            f.to_str().unwrap(),
-            "--json",
-            "--quiet",
-            "--repeats",
-            "1",
-            "--max-rounds",
-            "2",
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
-        Duration::from_secs(300),
-    );
+    let run = crate::support::quick_tune(&f, &["--journal", journal.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
     let points = v["points"].as_array().unwrap();

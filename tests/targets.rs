@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use webtune::server::{self, Running, TargetFile};
 
-use crate::support::{bench_json, find_program, missing};
+use crate::support::{bench_json, have, missing};
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
@@ -17,17 +17,6 @@ fn examples() -> PathBuf {
 /// A target file written next to the examples (so `app` paths resolve the same way).
 fn target(text: &str) -> TargetFile {
     TargetFile::parse(text, &examples().join("test.toml")).unwrap_or_else(|e| panic!("{}", e.0))
-}
-
-/// Whether the programs a test needs are here; under CI they must be.
-fn have(programs: &[&str]) -> bool {
-    for p in programs {
-        if find_program(p).is_none() {
-            missing(p);
-            return false;
-        }
-    }
-    true
 }
 
 fn alive(pid: i32) -> bool {

@@ -193,8 +193,7 @@ fn a_debian_tree_with_a_mod_perl_site_is_tuned_and_its_diff_applies() {
     let d = diffs.to_str().unwrap();
     let journal = user.path().join("journal.jsonl");
     let j = journal.to_str().unwrap();
-    let args = ["--diff", d, "--journal", j, "--repeats", "1", "--max-rounds", "2", "--json"];
-    let run = webtune_with_limit(&[&["tune", target.to_str().unwrap()][..], &args].concat(), Duration::from_secs(300));
+    let run = support::quick_tune(&target, &["--diff", d, "--journal", j]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let workers = v["recommended"]

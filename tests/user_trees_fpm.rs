@@ -12,18 +12,7 @@ use std::time::Duration;
 
 use webtune::server::{self, TargetFile};
 
-use crate::support::{find_program, missing, webtune_with_limit};
-
-/// Whether the programs a test needs are here; under CI they must be.
-fn have(programs: &[&str]) -> bool {
-    for p in programs {
-        if find_program(p).is_none() {
-            missing(p);
-            return false;
-        }
-    }
-    true
-}
+use crate::support::{find_program, have, missing, webtune_with_limit};
 
 /// Debian's php-fpm binary (php-fpm8.2) and its version directory under /etc/php.
 fn php_fpm() -> Option<(String, String)> {
@@ -44,8 +33,10 @@ fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-/// Replaces `from` with `to` in the file at `path` (the test's own copy).
+/// Replaces the text `from` with `to` in the file at `path`, which must be the test's own copy
+/// (in the temporary directory): `from` may name /etc, the file written never lies there.
 fn rewrite(path: &Path, from: &str, to: &str) {
+    assert!(path.starts_with(std::env::temp_dir()) && !path.starts_with("/etc"), "{}: not a copy", path.display());
     let text = std::fs::read_to_string(path).unwrap();
     std::fs::write(path, text.replace(from, to)).unwrap();
 }
@@ -189,21 +180,7 @@ fn php_site_behind_the_users_nginx_tunes_the_pool_file() {
 
     // The tune: its answer is a diff of the pool file alone.
     let diffs = tmp.path().join("diffs");
-    let run = webtune_with_limit(
-        &[
-            "tune",
-            target.to_str().unwrap(),
-            "--json",
-            "--quiet",
-            "--repeats",
-            "1",
-            "--max-rounds",
-            "2",
-            "--diff",
-            diffs.to_str().unwrap(),
-        ],
-        Duration::from_secs(300),
-    );
+    let run = crate::support::quick_tune(&target, &["--diff", diffs.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{}\n{}", run.stderr, run.stdout);
     let diff = std::fs::read_to_string(diffs.join("php-fpm.diff")).expect("php-fpm.diff");
     assert!(!diffs.join("nginx.diff").exists(), "the front is not tuned");

@@ -83,12 +83,18 @@ fn adapter_name(name: &str) -> Result<&'static str, InputError> {
     })
 }
 
-/// A process's command line, its arguments apart (a server that rewrote its title, as nginx
-/// and php-fpm do, has one argument holding it all).
+/// A process's command line, its arguments apart. A server that rewrote its title, as nginx
+/// and php-fpm do ("nginx: master process /usr/sbin/nginx -c /etc/nginx/nginx.conf"), has one
+/// argument holding it all: its words are the arguments.
 fn cmdline(pid: i32) -> Result<Vec<String>, InputError> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline"))
         .map_err(|e| InputError(format!("--pid {pid}: cannot read its command line: {e}")))?;
-    Ok(raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect())
+    let args: Vec<String> =
+        raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    Ok(match args.as_slice() {
+        [title] if title.contains(' ') => title.split_whitespace().map(String::from).collect(),
+        _ => args,
+    })
 }
 
 fn exe(pid: i32) -> Option<PathBuf> {
@@ -128,12 +134,7 @@ fn from_pid(pid: i32) -> Result<Found, InputError> {
         return Err(InputError(format!("--pid {pid}: no such process")));
     }
     let master = master_of(pid);
-    let mut args = cmdline(master)?;
-    // A rewritten title ("nginx: master process /usr/sbin/nginx -c /etc/nginx/nginx.conf"):
-    // its words are the arguments.
-    if args.len() == 1 && args[0].contains(' ') {
-        args = args[0].split_whitespace().map(String::from).collect();
-    }
+    let args = cmdline(master)?;
     let program = exe(master).map(|p| p.display().to_string()).unwrap_or_default();
     let base = Path::new(&program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let joined = args.join(" ");
@@ -214,10 +215,7 @@ fn fronted(found: &mut Found, config: &Path) {
         .values()
         .filter(|p| p.name == "nginx" && table.get(&p.ppid).is_none_or(|parent| parent.name != "nginx"))
         .filter_map(|p| {
-            let mut args = cmdline(p.pid).ok()?;
-            if args.len() == 1 && args[0].contains(' ') {
-                args = args[0].split_whitespace().map(String::from).collect();
-            }
+            let args = cmdline(p.pid).ok()?;
             let cwd = std::fs::read_link(format!("/proc/{}/cwd", p.pid)).unwrap_or_default();
             Some(cwd.join(nginx_config(&args)))
         })

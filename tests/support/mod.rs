@@ -60,6 +60,14 @@ pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
     webtune_via(&[], args, limit)
 }
 
+/// A short tune of `target` as the tests run one: `--json --quiet --repeats 1 --max-rounds 2`,
+/// then `extra`, within 300 s.
+pub fn quick_tune(target: &std::path::Path, extra: &[&str]) -> Run {
+    let mut args = vec!["tune", target.to_str().unwrap(), "--json", "--quiet", "--repeats", "1", "--max-rounds", "2"];
+    args.extend_from_slice(extra);
+    webtune_with_limit(&args, Duration::from_secs(300))
+}
+
 /// The unprivileged user and group tests drop to, with `setpriv` (util-linux).
 pub const NOBODY: [&str; 6] = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups"];
 
@@ -234,4 +242,15 @@ pub fn missing(what: &str) {
         panic!("{what} is not installed; the README's test command installs it");
     }
     eprintln!("SKIPPED: {what} is not installed (run the README's test command to install it)");
+}
+
+/// Whether the programs a test needs are here; under CI they must be.
+pub fn have(programs: &[&str]) -> bool {
+    for p in programs {
+        if find_program(p).is_none() {
+            missing(p);
+            return false;
+        }
+    }
+    true
 }

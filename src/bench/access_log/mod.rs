@@ -164,7 +164,7 @@ impl LogSummary {
 }
 
 /// 48112 -> "48,112".
-fn grouped(n: u64) -> String {
+pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
