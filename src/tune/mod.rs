@@ -324,6 +324,13 @@ pub enum Verdict {
     /// The interval lies wholly below zero: a loss beyond noise, which "no effect" would hide.
     #[serde(rename = "worse")]
     Worse,
+    /// Its tail (p99.9) is many times the incumbent's: refused whatever its throughput.
+    #[serde(rename = "worse tail")]
+    WorseTail,
+    /// No number of rounds up to the cap could settle the change (its interval, projected to
+    /// the cap, still straddles the threshold): the cheaper configuration is the one kept.
+    #[serde(rename = "cheaper")]
+    Cheaper,
     /// Neither, within the rounds allowed: the incumbent is kept, and the report says so.
     #[serde(rename = "undecided")]
     Undecided,
@@ -336,6 +343,8 @@ impl Verdict {
             Verdict::Adopted => "adopted",
             Verdict::NoEffect => "no effect",
             Verdict::Worse => "worse",
+            Verdict::WorseTail => "worse tail",
+            Verdict::Cheaper => "cheaper",
             Verdict::Undecided => "undecided",
         }
     }

@@ -221,6 +221,25 @@ impl Point {
         (!tails.is_empty()).then(|| median(&tails))
     }
 
+    /// The tail of all its windows' requests pooled: their histograms added, so that a tail
+    /// one window in ten shows (a connection held for a second in the accept queue) is not
+    /// lost in a median of windows. None when no window kept a histogram.
+    pub fn tail(&self) -> Option<Tail> {
+        let mut all: Option<hdrhistogram::Histogram<u64>> = None;
+        for h in self.samples.iter().filter_map(|s| crate::aggregate::codec::decode(s.histogram.as_deref()?).ok()) {
+            match &mut all {
+                Some(a) => a.add(&h).ok()?,
+                None => all = Some(h),
+            }
+        }
+        let all = all.filter(|h| !h.is_empty())?;
+        Some(Tail {
+            requests: all.len(),
+            p999_ms: all.value_at_quantile(0.999) as f64 / 1000.0,
+            max_ms: all.max() as f64 / 1000.0,
+        })
+    }
+
     /// The memory figures of the repeat whose workers cost most (the conservative one).
     pub fn memory(&self) -> Option<&MemUse> {
         self.samples.iter().filter_map(|s| s.memory.as_ref()).max_by_key(|m| m.worker_uss_max_kib)
@@ -239,6 +258,25 @@ impl Point {
             Status::Failed { cause } => Some(cause),
             Status::Ok => None,
         }
+    }
+}
+
+/// The far end of a point's latency, over all its windows' requests.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tail {
+    /// Requests the histograms hold.
+    pub requests: u64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Tail {
+    /// p99.9 rests on at least this many requests beyond it: fewer, and it is one request.
+    const BEYOND: u64 = 5;
+
+    /// Whether enough requests were counted for p99.9 to be more than the slowest one or two.
+    pub fn resolved(&self) -> bool {
+        self.requests >= Self::BEYOND * 1000
     }
 }
 

@@ -4,7 +4,7 @@
 //! operating point by more than the threshold are judged again at the new point, pass after
 //! pass, until a pass changes nothing.
 
-use super::verdict::{Challenger, Judgement, effect_text, judge_growing};
+use super::verdict::{Challenger, Judgement, Shortcut, effect_text, judge_growing, judged_text};
 use super::{Found, Knobs, value};
 use crate::tune::objective::fits;
 use crate::tune::{Point, Settings, Step, Tuner, Verdict};
@@ -126,6 +126,7 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             let context = Context {
                 admitted: t.objective.admits(&j.incumbent),
                 threshold: t.judging.threshold_pct,
+                max_rounds: t.judging.max_rounds,
                 again: pass > 0,
                 objective: &t.objective,
                 cut_short: t.stopped.as_deref(),
@@ -307,6 +308,8 @@ struct Context<'a> {
     cut_short: Option<&'a str>,
     /// Values the step was to try but never measured (the run stopped first).
     never_measured: Vec<String>,
+    /// Rounds at the most (--max-rounds).
+    max_rounds: usize,
 }
 
 fn step_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> String {
@@ -316,25 +319,7 @@ fn step_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Strin
     let tried: Vec<String> = j
         .challengers
         .iter()
-        .map(|c| match (&c.effect, c.point.cause()) {
-            (_, Some(cause)) => format!("{}={} failed: {cause}", knob, c.value),
-            (Some(e), None) => {
-                format!("{}={} {:.1} req/s {} {}", knob, c.value, c.point.rps(), effect_text(e), c.verdict.word())
-            }
-            (None, None) if cx.objective.admits(&c.point) && !cx.admitted => {
-                format!("{}={} {:.1} req/s: meets the objective", knob, c.value, c.point.rps())
-            }
-            (None, None) if cx.objective.admits(&c.point) => {
-                format!("{}={} {:.1} req/s: too few rounds for an interval", knob, c.value, c.point.rps())
-            }
-            (None, None) => format!(
-                "{}={} {:.1} req/s: misses the objective{}",
-                knob,
-                c.value,
-                c.point.rps(),
-                if fits(&c.point) { "" } else { " (its workers do not fit the memory budget)" }
-            ),
-        })
+        .map(|c| judged_text(&format!("{knob}={}", c.value), c, cx.objective, cx.admitted))
         .collect();
     // A step the run stopped in: only what was measured is reported, nothing is claimed of
     // the rest. (An adoption already sure before the stop stands, below.)
@@ -353,7 +338,13 @@ fn step_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Strin
             tried.join("; ")
         );
     }
-    let rounds = format!("{} interleaved rounds", j.rounds);
+    let rounds = match j.lengthened {
+        Some(secs) => format!(
+            "{} interleaved rounds (the windows scattered too widely for a verdict: lengthened to {secs:.1} s)",
+            j.rounds
+        ),
+        None => format!("{} interleaved rounds", j.rounds),
+    };
     if !admitted && j.chosen.is_none() {
         return format!(
             "{knob} stays {before} ({:.1} req/s), though it misses the objective (an SLO, or the memory budget): no value tried meets it either, after {rounds}{again} [{}]",
@@ -364,7 +355,12 @@ fn step_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Strin
     match (j.verdict, j.chosen) {
         (Verdict::Adopted, Some(i)) => {
             let c = &j.challengers[i];
-            let change = c.effect.as_ref().map_or("meets the objective the incumbent misses".to_string(), effect_text);
+            let mut change =
+                c.effect.as_ref().map_or("meets the objective the incumbent misses".to_string(), effect_text);
+            if let Some(Shortcut::Tail { incumbent, challenger }) = c.shortcut {
+                change +=
+                    &format!(", adopted for its tail: p99.9 {:.1} -> {:.1} ms", incumbent.p999_ms, challenger.p999_ms);
+            }
             format!(
                 "{knob} {before} -> {}: {:.1} -> {:.1} req/s, {change} (99% interval), p99 {:.2} -> {:.2} ms; adopted over {rounds}{again} [{}]",
                 c.value,
@@ -376,13 +372,38 @@ fn step_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Strin
             )
         }
         (Verdict::Worse, _) => format!(
-            "{knob} stays {before} ({:.1} req/s): every value tried is worse, its 99% interval wholly below zero (over {rounds}){again} [{}]",
+            "{knob} stays {before} ({:.1} req/s): every value tried is worse (over {rounds}){again} [{}]",
             here.rps(),
+            tried.join("; ")
+        ),
+        (Verdict::WorseTail, _) => format!(
+            "{knob} stays {before} ({:.1} req/s, p99.9 {}): every value tried has a tail many times longer, not traded for throughput (over {rounds}){again} [{}]",
+            here.rps(),
+            here.tail().map_or("-".into(), |t| format!("{:.1} ms", t.p999_ms)),
+            tried.join("; ")
+        ),
+        (Verdict::Cheaper, Some(i)) => format!(
+            "{knob} {before} -> {}: no number of rounds up to {} could settle the change, and {} costs less (fewer workers, or a tenth less memory): kept as the cheaper, over {rounds}{again} [{}]",
+            j.challengers[i].value,
+            cx.max_rounds,
+            j.challengers[i].value,
+            tried.join("; ")
+        ),
+        (Verdict::Cheaper, None) => format!(
+            "{knob} stays {before} ({:.1} req/s): no number of rounds up to {} could settle the change, and {before} costs less: kept as the cheaper, over {rounds}{again} [{}]",
+            here.rps(),
+            cx.max_rounds,
             tried.join("; ")
         ),
         (Verdict::NoEffect, _) => format!(
             "{knob} stays {before} ({:.1} req/s): no effect, no value within the objective can gain {threshold}% (99% intervals over {rounds}){again} [{}]",
             here.rps(),
+            tried.join("; ")
+        ),
+        _ if j.challengers.iter().any(|c| matches!(c.shortcut, Some(Shortcut::CannotSettle { .. }))) => format!(
+            "{knob} stays {before} ({:.1} req/s): undecided after {rounds}, and no number of rounds up to {} could settle it (the intervals projected to the cap allow neither a gain of {threshold}% nor its absence); kept{again} [{}]",
+            here.rps(),
+            cx.max_rounds,
             tried.join("; ")
         ),
         _ => format!(

@@ -3,8 +3,11 @@
 //! drift of the machine hits all alike; the change judged on the pairs of each round with an
 //! interval; more rounds only while the verdict is open, up to a cap.
 
+use std::time::Duration;
+
 use crate::stats::Effect;
-use crate::tune::objective::fits;
+use crate::tune::objective::{Objective, fits};
+use crate::tune::point::Tail;
 use crate::tune::trial::Load;
 use crate::tune::{Point, Settings, Tuner, Verdict};
 
@@ -24,6 +27,21 @@ pub struct Judged {
     /// objective's constraint.
     pub effect: Option<Effect>,
     pub verdict: Verdict,
+    /// What settled it other than an interval clearing the threshold, when something did.
+    pub shortcut: Option<Shortcut>,
+}
+
+/// What settled a challenger before (or instead of) an interval clearing the threshold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Shortcut {
+    /// Its windows fell far below the incumbent's of the same rounds: at most `share` of them.
+    FarBelow { share: f64, windows: usize },
+    /// No number of rounds up to the cap could settle it: the interval projected to the cap
+    /// from the spread of the rounds so far.
+    CannotSettle { projected: Effect },
+    /// The tails (p99.9 of all their windows' requests) differ by `TAIL_RATIO` or more: the
+    /// challenger refused for its own, or adopted for the incumbent's.
+    Tail { incumbent: Tail, challenger: Tail },
 }
 
 /// What a comparison found.
@@ -31,12 +49,17 @@ pub struct Judgement {
     /// The incumbent's windows as one point.
     pub incumbent: Point,
     pub challengers: Vec<Judged>,
-    /// The adopted challenger (the largest gain among those adopted).
+    /// The adopted challenger (the largest gain among those adopted; or the cheaper one, when
+    /// no number of rounds could settle the gain).
     pub chosen: Option<usize>,
     /// The step's verdict: adopted; worse when every challenger is a sure loss; no effect
-    /// when no challenger can gain the threshold; undecided otherwise.
+    /// when no challenger can gain the threshold; cheaper when the rounds could not settle it
+    /// and one configuration costs less; undecided otherwise.
     pub verdict: Verdict,
     pub rounds: usize,
+    /// The windows were lengthened to this many seconds because they scattered too widely for
+    /// the rounds allowed (the rounds before, at the load's own windows, were a pilot).
+    pub lengthened: Option<f64>,
 }
 
 impl Judgement {
@@ -75,6 +98,26 @@ pub fn classify(e: &Effect, threshold_pct: f64) -> Verdict {
     }
 }
 
+/// A window under this share of the incumbent's in the same round is far below anything a
+/// contender's noise explains (windows scattering by +-20% give ratios down to about 0.67);
+/// two under `FAR_BELOW_TWICE` are too. One window settles such a challenger, not three.
+const FAR_BELOW_ONCE: f64 = 0.6;
+const FAR_BELOW_TWICE: f64 = 0.75;
+
+/// Tails (p99.9) this many times apart, and at least `TAIL_MS` apart, are a different service,
+/// whatever the throughput: half the connections waiting a second in the accept queue behind
+/// kept-alive ones is not bought by a few percent more requests per second (seed 001).
+const TAIL_RATIO: f64 = 5.0;
+const TAIL_MS: f64 = 20.0;
+/// A challenger whose tail is `TAIL_RATIO` times better is adopted for it unless it loses
+/// more than this share of the throughput, %.
+const TAIL_LOSS_PCT: f64 = 10.0;
+
+/// Windows are lengthened at most this many times, once per comparison, when they scatter
+/// too widely for any verdict within the rounds allowed; and never past `MAX_WINDOW`.
+const MAX_LENGTHEN: f64 = 8.0;
+const MAX_WINDOW: Duration = Duration::from_secs(30);
+
 /// The name of round `round` (0-based) of a measurement named `name`.
 fn round_name(name: &str, round: usize) -> String {
     if round == 0 { name.to_string() } else { format!("{name} #{}", round + 1) }
@@ -102,107 +145,237 @@ pub type Grow<'g> = dyn FnMut(Option<&Point>, &[Challenger], &[Option<Point>]) -
 /// As `judge`; after each round `grow` may add challengers that the windows so far suggest
 /// (a configuration that only a measurement can name). Each new one gets rounds of its own,
 /// interleaved with the others' and paired with the incumbent's of the same rounds.
+///
+/// When no challenger could be settled within the rounds allowed because the windows scatter
+/// too widely, the comparison is run once more with longer windows (the noise of a window's
+/// mean falls with its length), for those challengers only; the first rounds were a pilot.
 pub fn judge_growing(
     t: &mut Tuner,
     load: &Load,
     incumbent_name: &str,
     incumbent: &Settings,
-    mut challengers: Vec<Challenger>,
+    challengers: Vec<Challenger>,
     name_of: &dyn Fn(&str) -> String,
     grow: &mut Grow,
 ) -> Option<Judgement> {
-    let j = t.judging;
     // A window seen over the budget settles its configuration (see `assess`): it ends there.
-    let settling = load.settling_over_budget();
-    // The challengers share the step's error rate (Bonferroni).
-    let confidence_of = |k: usize| 1.0 - (1.0 - j.confidence) / k.max(1) as f64;
-    let all = |w: &[Option<Point>]| w.iter().flatten().cloned().collect::<Vec<_>>();
-    let own = |w: &[Option<Point>]| w.iter().flatten().count();
-    let mut windows: Vec<Vec<Option<Point>>> = vec![Vec::new(); challengers.len() + 1];
-    // Challengers whose verdict more rounds cannot change.
-    let mut settled = vec![false; challengers.len() + 1];
-    // Rounds each configuration may take, and whether its unused ones have left the plan.
-    let (least, most) = (j.min_rounds, j.max_rounds.max(j.min_rounds));
-    let mut released = vec![false; challengers.len() + 1];
-    let mut rounds = 0;
-    'rounds: loop {
-        let n = challengers.len() + 1;
-        let open: Vec<usize> =
-            (1..n).filter(|&i| !settled[i] && own(&windows[i]) < j.max_rounds.max(j.min_rounds)).collect();
-        if open.is_empty() && (n > 1 || rounds >= j.min_rounds) {
-            break;
+    let load = load.settling_over_budget();
+    // The challengers share the step's error rate (Bonferroni), the later attempt included.
+    let mut pilot = Rounds::run(t, &load, incumbent_name, incumbent, challengers, name_of, grow, 0)?;
+    let family = pilot.challengers.len();
+    let mut judged = pilot.judge(t, family, name_of);
+    let mut incumbent_point = pilot.incumbent(incumbent_name)?;
+    let mut rounds = pilot.rounds;
+    let mut lengthened = None;
+    if let Some(longer) = lengthen(t, &load, &judged) {
+        let again: Vec<Challenger> = pilot
+            .challengers
+            .drain(..)
+            .filter(|c| judged.iter().any(|j| j.value == c.value && is_unsettleable(j)))
+            .collect();
+        let secs = longer.duration().as_secs_f64();
+        t.note(&format!(
+            "{incumbent_name}: the windows scattered too widely for a verdict within {} rounds: measured again in windows of {secs:.1} s",
+            t.judging.max_rounds
+        ));
+        let long_name = |v: &str| format!("{} ({secs:.0} s windows)", name_of(v));
+        let long_incumbent = format!("{incumbent_name} ({secs:.0} s windows)");
+        if let Some(second) = Rounds::run(t, &longer, &long_incumbent, incumbent, again, &long_name, grow, family) {
+            let mut better = second.judge(t, family, name_of);
+            if let Some(p) = second.incumbent(incumbent_name) {
+                incumbent_point = p;
+                judged.retain(|j| !better.iter().any(|b| b.value == j.value));
+                judged.append(&mut better);
+                rounds += second.rounds;
+                lengthened = Some(secs);
+            }
         }
-        let r = rounds;
-        let mut order: Vec<usize> = std::iter::once(0).chain(open).collect();
-        if r % 2 == 1 {
-            order.reverse();
+    }
+    Some(conclude(t, incumbent_point, judged, rounds, lengthened))
+}
+
+/// Whether more rounds up to the cap could not have settled this challenger.
+fn is_unsettleable(j: &Judged) -> bool {
+    matches!(j.shortcut, Some(Shortcut::CannotSettle { .. }))
+}
+
+/// The longer windows to judge again with, when nothing was adopted and a challenger could
+/// not be settled because its interval, projected to the cap, is wider than the threshold
+/// (noise, not a mean sitting at the threshold, which longer windows would not move); None
+/// when the load is not a steady, time-bound one or the windows are long already.
+fn lengthen(t: &Tuner, load: &Load, judged: &[Judged]) -> Option<Load> {
+    if judged.iter().any(|j| j.verdict == Verdict::Adopted) || t.stopped.is_some() {
+        return None;
+    }
+    let steady = load.warm
+        && load.idle_before.is_zero()
+        && load.spec.duration.is_some()
+        && load.spec.requests.is_none()
+        && load.spec.stages.is_none();
+    let window = load.duration();
+    let threshold = (t.judging.threshold_pct / 100.0).ln_1p();
+    // The widest projected half-width, in log ratio.
+    let widest = judged
+        .iter()
+        .filter_map(|j| match j.shortcut {
+            Some(Shortcut::CannotSettle { projected }) => {
+                Some(((projected.high_pct / 100.0).ln_1p() - (projected.low_pct / 100.0).ln_1p()) / 2.0)
+            }
+            _ => None,
+        })
+        .fold(0.0, f64::max);
+    if !steady || widest <= threshold || window * 2 > MAX_WINDOW {
+        return None;
+    }
+    // White noise: the half-width falls with the square root of the window's length.
+    let factor = (widest / threshold).powi(2).clamp(2.0, MAX_LENGTHEN).ceil();
+    let longer = window.mul_f64(factor).min(MAX_WINDOW);
+    Some(load.windowed(longer))
+}
+
+/// The windows of one comparison's rounds.
+struct Rounds {
+    challengers: Vec<Challenger>,
+    /// Per configuration (the incumbent first), its window of each round (None: not measured).
+    windows: Vec<Vec<Option<Point>>>,
+    rounds: usize,
+}
+
+impl Rounds {
+    /// Measures rounds until every challenger is settled or at the cap. `family`: challengers
+    /// of the whole comparison, when more than these (0: these).
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        t: &mut Tuner,
+        load: &Load,
+        incumbent_name: &str,
+        incumbent: &Settings,
+        mut challengers: Vec<Challenger>,
+        name_of: &dyn Fn(&str) -> String,
+        grow: &mut Grow,
+        family: usize,
+    ) -> Option<Rounds> {
+        let j = t.judging;
+        let own = |w: &[Option<Point>]| w.iter().flatten().count();
+        let all = |w: &[Option<Point>]| w.iter().flatten().cloned().collect::<Vec<_>>();
+        let mut windows: Vec<Vec<Option<Point>>> = vec![Vec::new(); challengers.len() + 1];
+        // Challengers whose verdict more rounds cannot change.
+        let mut settled = vec![false; challengers.len() + 1];
+        // Rounds each configuration may take, and whether its unused ones have left the plan.
+        let (least, most) = (j.min_rounds, j.max_rounds.max(j.min_rounds));
+        let mut released = vec![false; challengers.len() + 1];
+        let mut rounds = 0;
+        'rounds: loop {
+            let n = challengers.len() + 1;
+            let open: Vec<usize> = (1..n).filter(|&i| !settled[i] && own(&windows[i]) < most).collect();
+            if open.is_empty() && (n > 1 || rounds >= j.min_rounds) {
+                break;
+            }
+            let r = rounds;
+            let mut order: Vec<usize> = std::iter::once(0).chain(open).collect();
+            if r % 2 == 1 {
+                order.reverse();
+            }
+            for w in windows.iter_mut() {
+                w.push(None);
+            }
+            for i in order {
+                let (name, settings) = match i {
+                    0 => (round_name(incumbent_name, r), incumbent),
+                    _ => (
+                        round_name(&name_of(&challengers[i - 1].value), own(&windows[i])),
+                        &challengers[i - 1].settings,
+                    ),
+                };
+                // A round past the least the plan counted on.
+                let beyond = if i == 0 { r >= least } else { own(&windows[i]) >= least };
+                let Some(p) = t.window(&name, settings, load) else { break 'rounds };
+                if beyond {
+                    t.plan.beyond_least();
+                }
+                let ok = p.ok();
+                windows[i][r] = Some(p);
+                if !ok && i == 0 {
+                    rounds = r + 1;
+                    break 'rounds;
+                }
+            }
+            rounds = r + 1;
+            let confidence = confidence_of(t, family.max(challengers.len()));
+            for i in 1..n {
+                settled[i] = assess(t, &windows[0], &windows[i], confidence).settled;
+                // Settled early: the rounds it will not take leave the plan (and the ETA).
+                if settled[i] && !released[i] {
+                    released[i] = true;
+                    let had = own(&windows[i]);
+                    t.plan.release(least.saturating_sub(had), most.saturating_sub(had));
+                }
+            }
+            let so_far: Vec<Option<Point>> = windows[1..].iter().map(|w| Point::combine("", &all(w))).collect();
+            let here = Point::combine("", &all(&windows[0]));
+            for c in grow(here.as_ref(), &challengers, &so_far) {
+                if c.settings != *incumbent && !challengers.iter().any(|x| x.settings == c.settings) {
+                    challengers.push(c);
+                    windows.push(vec![None; rounds]);
+                    settled.push(false);
+                    released.push(false);
+                    t.plan.add(least, most);
+                }
+            }
         }
-        for w in windows.iter_mut() {
-            w.push(None);
+        // The incumbent's rounds not taken, and those of challengers the run stopped before.
+        t.plan.release(least.saturating_sub(rounds), most.saturating_sub(rounds));
+        for i in (1..windows.len()).filter(|&i| !released[i]) {
+            let had = own(&windows[i]);
+            t.plan.release(least.saturating_sub(had), most.saturating_sub(had));
         }
-        for i in order {
-            let (name, settings) = match i {
-                0 => (round_name(incumbent_name, r), incumbent),
-                _ => (round_name(&name_of(&challengers[i - 1].value), own(&windows[i])), &challengers[i - 1].settings),
+        // Nothing of the incumbent measured: nothing to judge against.
+        windows[0].iter().flatten().next()?;
+        Some(Rounds { challengers, windows, rounds })
+    }
+
+    /// The incumbent's windows as one point.
+    fn incumbent(&self, name: &str) -> Option<Point> {
+        Point::combine(name, &self.windows[0].iter().flatten().cloned().collect::<Vec<_>>())
+    }
+
+    /// Each measured challenger judged against the incumbent, at the confidence of `family`.
+    fn judge(&self, t: &Tuner, family: usize, name_of: &dyn Fn(&str) -> String) -> Vec<Judged> {
+        let confidence = confidence_of(t, family.max(self.challengers.len()));
+        let mut judged = Vec::new();
+        for (i, c) in self.challengers.iter().enumerate() {
+            let w = &self.windows[i + 1];
+            let Some(point) = Point::combine(&name_of(&c.value), &w.iter().flatten().cloned().collect::<Vec<_>>())
+            else {
+                continue;
             };
-            // A round past the least the plan counted on.
-            let beyond = if i == 0 { r >= least } else { own(&windows[i]) >= least };
-            let Some(p) = t.window(&name, settings, &settling) else { break 'rounds };
-            if beyond {
-                t.plan.beyond_least();
-            }
-            let ok = p.ok();
-            windows[i][r] = Some(p);
-            if !ok && i == 0 {
-                rounds = r + 1;
-                break 'rounds;
-            }
+            let a = assess(t, &self.windows[0], w, confidence);
+            judged.push(Judged {
+                value: c.value.clone(),
+                point,
+                effect: a.effect,
+                verdict: a.verdict,
+                shortcut: a.shortcut,
+            });
         }
-        rounds = r + 1;
-        let confidence = confidence_of(challengers.len());
-        for i in 1..n {
-            let enough = own(&windows[i]) >= j.min_rounds;
-            settled[i] = assess(t, &windows[0], &windows[i], confidence, enough).settled;
-            // Settled early: the rounds it will not take leave the plan (and the ETA).
-            if settled[i] && !released[i] {
-                released[i] = true;
-                let had = own(&windows[i]);
-                t.plan.release(least.saturating_sub(had), most.saturating_sub(had));
-            }
-        }
-        let so_far: Vec<Option<Point>> = windows[1..].iter().map(|w| Point::combine("", &all(w))).collect();
-        let here = Point::combine("", &all(&windows[0]));
-        for c in grow(here.as_ref(), &challengers, &so_far) {
-            if c.settings != *incumbent && !challengers.iter().any(|x| x.settings == c.settings) {
-                challengers.push(c);
-                windows.push(vec![None; rounds]);
-                settled.push(false);
-                released.push(false);
-                t.plan.add(least, most);
-            }
-        }
+        judged
     }
-    // The incumbent's rounds not taken, and those of challengers the run stopped before.
-    t.plan.release(least.saturating_sub(rounds), most.saturating_sub(rounds));
-    for i in (1..windows.len()).filter(|&i| !released[i]) {
-        let had = own(&windows[i]);
-        t.plan.release(least.saturating_sub(had), most.saturating_sub(had));
-    }
-    let incumbent_point = Point::combine(incumbent_name, &all(&windows[0]))?;
-    let confidence = confidence_of(challengers.len());
-    let mut judged = Vec::new();
-    for (i, c) in challengers.iter().enumerate() {
-        let Some(point) = Point::combine(&name_of(&c.value), &all(&windows[i + 1])) else { continue };
-        let a = assess(t, &windows[0], &windows[i + 1], confidence, own(&windows[i + 1]) >= j.min_rounds);
-        judged.push(Judged { value: c.value.clone(), point, effect: a.effect, verdict: a.verdict });
-    }
+}
+
+/// The confidence each of `k` challengers is judged at, so that together they keep the step's.
+fn confidence_of(t: &Tuner, k: usize) -> f64 {
+    1.0 - (1.0 - t.judging.confidence) / k.max(1) as f64
+}
+
+/// The step's verdict from its challengers' verdicts.
+fn conclude(t: &Tuner, incumbent: Point, judged: Vec<Judged>, rounds: usize, lengthened: Option<f64>) -> Judgement {
     // The largest gain; a challenger adopted because it meets an objective the incumbent
     // misses has no gain to measure against it: the best score among those.
     let gain = |c: &Judged| match c.effect {
         Some(e) => (1, e.pct),
         None => (0, t.objective.score(&c.point).unwrap_or(f64::MIN)),
     };
-    let chosen = judged
+    let mut chosen = judged
         .iter()
         .enumerate()
         .filter(|(_, c)| c.verdict == Verdict::Adopted)
@@ -211,16 +384,52 @@ pub fn judge_growing(
             a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
         })
         .map(|(i, _)| i);
+    let decided = |c: &Judged| matches!(c.verdict, Verdict::NoEffect | Verdict::Worse | Verdict::WorseTail);
     let verdict = if chosen.is_some() {
         Verdict::Adopted
-    } else if !judged.is_empty() && judged.iter().all(|c| c.verdict == Verdict::Worse) {
+    } else if !judged.is_empty() && judged.iter().all(|c| c.verdict == Verdict::WorseTail) {
+        Verdict::WorseTail
+    } else if !judged.is_empty() && judged.iter().all(|c| matches!(c.verdict, Verdict::Worse | Verdict::WorseTail)) {
         Verdict::Worse
-    } else if !judged.is_empty() && judged.iter().all(|c| matches!(c.verdict, Verdict::NoEffect | Verdict::Worse)) {
+    } else if !judged.is_empty() && judged.iter().all(decided) {
         Verdict::NoEffect
+    } else if !judged.is_empty() && judged.iter().all(|c| decided(c) || is_unsettleable(c)) {
+        // No number of rounds could tell them apart: the cheaper configuration serves as well
+        // as far as anyone can measure, so it is the one to deploy.
+        let unsettled: Vec<usize> = (0..judged.len()).filter(|&i| is_unsettleable(&judged[i])).collect();
+        let cheapest = unsettled.iter().copied().filter(|&i| cheaper(&judged[i].point, &incumbent)).min_by(|&a, &b| {
+            let (a, b) = (&judged[a].point, &judged[b].point);
+            if cheaper(a, b) {
+                std::cmp::Ordering::Less
+            } else if cheaper(b, a) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+        let incumbent_cheaper = unsettled.iter().all(|&i| cheaper(&incumbent, &judged[i].point));
+        chosen = cheapest;
+        if cheapest.is_some() || incumbent_cheaper { Verdict::Cheaper } else { Verdict::Undecided }
     } else {
         Verdict::Undecided
     };
-    Some(Judgement { incumbent: incumbent_point, challengers: judged, chosen, verdict, rounds })
+    Judgement { incumbent, challengers: judged, chosen, verdict, rounds, lengthened }
+}
+
+/// Whether `a` costs clearly less than `b`: fewer workers, or with as many a whole server
+/// (PSS) smaller by a tenth or more.
+pub fn cheaper(a: &Point, b: &Point) -> bool {
+    let workers = |p: &Point| p.settings.get("workers").and_then(|w| w.parse::<u64>().ok());
+    if let (Some(x), Some(y)) = (workers(a), workers(b))
+        && x != y
+    {
+        return x < y;
+    }
+    let pss = |p: &Point| {
+        let v: Vec<f64> = p.samples.iter().filter_map(|s| s.memory.as_ref()).map(|m| m.pss_total_kib as f64).collect();
+        (!v.is_empty()).then(|| crate::stats::median(&v))
+    };
+    matches!((pss(a), pss(b)), (Some(x), Some(y)) if x < 0.9 * y)
 }
 
 /// What the rounds so far say of one challenger against the incumbent.
@@ -229,38 +438,34 @@ struct Assessment {
     verdict: Verdict,
     /// More rounds cannot change the verdict.
     settled: bool,
+    shortcut: Option<Shortcut>,
 }
 
-/// Judges a challenger's windows against the incumbent's, pair by pair; `enough` says
-/// whether the rounds so far may carry a verdict from an interval.
-fn assess(
-    t: &Tuner,
-    incumbent: &[Option<Point>],
-    challenger: &[Option<Point>],
-    confidence: f64,
-    enough: bool,
-) -> Assessment {
-    let settled = |verdict, effect| Assessment { effect, verdict, settled: true };
-    let open = |effect| Assessment { effect, verdict: Verdict::Undecided, settled: false };
+/// Judges a challenger's windows against the incumbent's, pair by pair.
+fn assess(t: &Tuner, incumbent: &[Option<Point>], challenger: &[Option<Point>], confidence: f64) -> Assessment {
+    let settled = |verdict, effect| Assessment { effect, verdict, settled: true, shortcut: None };
+    let open = |effect| Assessment { effect, verdict: Verdict::Undecided, settled: false, shortcut: None };
     let objective = &t.objective;
+    let whole = |w: &[Option<Point>]| Point::combine("", &w.iter().flatten().cloned().collect::<Vec<_>>());
     // A challenger that failed cannot gain (nor can anything be said when the incumbent
     // itself misses the objective).
     if challenger.iter().flatten().any(|p| !p.ok()) {
-        let whole = Point::combine("", &incumbent.iter().flatten().cloned().collect::<Vec<_>>());
-        let admitted = whole.is_some_and(|p| objective.admits(&p));
+        let admitted = whole(incumbent).is_some_and(|p| objective.admits(&p));
         return settled(if admitted { Verdict::NoEffect } else { Verdict::Undecided }, None);
     }
     // Seen over the memory budget once, a pool can be there again: more rounds cannot admit it.
-    let whole = Point::combine("", &challenger.iter().flatten().cloned().collect::<Vec<_>>());
-    if whole.is_some_and(|p| !fits(&p)) {
-        let here = Point::combine("", &incumbent.iter().flatten().cloned().collect::<Vec<_>>());
-        let admitted = here.is_some_and(|p| objective.admits(&p));
+    if whole(challenger).is_some_and(|p| !fits(&p)) {
+        let admitted = whole(incumbent).is_some_and(|p| objective.admits(&p));
         return settled(if admitted { Verdict::NoEffect } else { Verdict::Undecided }, None);
     }
     let (inc, ch) = paired(incumbent, challenger);
     let (Some(a), Some(b)) = (Point::combine("", &inc), Point::combine("", &ch)) else { return open(None) };
+    if let Some(share) = far_below(objective, &inc, &ch) {
+        let shortcut = Some(Shortcut::FarBelow { share, windows: inc.len() });
+        return Assessment { effect: None, verdict: Verdict::Worse, settled: true, shortcut };
+    }
     let effect = objective.effect(&a, &b, confidence);
-    if !enough {
+    if inc.len() < t.judging.min_rounds {
         return open(effect);
     }
     match (objective.admits(&a), objective.admits(&b)) {
@@ -270,14 +475,80 @@ fn assess(
         (false, true) => settled(Verdict::Adopted, None),
         // Neither meets it: more rounds cannot make either admissible.
         (false, false) => settled(Verdict::Undecided, None),
-        (true, true) => match effect {
-            Some(e) => {
-                let v = classify(&e, t.judging.threshold_pct);
-                Assessment { effect, verdict: v, settled: v != Verdict::Undecided }
+        (true, true) => {
+            let Some(e) = effect else { return open(None) };
+            if let Some(tail) = tail_verdict(objective, &a, &b, &e) {
+                return tail;
             }
-            None => open(None),
-        },
+            let v = classify(&e, t.judging.threshold_pct);
+            if v != Verdict::Undecided {
+                return Assessment { effect, verdict: v, settled: true, shortcut: None };
+            }
+            match projected(&e, inc.len(), t.judging.max_rounds, confidence) {
+                Some(p) if classify(&p, t.judging.threshold_pct) == Verdict::Undecided => Assessment {
+                    effect,
+                    verdict: Verdict::Undecided,
+                    settled: true,
+                    shortcut: Some(Shortcut::CannotSettle { projected: p }),
+                },
+                _ => open(effect),
+            }
+        }
     }
+}
+
+/// The share of the incumbent's throughput the challenger reached in its best round, when
+/// every round puts it far below (a throughput objective, the incumbent's windows within it).
+fn far_below(objective: &Objective, incumbent: &[Point], challenger: &[Point]) -> Option<f64> {
+    if matches!(objective, Objective::LeastMemory { .. }) || incumbent.is_empty() {
+        return None;
+    }
+    let whole = Point::combine("", incumbent)?;
+    if !objective.admits(&whole) {
+        return None;
+    }
+    let limit = if incumbent.len() == 1 { FAR_BELOW_ONCE } else { FAR_BELOW_TWICE };
+    let shares: Vec<f64> =
+        incumbent.iter().zip(challenger).map(|(a, b)| b.rps() / a.rps().max(f64::MIN_POSITIVE)).collect();
+    let best = shares.iter().copied().fold(0.0, f64::max);
+    (best < limit).then_some(best)
+}
+
+/// The verdict the tails give, when they are `TAIL_RATIO` apart (a throughput objective
+/// only: with an SLO on p99 the user chose what the tail may be).
+fn tail_verdict(objective: &Objective, incumbent: &Point, challenger: &Point, e: &Effect) -> Option<Assessment> {
+    if *objective != Objective::Throughput {
+        return None;
+    }
+    let (a, b) = (incumbent.tail()?, challenger.tail()?);
+    if !(a.resolved() && b.resolved()) {
+        return None;
+    }
+    let shortcut = Some(Shortcut::Tail { incumbent: a, challenger: b });
+    let apart = |worse: f64, better: f64| worse >= TAIL_RATIO * better && worse - better >= TAIL_MS;
+    let verdict = if apart(b.p999_ms, a.p999_ms) {
+        Verdict::WorseTail
+    } else if apart(a.p999_ms, b.p999_ms) && e.pct >= -TAIL_LOSS_PCT {
+        Verdict::Adopted
+    } else {
+        return None;
+    };
+    Some(Assessment { effect: Some(*e), verdict, settled: true, shortcut })
+}
+
+/// The interval `e` (from `n` paired rounds at `confidence`) would have at `cap` rounds if
+/// the rounds to come scatter as these did and the mean stays; None at the cap already.
+fn projected(e: &Effect, n: usize, cap: usize, confidence: f64) -> Option<Effect> {
+    if n >= cap || n < 2 {
+        return None;
+    }
+    let log = |pct: f64| (pct / 100.0).ln_1p();
+    let (m, low, high) = (log(e.pct), log(e.low_pct), log(e.high_pct));
+    let q = |df: usize| crate::stats::t_quantile(0.5 + confidence / 2.0, df);
+    let sd = (high - low) / 2.0 / q(n - 1) * (n as f64).sqrt();
+    let half = q(cap - 1) * sd / (cap as f64).sqrt();
+    let pct = |x: f64| x.exp_m1() * 100.0;
+    Some(Effect { pct: e.pct, low_pct: pct(m - half), high_pct: pct(m + half) })
 }
 
 /// The windows of two configurations from the rounds in which both were measured and ok.
@@ -294,4 +565,45 @@ fn paired(a: &[Option<Point>], b: &[Option<Point>]) -> (Vec<Point>, Vec<Point>) 
 /// "+5.1% [+3.2%, +7.0%]".
 pub fn effect_text(e: &Effect) -> String {
     format!("{:+.1}% [{:+.1}%, {:+.1}%]", e.pct, e.low_pct, e.high_pct)
+}
+
+/// What a challenger's windows said, for the evidence: "workers=4 812.0 req/s +5.1% [+3.2%,
+/// +7.0%] adopted", or why it was settled without an interval. `label` names it
+/// ("workers=4"); `incumbent_admitted`: the incumbent met the objective.
+pub fn judged_text(label: &str, c: &Judged, objective: &Objective, incumbent_admitted: bool) -> String {
+    let rps = c.point.rps();
+    if let Some(cause) = c.point.cause() {
+        return format!("{label} failed: {cause}");
+    }
+    let effect = c.effect.as_ref().map_or(String::new(), |e| format!(" {}", effect_text(e)));
+    match (&c.shortcut, &c.effect) {
+        (Some(Shortcut::FarBelow { share, windows }), _) => format!(
+            "{label} {rps:.1} req/s: far below, {:.0}% of the incumbent's at best in {windows} window{}, not measured further",
+            share * 100.0,
+            if *windows == 1 { "" } else { "s" }
+        ),
+        (Some(Shortcut::CannotSettle { projected }), _) => format!(
+            "{label} {rps:.1} req/s{effect}: no more rounds could settle it (about {} at the cap)",
+            effect_text(projected)
+        ),
+        (Some(Shortcut::Tail { incumbent, challenger }), _) => format!(
+            "{label} {rps:.1} req/s{effect} {}: p99.9 {:.1} ms (max {:.1}) against the incumbent's {:.1} ms (max {:.1}), over {} and {} requests",
+            c.verdict.word(),
+            challenger.p999_ms,
+            challenger.max_ms,
+            incumbent.p999_ms,
+            incumbent.max_ms,
+            challenger.requests,
+            incumbent.requests
+        ),
+        (None, Some(_)) => format!("{label} {rps:.1} req/s{effect} {}", c.verdict.word()),
+        (None, None) if objective.admits(&c.point) && !incumbent_admitted => {
+            format!("{label} {rps:.1} req/s: meets the objective")
+        }
+        (None, None) if objective.admits(&c.point) => format!("{label} {rps:.1} req/s: too few rounds for an interval"),
+        (None, None) => format!(
+            "{label} {rps:.1} req/s: misses the objective{}",
+            if fits(&c.point) { "" } else { " (its workers do not fit the memory budget)" }
+        ),
+    }
 }

@@ -168,6 +168,10 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
                     Verdict::Adopted => "more workers adopted",
                     Verdict::NoEffect => "no effect, the knee stands",
                     Verdict::Worse => "worse, the knee stands",
+                    Verdict::WorseTail => "a tail many times longer, the knee stands",
+                    Verdict::Cheaper if j.chosen.is_none() =>
+                        "no number of rounds could settle it, the knee is kept as the cheaper",
+                    Verdict::Cheaper => "no number of rounds could settle it, the cheaper kept",
                     Verdict::Undecided => "undecided, the knee is kept",
                 }
             );
