@@ -90,9 +90,12 @@ impl Strategy {
                 if values == 0 { super::Plan { least: repeats, most: repeats } } else { compared(values) }
             }
             Strategy::Keepalive => compared(self.planned_trials(knobs)),
+            // A window per count, --repeats for the contenders (two at least), and the check of
+            // the knee against the best.
             Strategy::Workers => {
-                let points = self.planned_trials(knobs) * repeats;
-                super::Plan { least: points, most: points + 2 * max }
+                let counts = self.planned_trials(knobs);
+                let least = counts + 2.min(counts) * repeats.saturating_sub(1);
+                super::Plan { least, most: counts * repeats + 2 * max }
             }
             _ => {
                 let points = self.planned_trials(knobs) * repeats;

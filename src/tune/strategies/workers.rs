@@ -30,12 +30,15 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
     let clients = t.load.connections().max(2 * most);
     let load = t.load.with_connections(clients);
 
+    // Each count first gets one window: a count far below the best needs no more. The
+    // contenders (within `CONTENDERS` of the best) get `--repeats` windows before the knee is
+    // read from their medians.
     let mut measured: Vec<(u64, Point)> = Vec::new();
     let measure = |t: &mut Tuner, n: u64, measured: &mut Vec<(u64, Point)>| -> bool {
         if measured.iter().any(|(m, _)| *m == n) {
             return true;
         }
-        match t.point_with(&format!("workers={n}"), &base.with("workers", &n.to_string()), &load) {
+        match t.window(&format!("workers={n}"), &base.with("workers", &n.to_string()), &load) {
             Some(p) => {
                 measured.push((n, p));
                 measured.sort_by_key(|(m, _)| *m);
@@ -69,17 +72,25 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
         }
     }
     // Refine: bisect the file's counts between the last coarse point below the knee and the knee.
-    while let Some(knee) = knee(&measured, tolerance) {
-        let below = measured.iter().map(|(n, _)| *n).filter(|&n| n < knee).max();
-        let Some(below) = below else { break };
-        let between: Vec<u64> = counts.iter().copied().filter(|&n| n > below && n < knee).collect();
-        if between.is_empty() || t.stopped.is_some() {
-            break;
+    let refine = |t: &mut Tuner, measured: &mut Vec<(u64, Point)>| {
+        while let Some(knee) = knee(measured, tolerance) {
+            let below = measured.iter().map(|(n, _)| *n).filter(|&n| n < knee).max();
+            let Some(below) = below else { break };
+            let between: Vec<u64> = counts.iter().copied().filter(|&n| n > below && n < knee).collect();
+            if between.is_empty() || t.stopped.is_some() {
+                break;
+            }
+            if !measure(t, between[between.len() / 2], measured) {
+                break;
+            }
         }
-        if !measure(t, between[between.len() / 2], &mut measured) {
-            break;
-        }
-    }
+    };
+    refine(t, &mut measured);
+    // The contenders' windows up to --repeats, in rounds across them (drift hits all alike);
+    // with their medians the knee may move, and the bisection goes on from there.
+    confirm(t, base, &load, &mut measured, tolerance);
+    refine(t, &mut measured);
+    confirm(t, base, &load, &mut measured, tolerance);
 
     let Some(knee) = knee(&measured, tolerance) else {
         found.evidence.push(("workers".into(), value(base, "workers"), "no worker count served a request".into()));
@@ -198,6 +209,49 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
     }
     found.evidence.push(("workers".into(), chosen.to_string(), line));
     found
+}
+
+/// A count below the knee within this share of the best (or three knee tolerances, if more)
+/// could be the knee once measured again: it gets all its windows too.
+const CONTENDERS: f64 = 0.15;
+
+/// Tops up the windows of the counts that decide the knee to the tuner's repeats: the knee,
+/// the best (the reference it is within the tolerance of), and the count just below the
+/// knee when it is close. Counts far below, or on the plateau past the knee, keep their one
+/// window: more would not move the answer. One window per count per round, the order
+/// reversed every other round (drift hits all alike).
+fn confirm(
+    t: &mut Tuner,
+    base: &Settings,
+    load: &crate::tune::trial::Load,
+    measured: &mut [(u64, Point)],
+    tolerance: f64,
+) {
+    let share = CONTENDERS.max(3.0 * tolerance);
+    let Some(k) = knee(measured, tolerance) else { return };
+    let best = best_rps(measured);
+    let best_count = measured.iter().find(|(_, p)| p.ok() && p.rps() == best).map(|(n, _)| *n);
+    let below =
+        measured.iter().filter(|(n, p)| *n < k && p.ok() && p.rps() >= best * (1.0 - share)).map(|(n, _)| *n).max();
+    let decisive: Vec<u64> = [below, Some(k), best_count].into_iter().flatten().collect();
+    for round in 1..t.repeats.max(1) {
+        let mut due: Vec<usize> = (0..measured.len())
+            .filter(|&i| {
+                decisive.contains(&measured[i].0) && measured[i].1.ok() && measured[i].1.samples.len() <= round
+            })
+            .collect();
+        if round % 2 == 1 {
+            due.reverse();
+        }
+        for i in due {
+            let n = measured[i].0;
+            let name = format!("workers={n} #{}", round + 1);
+            let Some(p) = t.window(&name, &base.with("workers", &n.to_string()), load) else { return };
+            if let Some(both) = Point::combine(&format!("workers={n}"), &[measured[i].1.clone(), p]) {
+                measured[i].1 = both;
+            }
+        }
+    }
 }
 
 fn best_rps(measured: &[(u64, Point)]) -> f64 {
