@@ -265,6 +265,15 @@ fn evenly(picks: &[usize], n: usize) -> Vec<usize> {
     out
 }
 
+/// Every configuration of the grid, as settings of the knobs alone (tests, reports).
+#[cfg(test)]
+pub fn grid_settings(knobs: &Knobs) -> Vec<Settings> {
+    grid(knobs)
+        .iter()
+        .map(|at| Settings(knobs.iter().zip(at).map(|((k, v), &i)| (k.clone(), v[i].clone())).collect()))
+        .collect()
+}
+
 /// Every configuration of the grid, as value indices (the first knob slowest).
 fn grid(knobs: &Knobs) -> Vec<Vec<usize>> {
     knobs.iter().fold(vec![Vec::new()], |acc, (_, values)| {
