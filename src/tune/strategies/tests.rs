@@ -622,3 +622,27 @@ fn joint_claims_no_gain_where_no_knob_matters() {
     // within 2% costs the verdict its rounds (39 of the grid's 60 windows here).
     assert!(m.measured.len() <= 9 + 3 * 10, "{} windows", m.measured.len());
 }
+
+#[test]
+fn joint_plans_the_windows_it_takes_and_refuses_what_it_cannot_search() {
+    let k = grid_knobs(&[("workers", &["1", "2", "3", "4", "6", "8"]), ("max_requests", &["0", "20", "100", "500"])]);
+    let mut m = recycling_model();
+    let mut etas = Etas::default();
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut etas, Vec::new(), Default::default());
+    t.plan = Strategy::Joint.planned_windows(&k, &t.judging.clone(), 3);
+    Strategy::Joint.run(&mut t, &k, &Settings::default(), 0.03);
+    drop(t);
+    let total = etas.0.len();
+    for (i, eta) in etas.0.iter().enumerate() {
+        let left = total - i;
+        assert!(eta.least_windows <= left && left <= eta.most_windows, "window {i}: {left} left, told {eta:?}");
+    }
+    let five: Knobs = (0..5).map(|i| (format!("k{i}"), vec!["a".to_string(), "b".to_string()])).collect();
+    assert_eq!(
+        Strategy::Joint.refuses(&five).as_deref(),
+        Some("--strategy joint searches at most 4 knobs jointly, the file has 5: fix the others with --set")
+    );
+    let wide = grid_knobs(&[("a", &["1"; 40]), ("b", &["1"; 30])]);
+    assert!(Strategy::Joint.refuses(&wide).unwrap().contains("at most 1000 configurations, the knobs make 1200"));
+    assert_eq!(Strategy::OneAtATime.refuses(&five), None);
+}
