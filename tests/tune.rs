@@ -536,3 +536,26 @@ fn a_front_proxy_frees_mod_perl_workers_from_slow_clients() {
     let text = v["config"].as_str().unwrap_or_default();
     assert!(text.contains("proxy_buffering on;"), "{text}");
 }
+
+#[test]
+fn joint_finds_the_pair_on_the_lab_in_fewer_windows_than_the_grid() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    // I/O-bound: a worker serves one request per io_wait + 1 ms, so 8 workers at 2 ms serve
+    // half as much again as 4 do (the two cores cap them near 2000/s), and three times what
+    // 8 do at 10 ms.
+    let f = lab_target(dir.path(), "cpu = \"1ms\"", "workers = [1, 2, 4, 8]\nio_wait = [\"10ms\", \"2ms\"]", "");
+    let text = std::fs::read_to_string(&f).unwrap().replace("duration = \"1500ms\"", "duration = \"500ms\"");
+    std::fs::write(&f, text).unwrap();
+    let v = tune(&f, &["--strategy", "joint", "--max-rounds", "3"], dir.path());
+    assert_eq!(v["strategy"], "joint");
+    assert_eq!(recommended(&v, "workers"), "8", "{}", evidence(&v, "workers"));
+    assert_eq!(recommended(&v, "io_wait"), "2ms", "{}", evidence(&v, "io_wait"));
+    assert!(evidence(&v, "workers").contains("against the runner-up"), "{}", evidence(&v, "workers"));
+    // The grid once (8 windows), then the leader and the runner-up in 2 to 3 rounds each:
+    // fewer than the grid's 8 configurations x 2 repeats.
+    let cost = &v["cost"];
+    assert_eq!(cost["grid_configurations"], 8, "{cost}");
+    let windows = cost["windows"].as_u64().unwrap();
+    assert!(windows < 16, "{windows} windows: {cost}");
+}

@@ -58,6 +58,9 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let base = file.settings(&sets);
     // A knob fixed by --set is not swept.
     let knobs: Knobs = file.knobs.iter().filter(|(k, _)| !sets.iter().any(|(s, _)| s == k)).cloned().collect();
+    if let Some(why) = a.strategy.refuses(&knobs) {
+        return Err(InputError(why).into());
+    }
     let load = Load::of(file.load.clone());
     // Every host answers, runs this version and keeps time, before the first trial.
     let remote = crate::bench::remote::Remote::of(&file.load)?;

@@ -1,6 +1,7 @@
 //! The tuning strategies. Each runs trials through the `Tuner` and returns its steps and the
 //! evidence for each value it recommends.
 
+mod joint;
 mod keepalive;
 mod one_at_a_time;
 mod recycle;
@@ -8,6 +9,7 @@ mod spares;
 pub mod verdict;
 mod workers;
 
+pub use joint::joint;
 pub use keepalive::keepalive;
 pub use one_at_a_time::one_at_a_time;
 pub use recycle::recycle;
@@ -41,6 +43,8 @@ pub enum Strategy {
     Spares,
     /// Keep-alive on or off, with slow clients.
     Keepalive,
+    /// The knobs together (2 to 4): a coarse grid, its best refined, halved, then judged.
+    Joint,
 }
 
 impl Strategy {
@@ -52,6 +56,7 @@ impl Strategy {
             Strategy::Recycle => "recycle",
             Strategy::Spares => "spares",
             Strategy::Keepalive => "keepalive",
+            Strategy::Joint => "joint",
         }
     }
 
@@ -74,6 +79,8 @@ impl Strategy {
             Strategy::Recycle => 3,
             Strategy::Spares => 1 + spares::candidates(knobs).len(),
             Strategy::Keepalive => values("keepalive").max(2),
+            // Every window is a launch: the search's, then the final judgement's first rounds.
+            Strategy::Joint => joint::planned_windows(knobs, &super::Judging::default(), 1).least,
         }
     }
 
@@ -90,6 +97,7 @@ impl Strategy {
                 if values == 0 { super::Plan { least: repeats, most: repeats } } else { compared(values) }
             }
             Strategy::Keepalive => compared(self.planned_trials(knobs)),
+            Strategy::Joint => joint::planned_windows(knobs, judging, repeats),
             // A window per count, --repeats for the contenders (two at least), and the check of
             // the knee against the best.
             Strategy::Workers => {
@@ -104,6 +112,14 @@ impl Strategy {
         }
     }
 
+    /// Why this strategy cannot search `knobs`, in one line (the joint search's limits).
+    pub fn refuses(self, knobs: &Knobs) -> Option<String> {
+        match self {
+            Strategy::Joint => joint::refuses(knobs),
+            _ => None,
+        }
+    }
+
     /// Runs the search from `base`; `knee` is the workers strategy's tolerance.
     pub fn run(self, t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found {
         let mut found = match self {
@@ -112,6 +128,7 @@ impl Strategy {
             Strategy::Recycle => recycle(t, knobs, base),
             Strategy::Spares => spares(t, knobs, base),
             Strategy::Keepalive => keepalive(t, knobs, base),
+            Strategy::Joint => joint(t, knobs, base),
         };
         // A run cut short compared only what it measured: evidence that does not say so
         // already is qualified, so no line reads as a verdict on values never measured.
