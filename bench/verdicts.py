@@ -47,10 +47,36 @@ What it measures
        (b) a worker sweep of a real server: nginx worker_processes [1,2,3,4] (gunicorn
            --workers when nginx is missing), the same grid of single windows at the
            connections the workers strategy uses, against `webtune tune --strategy workers`.
-       Reported for each: the recommended configuration's true score (its grid score) as % of
-       the grid's best (target >= 95%), and the tuner's measuring time (the sum of its points'
-       seconds) as % of the grid's (target <= 25%, for the two-knob space only); wall times beside
-       them.
+       (c) gunicorn (sync workers) on a WSGI app written into the temp dir that spends ~2 ms of
+           CPU (a busy loop on the thread's CPU clock) then sleeps 8 ms per request; workers
+           [1,2,3,4,6,8,10,12,16,20,24], 64 connections: throughput rises with the pool to a
+           knee (the CPUs) and then stays. Tuners: --strategy workers and one-at-a-time.
+       (d) PHP-FPM (pm static, workers = pm.max_children) behind its nginx front, on a PHP page
+           written into the temp dir whose cost is heavy-tailed: 97% of the requests spend 1-2
+           ms of CPU (getrusage), 3% spend 50 ms, then every one waits 4 ms; workers
+           [1,2,3,4,6,8,12,16], 32 connections. The tail makes a 1 s window's throughput
+           scatter (about 10% standard deviation expected from the tail alone at ~600 req/s,
+           i.e. about +-20% between windows). Tuners: one-at-a-time and --strategy workers.
+       (e) a three-knob space on Apache prefork with mod_perl: the preloaded handler of
+           examples/apps/perl (read only) at /hello?io=2 (a 2 ms wait), workers [2,4,8,16] x
+           max_requests [0,50,1000] (MaxConnectionsPerChild) x keepalive [on,off], 24
+           configurations, 16 connections. Tuner: one-at-a-time.
+       Every grid is measured the same way (single windows, interleaved rounds, order reversed
+       on alternate rounds, the tuners after the middle round). --strategies runs the named
+       tuners on every grid asked for, one row each (default: the tuners named above); a
+       strategy this webtune refuses by name (exit 2, "invalid value ... for '--strategy'")
+       is reported as "not available in this binary" and the run goes on.
+       Reported for each grid and each tuner: the recommended configuration's true score (its
+       grid score) as % of the grid's best (target >= 95%), and the tuner's measuring time (the
+       sum of its points' seconds) as % of the grid's (target <= 25%); wall times beside them.
+       Both bars apply to every tuner row of every grid (the first budget's for grid (a)).
+       Beside each tuner row, random search at the same measuring time, computed from the
+       grid's own windows without measuring more: configurations drawn at random (seeded,
+       without replacement until all were drawn), each taking one of its grid windows (the
+       round drawn at random), while the windows' seconds stay within the tuner's (one window
+       at least); its pick is the best admitted window seen, scored by its configuration's
+       grid score; --random-draws such searches (200): the median and the 10th percentile of
+       the pick's share of the best. A summary table per grid lists the rows.
 
 How
     Every webtune runs in its own session, with WEBTUNE_DB, XDG_RUNTIME_DIR (the servers' run
@@ -61,12 +87,25 @@ How
     decision and grid measurement as JSON.
 
 Usage
-    python3 bench/verdicts.py                   # all three parts (41 min here; longer on a busy machine)
+    python3 bench/verdicts.py                   # all three parts, grids (a) to (e)
     python3 bench/verdicts.py --quick           # 6 null, 3 power, small grids of 1 round
     python3 bench/verdicts.py --null 100        # only the null decisions (N of them)
     python3 bench/verdicts.py --power 20        # only the power tries
-    python3 bench/verdicts.py --grid            # only the grids
+    python3 bench/verdicts.py --grid            # only the grids, all five
+    python3 bench/verdicts.py --grids c,d       # only the grids named (a, b, c, d, e)
+    python3 bench/verdicts.py --grids e --strategies one-at-a-time,workers,joint
+                                                # several tuners on a grid, a row each
     python3 bench/verdicts.py --null --power    # the parts named, default counts
+    (--grid-rounds N, 3; --random-draws N, 200; --seed N; --lab-memory 60MiB,132MiB; --save FILE)
+
+    Time of a full grid, 3 rounds, with its tuners (estimates from 1-round smoke runs on a
+    busy machine, configurations x rounds x seconds per window, not measurements): a window is
+    ~3-4 s with launch and warm-up; recycling pools lengthen theirs. (a) 24 x 3 x ~3.5 s +
+    two tuners: ~8-10 min; (b) 4 x 3 x 3 s + one: ~1.5 min; (c) 11 x 3 x ~2.5 s + two: ~4-6
+    min; (d) 8 x 3 x ~3.5 s + two: ~3-4 min; (e) per round 8 x 3.5 s (max_requests 0) + 4 x
+    ~22 s (50, keepalive off) + 4 x ~4 s (50, on) + 8 x ~18 s (1000): ~4.5 min, x 3, + the
+    tuner (~5-10 min): ~20-25 min. All five: ~40-45 min; with the null and power parts about
+    70 min.
 
 Exit status: 0 when every target was met, 1 when one was missed, 2 on a setup error, 130
 when interrupted. Everything it starts is stopped at the end, on error and on Ctrl-C/SIGTERM.
