@@ -655,6 +655,7 @@ class GridResult:
     name: str
     knobs: dict                       # knob -> values, the grid's axes
     label: str = ""
+    connections: int = 0              # the grid's load
     windows: list = field(default_factory=list)
     tuners: list = field(default_factory=list)
     grid_wall_s: float = 0.0
@@ -846,6 +847,10 @@ def report_grid(res, label, rounds, draws=RANDOM_DRAWS, seed=1):
     for w in res.windows:
         if w.error:
             print(f"  grid window FAILED: {fmt_config(w.config)} round {w.round + 1}: {w.error}")
+    most = max((int(v) for v in res.knobs.get("workers", [])), default=0)
+    if any(t.strategy == "workers" for t in res.tuners) and res.connections < 2 * most:
+        print(f"note: the workers strategy loads max(connections, 2 x the largest pool) = {2 * most} "
+              f"clients, the grid {res.connections}: its windows are not the grid's")
     passed = True
     rows = []
     for bi, memory in enumerate(budgets):
@@ -956,6 +961,7 @@ def grid_lab(ws, webtune, a):
     for b in budgets:
         size_kib(b)  # a bad size is a setup error before anything runs
     res.tuners = tuners_for(a, "a", budgets)
+    res.connections = LOAD_1S["connections"]
 
     def text_of(c):
         return target_file("lab", dict(LAB_GRID_CONFIG, **c), {}, LOAD_1S)
@@ -970,6 +976,7 @@ def grid_real(ws, webtune, a, real):
     res.tuners = tuners_for(a, "b")
     # The workers strategy loads every count with max(connections, 2 x the largest) clients.
     conns = max(LOAD_1S["connections"], 2 * max(REAL_GRID_WORKERS))
+    res.connections = conns
 
     def text(config, knobs):
         load = dict(LOAD_1S, connections=conns, path=real.path)
@@ -1010,6 +1017,7 @@ def grid_gunicorn(ws, webtune, a):
     workers = GUNICORN_GRID_QUICK if a.quick else GUNICORN_GRID_WORKERS
     res = GridResult("gunicorn workers (2 ms CPU + 8 ms wait)", {"workers": workers})
     res.tuners = tuners_for(a, "c")
+    res.connections = GUNICORN_CONNECTIONS
     load = {"connections": GUNICORN_CONNECTIONS, "duration": "1s", "path": "/"}
 
     def text(config, knobs):
@@ -1065,6 +1073,7 @@ def grid_php(ws, webtune, a):
     workers = PHP_GRID_QUICK if a.quick else PHP_GRID_WORKERS
     res = GridResult("php-fpm workers (heavy-tailed page)", {"workers": workers})
     res.tuners = tuners_for(a, "d")
+    res.connections = PHP_CONNECTIONS
     load = {"connections": PHP_CONNECTIONS, "duration": "1s", "path": "/index.php"}
 
     def text(config, knobs):
@@ -1092,6 +1101,7 @@ def grid_apache(ws, webtune, a):
     knobs = APACHE_GRID_QUICK if a.quick else APACHE_GRID
     res = GridResult("apache prefork workers x max_requests x keepalive", dict(knobs))
     res.tuners = tuners_for(a, "e")
+    res.connections = APACHE_CONNECTIONS
     load = {"connections": APACHE_CONNECTIONS, "duration": "1s", "path": APACHE_PATH}
 
     def text(config, knobs):
