@@ -47,10 +47,36 @@ What it measures
        (b) a worker sweep of a real server: nginx worker_processes [1,2,3,4] (gunicorn
            --workers when nginx is missing), the same grid of single windows at the
            connections the workers strategy uses, against `webtune tune --strategy workers`.
-       Reported for each: the recommended configuration's true score (its grid score) as % of
-       the grid's best (target >= 95%), and the tuner's measuring time (the sum of its points'
-       seconds) as % of the grid's (target <= 25%, for the two-knob space only); wall times beside
-       them.
+       (c) gunicorn (sync workers) on a WSGI app written into the temp dir that spends ~2 ms of
+           CPU (a busy loop on the thread's CPU clock) then sleeps 8 ms per request; workers
+           [1,2,3,4,6,8,10,12,16,20,24], 64 connections: throughput rises with the pool to a
+           knee (the CPUs) and then stays. Tuners: --strategy workers and one-at-a-time.
+       (d) PHP-FPM (pm static, workers = pm.max_children) behind its nginx front, on a PHP page
+           written into the temp dir whose cost is heavy-tailed: 97% of the requests spend 1-2
+           ms of CPU (getrusage), 3% spend 50 ms, then every one waits 4 ms; workers
+           [1,2,3,4,6,8,12,16], 32 connections. The tail makes a 1 s window's throughput
+           scatter (about 10% standard deviation expected from the tail alone at ~600 req/s,
+           i.e. about +-20% between windows). Tuners: one-at-a-time and --strategy workers.
+       (e) a three-knob space on Apache prefork with mod_perl: the preloaded handler of
+           examples/apps/perl (read only) at /hello?io=2 (a 2 ms wait), workers [2,4,8,16] x
+           max_requests [0,50,1000] (MaxConnectionsPerChild) x keepalive [on,off], 24
+           configurations, 16 connections. Tuner: one-at-a-time.
+       Every grid is measured the same way (single windows, interleaved rounds, order reversed
+       on alternate rounds, the tuners after the middle round). --strategies runs the named
+       tuners on every grid asked for, one row each (default: the tuners named above); a
+       strategy this webtune refuses by name (exit 2, "invalid value ... for '--strategy'")
+       is reported as "not available in this binary" and the run goes on.
+       Reported for each grid and each tuner: the recommended configuration's true score (its
+       grid score) as % of the grid's best (target >= 95%), and the tuner's measuring time (the
+       sum of its points' seconds) as % of the grid's (target <= 25%); wall times beside them.
+       Both bars apply to every tuner row of every grid (the first budget's for grid (a)).
+       Beside each tuner row, random search at the same measuring time, computed from the
+       grid's own windows without measuring more: configurations drawn at random (seeded,
+       without replacement until all were drawn), each taking one of its grid windows (the
+       round drawn at random), while the windows' seconds stay within the tuner's (one window
+       at least); its pick is the best admitted window seen, scored by its configuration's
+       grid score; --random-draws such searches (200): the median and the 10th percentile of
+       the pick's share of the best. A summary table per grid lists the rows.
 
 How
     Every webtune runs in its own session, with WEBTUNE_DB, XDG_RUNTIME_DIR (the servers' run
@@ -61,12 +87,25 @@ How
     decision and grid measurement as JSON.
 
 Usage
-    python3 bench/verdicts.py                   # all three parts (41 min here; longer on a busy machine)
+    python3 bench/verdicts.py                   # all three parts, grids (a) to (e)
     python3 bench/verdicts.py --quick           # 6 null, 3 power, small grids of 1 round
     python3 bench/verdicts.py --null 100        # only the null decisions (N of them)
     python3 bench/verdicts.py --power 20        # only the power tries
-    python3 bench/verdicts.py --grid            # only the grids
+    python3 bench/verdicts.py --grid            # only the grids, all five
+    python3 bench/verdicts.py --grids c,d       # only the grids named (a, b, c, d, e)
+    python3 bench/verdicts.py --grids e --strategies one-at-a-time,workers,joint
+                                                # several tuners on a grid, a row each
     python3 bench/verdicts.py --null --power    # the parts named, default counts
+    (--grid-rounds N, 3; --random-draws N, 200; --seed N; --lab-memory 60MiB,132MiB; --save FILE)
+
+    Time of a full grid, 3 rounds, with its tuners (estimates from 1-round smoke runs on a
+    busy machine, configurations x rounds x seconds per window, not measurements): a window is
+    ~3-4 s with launch and warm-up; recycling pools lengthen theirs. (a) 24 x 3 x ~3.5 s +
+    two tuners: ~8-10 min; (b) 4 x 3 x 3 s + one: ~1.5 min; (c) 11 x 3 x ~2.5 s + two: ~4-6
+    min; (d) 8 x 3 x ~3.5 s + two: ~3-4 min; (e) per round 8 x 3.5 s (max_requests 0) + 4 x
+    ~22 s (50, keepalive off) + 4 x ~4 s (50, on) + 8 x ~18 s (1000): ~4.5 min, x 3, + the
+    tuner (~5-10 min): ~20-25 min. All five: ~40-45 min; with the null and power parts about
+    70 min.
 
 Exit status: 0 when every target was met, 1 when one was missed, 2 on a setup error, 130
 when interrupted. Everything it starts is stopped at the end, on error and on Ctrl-C/SIGTERM.
@@ -76,6 +115,7 @@ import argparse
 import json
 import math
 import os
+import random
 import shutil
 import signal
 import statistics
@@ -106,6 +146,20 @@ LAB_GRID_MAX_REQUESTS = [0, 20, 100, 500]
 LAB_GRID_QUICK = ([1, 4, 8], [0, 100])
 REAL_GRID_WORKERS = [1, 2, 3, 4]
 LAB_MEMORY = "60MiB,132MiB"
+GUNICORN_GRID_WORKERS = [1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24]
+GUNICORN_GRID_QUICK = [1, 4, 12]
+GUNICORN_CONNECTIONS = 64
+PHP_GRID_WORKERS = [1, 2, 3, 4, 6, 8, 12, 16]
+PHP_GRID_QUICK = [1, 4, 8]
+PHP_CONNECTIONS = 32
+APACHE_GRID = {"workers": [2, 4, 8, 16], "max_requests": [0, 50, 1000], "keepalive": ["on", "off"]}
+APACHE_GRID_QUICK = {"workers": [2, 8], "max_requests": [0, 1000], "keepalive": ["on", "off"]}
+APACHE_CONNECTIONS = 16
+GRIDS = "abcde"
+# The tuners each grid runs unless --strategies names them.
+DEFAULT_STRATEGIES = {"a": ["one-at-a-time"], "b": ["workers"], "c": ["workers", "one-at-a-time"],
+                      "d": ["one-at-a-time", "workers"], "e": ["one-at-a-time"]}
+RANDOM_DRAWS = 200
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,6 +245,8 @@ class TuneRun:
     outcome: Optional[dict]
     error: Optional[str]
     wall_s: float
+    code: Optional[int] = None    # the exit status (None when timed out)
+    stderr: str = ""
 
 
 def run_tune(ws, webtune, target_text, args, timeout):
@@ -220,14 +276,15 @@ def run_tune(ws, webtune, target_text, args, timeout):
         stdout = out.read().decode(errors="replace")
         stderr = err.read().decode(errors="replace").strip()
     if timed_out:
-        return TuneRun(None, f"timed out after {timeout:.0f} s", wall)
+        return TuneRun(None, f"timed out after {timeout:.0f} s", wall, None, stderr)
+    code = proc.returncode
     try:
         outcome = json.loads(stdout)
     except ValueError:
-        return TuneRun(None, f"exit {proc.returncode}, no JSON: {stderr[-300:]}", wall)
-    if proc.returncode != 0:
-        return TuneRun(outcome, f"exit {proc.returncode}: {stderr[-300:]}", wall)
-    return TuneRun(outcome, None, wall)
+        return TuneRun(None, f"exit {code}, no JSON: {stderr[-300:]}", wall, code, stderr)
+    if code != 0:
+        return TuneRun(outcome, f"exit {code}: {stderr[-300:]}", wall, code, stderr)
+    return TuneRun(outcome, None, wall, code, stderr)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -564,12 +621,21 @@ def measure_window(ws, webtune, text, rnd, config):
 
 @dataclass
 class TunerRun:
-    """One tuner run over a grid's knobs, under one memory budget (or none)."""
+    """One tuner run over a grid's knobs, under one memory budget (or none), with one
+    strategy; `unavailable` when this webtune refused the strategy's name (a strategy another
+    build has), and `random` the random search at the same measuring time (random_search)."""
     memory: Optional[str]
     args: list
+    strategy: str = "one-at-a-time"
     outcome: Optional[dict] = None
     error: Optional[str] = None
     wall_s: float = 0.0
+    unavailable: Optional[str] = None
+    random: Optional[dict] = None
+
+    @property
+    def label(self):
+        return self.strategy + (f" at {self.memory}" if self.memory else "")
 
     @property
     def budget_kib(self):
@@ -588,6 +654,8 @@ class TunerRun:
 class GridResult:
     name: str
     knobs: dict                       # knob -> values, the grid's axes
+    label: str = ""
+    connections: int = 0              # the grid's load
     windows: list = field(default_factory=list)
     tuners: list = field(default_factory=list)
     grid_wall_s: float = 0.0
@@ -643,13 +711,34 @@ def run_grid(ws, webtune, res, text_of, rounds, tuner_text):
         grid_s += time.monotonic() - start
         if r + 1 == middle:
             for t in res.tuners:
-                progress(f"  {res.name}: the tuner ({' '.join(t.args)}) ...")
-                run = run_tune(ws, webtune, tuner_text, t.args, TUNER_TIMEOUT)
-                t.outcome, t.error, t.wall_s = run.outcome, run.error, run.wall_s
-                progress(f"  {res.name}: the tuner recommends "
-                         f"{fmt_config(t.recommended(res.knobs) or {})} after {run.wall_s:.0f} s"
-                         + (f" ({run.error})" if run.error else ""))
+                run_tuner(ws, webtune, res, t, tuner_text)
     res.grid_wall_s = grid_s
+
+
+def strategy_args(strategy):
+    return ["--strategy", strategy]
+
+
+def refused_strategy(run, strategy):
+    """True when webtune refused the strategy's name before doing anything (clap's "invalid
+    value 'joint' for '--strategy <STRATEGY>'", exit 2): a build without that strategy."""
+    return (run.code == 2 and run.outcome is None and f"'{strategy}'" in run.stderr
+            and "--strategy" in run.stderr)
+
+
+def run_tuner(ws, webtune, res, t, tuner_text):
+    progress(f"  {res.name}: the tuner ({' '.join(t.args)}) ...")
+    run = run_tune(ws, webtune, tuner_text, t.args, TUNER_TIMEOUT)
+    t.outcome, t.error, t.wall_s = run.outcome, run.error, run.wall_s
+    if refused_strategy(run, t.strategy):
+        t.unavailable = run.stderr.splitlines()[0] if run.stderr else "refused"
+        t.error = None
+        progress(f"  {res.name}: strategy {t.strategy} is not available in this binary "
+                 f"({t.unavailable})")
+        return
+    progress(f"  {res.name}: the tuner recommends "
+             f"{fmt_config(t.recommended(res.knobs) or {})} after {run.wall_s:.0f} s"
+             + (f" ({run.error})" if run.error else ""))
 
 
 def fmt_config(c):
@@ -660,8 +749,14 @@ def same(a, b):
     return a is not None and all(str(a[k]) == str(b[k]) for k in b)
 
 
+def mark_of(strategy):
+    """The letter that marks a strategy's pick in the grid tables."""
+    return strategy[:1].upper() or "T"
+
+
 def print_grid_table(res, budget_kib, picks):
-    """The grid's scores under one budget; * marks the best, T the tuner's pick."""
+    """The grid's scores under one budget; * marks the best, a strategy's letter its pick
+    (picks: strategy -> recommended configuration)."""
     keys = list(res.knobs)
     best_c, _ = res.best(budget_kib)
 
@@ -670,10 +765,11 @@ def print_grid_table(res, budget_kib, picks):
         wins = res.of(c)
         fit = sum(w.fits(budget_kib) and not w.error for w in wins)
         raw = statistics.median(w.rps for w in wins) if wins else 0.0
-        mark = ("*" if c == best_c else "") + ("T" if any(same(p, c) for p in picks) else "")
+        mark = ("*" if c == best_c else "") + "".join(mark_of(k) for k, p in picks.items() if same(p, c))
         text = f"{s:.0f}" if fit == len(wins) else f"{s:.0f} ({raw:.0f}, fit {fit}/{len(wins)})"
         return text + mark
 
+    print("marks: * the grid's best; " + ", ".join(f"{mark_of(k)} the pick of {k}" for k in picks))
     if len(keys) == 2:
         rows, cols = keys
         corner = f"{rows} \\ {cols}"
@@ -683,25 +779,63 @@ def print_grid_table(res, budget_kib, picks):
         for rv in res.knobs[rows]:
             print(f"{str(rv):<22}" + "".join(f"{cell({rows: rv, cols: cv}):>26}" for cv in res.knobs[cols]))
     else:
-        (k,) = keys
-        print(f"{k:<10} {'req/s (median)':>22} {'min-max':>14}")
+        width = max(len(fmt_config(c)) for c in res.configs())
+        print(f"{'configuration':<{width}} {'req/s (median)':>24} {'min-max':>14}")
         for c in res.configs():
             rps = [w.rps for w in res.of(c)]
-            print(f"{str(c[k]):<10} {cell(c):>22} {f'{min(rps):.0f}-{max(rps):.0f}' if rps else '-':>14}")
+            print(f"{fmt_config(c):<{width}} {cell(c):>24} "
+                  f"{f'{min(rps):.0f}-{max(rps):.0f}' if rps else '-':>14}")
 
 
-def report_grid(res, label, rounds):
-    """The grid tables, the tuner's steps and the two ratios with their PASS/FAIL, per budget
-    (the first budget carries the bars; the others are shown beside it)."""
-    budgets = [t.memory for t in res.tuners if t.memory]
+def random_search(res, budget_kib, seconds, draws, seed):
+    """Random search at the tuner's measuring time, from the grid's own windows (no more
+    measuring): configurations drawn at random without replacement (all of them once before
+    any twice), each taking one of its grid windows (the round drawn at random), while the
+    windows' seconds stay within `seconds` (one window at least); the pick is the best
+    admitted window seen, scored by its configuration's grid score. `draws` such searches,
+    seeded: the median and the 10th percentile of the pick's share of the grid's best."""
+    configs = [c for c in res.configs() if res.of(c)]
+    _, best = res.best(budget_kib)
+    if not configs or best <= 0:
+        return None
+    rng = random.Random(seed)
+    shares, counts, spent_s = [], [], []
+    for _ in range(draws):
+        spent, n, seen, bag = 0.0, 0, None, []
+        while n < 10000:
+            if not bag:
+                bag = list(configs)
+                rng.shuffle(bag)
+            w = rng.choice(res.of(bag.pop()))
+            if n and spent + w.seconds > seconds:
+                break
+            spent, n = spent + w.seconds, n + 1
+            if w.score(budget_kib) > 0 and (seen is None or w.rps > seen.rps):
+                seen = w
+        shares.append((res.score(seen.config, budget_kib) or 0.0) / best if seen else 0.0)
+        counts.append(n)
+        spent_s.append(spent)
+    shares.sort()
+    return {"draws": draws, "median_pct": 100 * statistics.median(shares),
+            "p10_pct": 100 * shares[int(0.1 * (len(shares) - 1))],
+            "mean_windows": statistics.fmean(counts), "mean_s": statistics.fmean(spent_s)}
+
+
+def report_grid(res, label, rounds, draws=RANDOM_DRAWS, seed=1):
+    """The grid tables, each tuner's steps, the two ratios with their PASS/FAIL and the random
+    search at the same measuring time, per budget (the first budget, or none, carries the bars
+    for every tuner; the others are shown beside it); then a summary of the rows."""
+    budgets = list(dict.fromkeys(t.memory for t in res.tuners))
+    named = [m for m in budgets if m]
     print(f"\n== 3{label}. {res.name}: grid of {len(res.configs())} configurations x {rounds} "
-          f"round(s) against the tuner" + (f"; memory budgets {', '.join(budgets)}" if budgets else ""))
+          f"round(s) against the tuners ({', '.join(dict.fromkeys(t.strategy for t in res.tuners))})"
+          + (f"; memory budgets {', '.join(named)}" if named else ""))
     grid_s = sum(w.seconds for w in res.windows)
     print(f"grid: {len(res.windows)} windows, {grid_s:.0f} s measuring ({res.grid_wall_s:.0f} s wall); "
-          f"score = median over the rounds of req/s, 0 unless the workers fit in every round; "
-          f"* the grid's best, T the tuner's pick")
+          f"score = median over the rounds of req/s, 0 unless the workers fit in every round "
+          f"and every round measured")
     keys = list(res.knobs)
-    if len(keys) == 2:
+    if named and len(keys) == 2:
         cols = keys[1]
         uss = {}
         for w in res.windows:
@@ -713,61 +847,111 @@ def report_grid(res, label, rounds):
     for w in res.windows:
         if w.error:
             print(f"  grid window FAILED: {fmt_config(w.config)} round {w.round + 1}: {w.error}")
+    most = max((int(v) for v in res.knobs.get("workers", [])), default=0)
+    if any(t.strategy == "workers" for t in res.tuners) and res.connections < 2 * most:
+        print(f"note: the workers strategy loads max(connections, 2 x the largest pool) = {2 * most} "
+              f"clients, the grid {res.connections}: its windows are not the grid's")
     passed = True
-    for n, t in enumerate(res.tuners):
-        budget = t.budget_kib
-        rec = t.recommended(res.knobs)
-        print(f"\n-- {res.name}, tuner `{' '.join(t.args)}`" + (" (the bars)" if n == 0 else " (shown, no bar)"))
-        print_grid_table(res, budget, [rec])
+    rows = []
+    for bi, memory in enumerate(budgets):
+        budget = size_kib(memory) if memory else None
+        tuners = [t for t in res.tuners if t.memory == memory]
+        print(f"\n-- {res.name}" + (f" at {memory}" if memory else "")
+              + (" (the bars)" if bi == 0 else " (shown, no bar)"))
+        print_grid_table(res, budget, {t.strategy: t.recommended(res.knobs) for t in tuners
+                                       if not t.unavailable})
         best_c, best = res.best(budget)
         if budget is not None and "workers" in keys:
             largest = max(res.knobs["workers"])
             note = ("the best within the budget is not the largest pool"
                     if int(best_c["workers"]) < largest else "the best within the budget IS the largest pool")
             print(f"setup: best {fmt_config(best_c)} at {best:.0f} req/s; {note}")
-        if t.error:
-            print(f"tuner: {t.error}")
-        o = t.outcome or {}
-        points = o.get("points") or []
-        for s in o.get("steps") or []:
-            eff = s.get("effect")
-            eff = f" {eff['pct']:+.1f}% [{eff['low_pct']:+.1f}%, {eff['high_pct']:+.1f}%]" if eff else ""
-            print(f"  tuner step {s['knob']}: {s['before_value']} -> {s['after_value']}, "
-                  f"{s.get('verdict') or ('adopted' if s['adopted'] else 'kept')}{eff}, "
-                  f"{s.get('rounds', 0)} rounds")
-        for knob, value, why in o.get("evidence") or []:
-            print(f"  evidence {knob}={value}: {why}")
-        tuner_s = t.measuring_s()
-        true = res.score(rec, budget) if rec else None
-        print(f"tuner: {len(points)} points, {tuner_s:.0f} s measuring ({t.wall_s:.0f} s wall)")
-        ratio = tuner_s / grid_s if grid_s else float("inf")
-        wall_ratio = t.wall_s / res.grid_wall_s if res.grid_wall_s else float("inf")
-        score_text = (f"{res.name}{' at ' + t.memory if t.memory else ''}: the tuner's pick "
-                      f"{fmt_config(rec) if rec else '(none)'} scores {true or 0:.0f} req/s = "
-                      f"{100 * (true or 0) / best if best else 0:.1f}% of the grid's best "
-                      f"({fmt_config(best_c)}, {best:.0f})")
-        time_text = (f"{res.name}{' at ' + t.memory if t.memory else ''}: the tuner measured for "
-                     f"{100 * ratio:.1f}% of the grid's time ({tuner_s:.0f} s vs {grid_s:.0f} s; "
-                     f"wall {100 * wall_ratio:.1f}%)")
-        if n == 0:
-            passed &= check(true is not None and best > 0 and true >= SCORE_BAR * best,
-                            f"{score_text} >= {100 * SCORE_BAR:.0f}%")
-            # The brief sets the time bar for the two-knob space; a one-knob sweep shows it.
-            if len(res.knobs) >= 2:
-                passed &= check(bool(points) and ratio <= TIME_BAR, f"{time_text} <= {100 * TIME_BAR:.0f}%")
+        for t in tuners:
+            print(f"tuner `{' '.join(t.args)}`:")
+            if t.unavailable:
+                print(f"  not available in this binary ({t.unavailable})")
+                rows.append((t, None, None, best, None, None, "not available in this binary"))
+                continue
+            if t.error:
+                print(f"  error: {t.error}")
+            o = t.outcome or {}
+            points = o.get("points") or []
+            for s in o.get("steps") or []:
+                eff = s.get("effect")
+                eff = f" {eff['pct']:+.1f}% [{eff['low_pct']:+.1f}%, {eff['high_pct']:+.1f}%]" if eff else ""
+                print(f"  step {s['knob']}: {s['before_value']} -> {s['after_value']}, "
+                      f"{s.get('verdict') or ('adopted' if s['adopted'] else 'kept')}{eff}, "
+                      f"{s.get('rounds', 0)} rounds")
+            for knob, value, why in o.get("evidence") or []:
+                print(f"  evidence {knob}={value}: {why}")
+            rec = t.recommended(res.knobs)
+            tuner_s = t.measuring_s()
+            true = res.score(rec, budget) if rec else None
+            print(f"  {len(points)} points, {tuner_s:.0f} s measuring ({t.wall_s:.0f} s wall)")
+            ratio = tuner_s / grid_s if grid_s else float("inf")
+            wall_ratio = t.wall_s / res.grid_wall_s if res.grid_wall_s else float("inf")
+            t.random = random_search(res, budget, tuner_s, draws, f"{seed}/{res.name}/{t.label}") \
+                if tuner_s > 0 else None
+            score_text = (f"{res.name}, {t.label}: the pick {fmt_config(rec) if rec else '(none)'} "
+                          f"scores {true or 0:.0f} req/s = {100 * (true or 0) / best if best else 0:.1f}% "
+                          f"of the grid's best ({fmt_config(best_c)}, {best:.0f})")
+            time_text = (f"{res.name}, {t.label}: the tuner measured for {100 * ratio:.1f}% of the "
+                         f"grid's time ({tuner_s:.0f} s vs {grid_s:.0f} s; wall {100 * wall_ratio:.1f}%)")
+            if bi == 0:
+                ok_score = check(true is not None and best > 0 and true >= SCORE_BAR * best,
+                                 f"{score_text} >= {100 * SCORE_BAR:.0f}%")
+                ok_time = check(bool(points) and ratio <= TIME_BAR, f"{time_text} <= {100 * TIME_BAR:.0f}%")
+                passed &= ok_score and ok_time
+                bars = f"{'PASS' if ok_score else 'FAIL'} / {'PASS' if ok_time else 'FAIL'}"
             else:
+                print(f"shown: {score_text}")
                 print(f"shown: {time_text}")
-        else:
-            print(f"shown: {score_text}")
-            print(f"shown: {time_text}")
-        if budget is not None:
-            lenient_c, lenient_best = res.best(budget, lenient=True)
-            if not same(lenient_c, best_c):
-                lenient_true = res.score(rec, budget, lenient=True) if rec else None
-                print(f"shown (lenient rule, no bar): the best would be {fmt_config(lenient_c)} at "
-                      f"{lenient_best:.0f} req/s, fitting in only some rounds; the tuner's pick "
-                      f"scores {100 * (lenient_true or 0) / lenient_best if lenient_best else 0:.1f}% of it")
+                bars = "(no bar)"
+            if t.random:
+                r = t.random
+                print(f"shown: random search at the same measuring time ({r['draws']} draws from the "
+                      f"grid's windows, {r['mean_windows']:.1f} windows, {r['mean_s']:.0f} s on average): "
+                      f"its pick scores {r['median_pct']:.1f}% of the best (median), "
+                      f"{r['p10_pct']:.1f}% (10th percentile)")
+            rows.append((t, rec, true, best, tuner_s, ratio, bars))
+            if budget is not None:
+                lenient_c, lenient_best = res.best(budget, lenient=True)
+                if not same(lenient_c, best_c):
+                    lenient_true = res.score(rec, budget, lenient=True) if rec else None
+                    print(f"shown (lenient rule, no bar): the best would be {fmt_config(lenient_c)} at "
+                          f"{lenient_best:.0f} req/s, fitting in only some rounds; the tuner's pick "
+                          f"scores {100 * (lenient_true or 0) / lenient_best if lenient_best else 0:.1f}% of it")
+    print_summary(res, label, rows)
     return passed
+
+
+def print_summary(res, label, rows):
+    """One row per tuner and, under it, the random search at its measuring time."""
+    print(f"\n-- summary of 3{label}, {res.name} (bars: pick >= {100 * SCORE_BAR:.0f}% of the best, "
+          f"time <= {100 * TIME_BAR:.0f}% of the grid's)")
+    head = f"{'tuner':<28} {'pick':<40} {'% best':>7} {'meas. s':>8} {'% grid':>7}  score / time bars"
+    print(head)
+    print("-" * len(head))
+    for t, rec, true, best, tuner_s, ratio, bars in rows:
+        if tuner_s is None:
+            print(f"{t.label:<28} {bars}")
+            continue
+        pct = 100 * (true or 0) / best if best else 0.0
+        print(f"{t.label:<28} {(fmt_config(rec) if rec else '(none)')[:40]:<40} {pct:>6.1f}% "
+              f"{tuner_s:>8.0f} {100 * ratio:>6.1f}%  {bars}")
+        if t.random:
+            r = t.random
+            what = f"median of {r['draws']} draws; 10th pct"
+            print(f"{'  random, same time':<28} {what:<40} {r['median_pct']:>6.1f}% {r['mean_s']:>8.0f}"
+                  f"{'':>9}{r['p10_pct']:.1f}% (10th percentile)")
+
+
+def tuners_for(a, label, memories=(None,)):
+    """The grid's tuner runs: each strategy (--strategies, else the grid's defaults) under
+    each budget, the first budget first."""
+    strategies = a.strategies or DEFAULT_STRATEGIES[label]
+    return [TunerRun(m, (["--memory", m] if m else []) + strategy_args(st), st)
+            for m in memories for st in strategies]
 
 
 def grid_lab(ws, webtune, a):
@@ -776,7 +960,8 @@ def grid_lab(ws, webtune, a):
     budgets = [b.strip() for b in a.lab_memory.split(",") if b.strip()]
     for b in budgets:
         size_kib(b)  # a bad size is a setup error before anything runs
-    res.tuners = [TunerRun(b, ["--memory", b]) for b in budgets]
+    res.tuners = tuners_for(a, "a", budgets)
+    res.connections = LOAD_1S["connections"]
 
     def text_of(c):
         return target_file("lab", dict(LAB_GRID_CONFIG, **c), {}, LOAD_1S)
@@ -788,14 +973,139 @@ def grid_lab(ws, webtune, a):
 
 def grid_real(ws, webtune, a, real):
     res = GridResult(f"{real.name} workers", {"workers": REAL_GRID_WORKERS})
-    res.tuners = [TunerRun(None, ["--strategy", "workers"])]
+    res.tuners = tuners_for(a, "b")
     # The workers strategy loads every count with max(connections, 2 x the largest) clients.
     conns = max(LOAD_1S["connections"], 2 * max(REAL_GRID_WORKERS))
+    res.connections = conns
 
     def text(config, knobs):
         load = dict(LOAD_1S, connections=conns, path=real.path)
         return target_file(real.adapter, dict(real.config, **config), knobs, load, app=real.app,
                            ready=real.ready)
+
+    run_grid(ws, webtune, res, lambda c: text(c, {}), a.grid_rounds, text({}, res.knobs))
+    return res
+
+
+def have_command(name):
+    return shutil.which(name) or os.access(f"/usr/sbin/{name}", os.X_OK)
+
+
+SLEEPY_WSGI = '''"""verdicts.py grid (c): about 2 ms of CPU, then 8 ms waiting, per request."""
+import time
+
+
+def app(environ, start_response):
+    end = time.thread_time() + 0.002
+    while time.thread_time() < end:
+        pass
+    time.sleep(0.008)
+    body = b"ok\\n"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+'''
+
+
+def grid_gunicorn(ws, webtune, a):
+    """(c) gunicorn's sync workers on a WSGI app of 2 ms CPU + 8 ms wait, 64 connections:
+    throughput rises with the pool to a knee (the two cores), then stays."""
+    if not have_command("gunicorn"):
+        return None
+    app = os.path.join(ws.dir, "sleepy.py")
+    with open(app, "w") as f:
+        f.write(SLEEPY_WSGI)
+    workers = GUNICORN_GRID_QUICK if a.quick else GUNICORN_GRID_WORKERS
+    res = GridResult("gunicorn workers (2 ms CPU + 8 ms wait)", {"workers": workers})
+    res.tuners = tuners_for(a, "c")
+    res.connections = GUNICORN_CONNECTIONS
+    load = {"connections": GUNICORN_CONNECTIONS, "duration": "1s", "path": "/"}
+
+    def text(config, knobs):
+        return target_file("gunicorn", config, knobs, load, app=app, ready="/")
+
+    run_grid(ws, webtune, res, lambda c: text(c, {}), a.grid_rounds, text({}, res.knobs))
+    return res
+
+
+# Most requests 1-2 ms of CPU, HEAVY in 10000 of them 50 ms, then a 4 ms wait (a database's
+# answer): the heavy tail scatters a 1 s window's throughput (measured: see the docstring).
+NOISY_PHP = '''<?php
+// verdicts.py grid (d): 1-2 ms of CPU for most requests, 50 ms for a few, then a 4 ms wait.
+function cpu_us() {
+    $u = getrusage();
+    return ($u["ru_utime.tv_sec"] + $u["ru_stime.tv_sec"]) * 1000000
+        + $u["ru_utime.tv_usec"] + $u["ru_stime.tv_usec"];
+}
+$r = mt_rand(0, 9999);
+$us = $r < HEAVY ? 50000 : 1000 + $r % 1000;
+$end = cpu_us() + $us;
+$x = 0;
+while (cpu_us() < $end) {
+    for ($i = 0; $i < 200; $i++) { $x += $i % 7; }
+}
+usleep(WAIT_US);
+echo "ok $x\\n";
+'''
+PHP_HEAVY = 300       # per 10000 requests: 3%
+PHP_WAIT_US = 4000
+
+
+def have_php_fpm():
+    return have_command("nginx") and any(n.startswith("php-fpm") for n in os.listdir("/usr/sbin"))
+
+
+def php_app(ws):
+    d = os.path.join(ws.dir, "php")
+    if not os.path.isdir(d):
+        os.makedirs(d)
+        os.chmod(d, 0o755)
+        with open(os.path.join(d, "index.php"), "w") as f:
+            f.write(NOISY_PHP.replace("HEAVY", str(PHP_HEAVY)).replace("WAIT_US", str(PHP_WAIT_US)))
+    return d
+
+
+def grid_php(ws, webtune, a):
+    """(d) PHP-FPM (pm static, workers = pm.max_children) behind nginx, a PHP page whose cost
+    is heavy-tailed, 32 connections."""
+    if not have_php_fpm():
+        return None
+    app = php_app(ws)
+    workers = PHP_GRID_QUICK if a.quick else PHP_GRID_WORKERS
+    res = GridResult("php-fpm workers (heavy-tailed page)", {"workers": workers})
+    res.tuners = tuners_for(a, "d")
+    res.connections = PHP_CONNECTIONS
+    load = {"connections": PHP_CONNECTIONS, "duration": "1s", "path": "/index.php"}
+
+    def text(config, knobs):
+        return target_file("php-fpm", dict({"pm": "static"}, **config), knobs, load, app=app,
+                           ready="/index.php")
+
+    run_grid(ws, webtune, res, lambda c: text(c, {}), a.grid_rounds, text({}, res.knobs))
+    return res
+
+
+APACHE_APP = os.path.join(ROOT, "examples", "apps", "perl")
+APACHE_PATH = "/hello?io=2"   # the preloaded mod_perl handler, waiting 2 ms
+
+
+def have_apache():
+    return have_command("apache2") and os.path.exists("/usr/lib/apache2/modules/mod_perl.so") \
+        and os.path.isdir(APACHE_APP)
+
+
+def grid_apache(ws, webtune, a):
+    """(e) Apache prefork with mod_perl, workers x max_requests x keepalive, 16 connections:
+    the example's preloaded handler (examples/apps/perl, read only) waiting 2 ms."""
+    if not have_apache():
+        return None
+    knobs = APACHE_GRID_QUICK if a.quick else APACHE_GRID
+    res = GridResult("apache prefork workers x max_requests x keepalive", dict(knobs))
+    res.tuners = tuners_for(a, "e")
+    res.connections = APACHE_CONNECTIONS
+    load = {"connections": APACHE_CONNECTIONS, "duration": "1s", "path": APACHE_PATH}
+
+    def text(config, knobs):
+        return target_file("apache", config, knobs, load, app=APACHE_APP, ready="/hello")
 
     run_grid(ws, webtune, res, lambda c: text(c, {}), a.grid_rounds, text({}, res.knobs))
     return res
@@ -826,7 +1136,18 @@ def parse_args(argv=None):
                     help="run the null decisions (N of them; default 100, --quick 6)")
     ap.add_argument("--power", type=int, nargs="?", action=Count, metavar="N",
                     help="run the power tries (N of them; default 20, --quick 3)")
-    ap.add_argument("--grid", action="store_true", help="run the grids")
+    ap.add_argument("--grid", action="store_true", help="run the grids, all of them (a to e)")
+    ap.add_argument("--grids", metavar="LIST",
+                    help="run only the grids named, comma-separated: a (lab), b (nginx workers), "
+                         "c (gunicorn workers), d (php-fpm workers, noisy), e (apache 3 knobs)")
+    ap.add_argument("--strategies", metavar="LIST",
+                    help="the tuners each grid runs, comma-separated (e.g. one-at-a-time,workers,"
+                         "joint); a strategy this webtune does not know is reported as not "
+                         "available. Default per grid: a one-at-a-time; b workers; c and d "
+                         "workers and one-at-a-time; e one-at-a-time")
+    ap.add_argument("--random-draws", type=int, default=RANDOM_DRAWS, metavar="N",
+                    help=f"random searches drawn from each grid's windows per tuner row (default {RANDOM_DRAWS})")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the random searches (default 1)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: 6 null decisions, 3 power tries, small grids of 1 round")
     ap.add_argument("--grid-rounds", type=int, help="rounds of each grid (default 3, --quick 1)")
@@ -837,15 +1158,28 @@ def parse_args(argv=None):
                     help="the real server (default: nginx when installed, else gunicorn)")
     ap.add_argument("--save", metavar="FILE", help="write every decision and window as JSON")
     a = ap.parse_args(argv)
-    selected = a.null is not None or a.power is not None or a.grid
+    if a.grids is not None:
+        a.grids = [g.strip() for g in a.grids.split(",") if g.strip()]
+        bad = [g for g in a.grids if g not in GRIDS]
+        if bad or not a.grids:
+            ap.error(f"--grids: {', '.join(bad) or 'none'}: expected letters among {','.join(GRIDS)}")
+    if a.strategies is not None:
+        a.strategies = list(dict.fromkeys(x.strip() for x in a.strategies.split(",") if x.strip()))
+        bad = [x for x in a.strategies if not x.replace("-", "").isalnum()]
+        if bad or not a.strategies:
+            ap.error(f"--strategies: cannot read {a.strategies!r}")
+    selected = a.null is not None or a.power is not None or a.grid or a.grids
     if not selected:
         a.null, a.power, a.grid = -1, -1, True
+    if a.grids is None:
+        a.grids = list(GRIDS) if a.grid else []
+    a.grid = bool(a.grids)
     defaults = (6, 3, 1) if a.quick else (100, 20, 3)
     a.null = defaults[0] if a.null == -1 else (a.null or 0)
     a.power = defaults[1] if a.power == -1 else (a.power or 0)
     if a.grid_rounds is None:
         a.grid_rounds = defaults[2]
-    if min(a.null, a.power) < 0 or a.grid_rounds < 1:
+    if min(a.null, a.power) < 0 or a.grid_rounds < 1 or a.random_draws < 1:
         ap.error("counts must be positive")
     return a
 
@@ -853,6 +1187,23 @@ def parse_args(argv=None):
 def main(argv=None):
     a = parse_args(argv)
     return run_main(lambda: run(a))
+
+
+def run_one_grid(ws, a, label, real):
+    """One grid measured and its tuners run: the GridResult, or why it could not run."""
+    if label == "a":
+        progress("grid (a): the lab ...")
+        return grid_lab(ws, a.webtune, a)
+    if label == "b":
+        if real is None:
+            return "neither nginx nor gunicorn is installed"
+        progress(f"grid (b): {real.name} ...")
+        return grid_real(ws, a.webtune, a, real)
+    grid, missing = {"c": (grid_gunicorn, "gunicorn is not installed"),
+                     "d": (grid_php, "php-fpm or nginx is not installed"),
+                     "e": (grid_apache, "apache2 with mod_perl is not installed")}[label]
+    progress(f"grid ({label}) ...")
+    return grid(ws, a.webtune, a) or missing
 
 
 def run(a):
@@ -876,24 +1227,22 @@ def run(a):
                 passed &= report_null(decisions)
             if a.power:
                 passed &= report_power(decisions)
-        if a.grid:
-            progress("grid (a): the lab ...")
-            res = grid_lab(ws, a.webtune, a)
+        for label in a.grids:
+            res = run_one_grid(ws, a, label, real)
+            if res is None:
+                continue
+            if isinstance(res, str):
+                print(f"\n== 3{label}. skipped: {res}")
+                passed = check(False, f"grid ({label}): {res}") and passed
+                continue
+            res.label = label
             grids.append(res)
-            passed &= report_grid(res, "a", a.grid_rounds)
-            if real is None:
-                print("\n== 3b. skipped: neither nginx nor gunicorn is installed")
-                passed = check(False, "grid (b): no real server") and passed
-            else:
-                progress(f"grid (b): {real.name} ...")
-                res = grid_real(ws, a.webtune, a, real)
-                grids.append(res)
-                passed &= report_grid(res, "b", a.grid_rounds)
+            passed &= report_grid(res, label, a.grid_rounds, a.random_draws, a.seed)
         print(f"\n{machine_note('end')}; {time.monotonic() - started:.0f} s in all")
         if a.save:
             with open(a.save, "w") as f:
                 json.dump({"decisions": [asdict(d) for d in decisions],
-                           "grids": [{"name": g.name, "knobs": g.knobs,
+                           "grids": [{"name": g.name, "label": g.label, "knobs": g.knobs,
                                       "windows": [asdict(w) for w in g.windows],
                                       "tuners": [asdict(t) for t in g.tuners],
                                       "grid_wall_s": g.grid_wall_s} for g in grids]}, f, indent=1)
