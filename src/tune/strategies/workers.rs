@@ -216,8 +216,8 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
 const CONTENDERS: f64 = 0.15;
 
 /// Tops up the windows of the counts that decide the knee to the tuner's repeats: the knee,
-/// the best (the reference it is within the tolerance of), and the count just below the
-/// knee when it is close. Counts far below, or on the plateau past the knee, keep their one
+/// the best (the reference it is within the tolerance of), the count just below the knee
+/// when it is close, and the count just above it. Counts far below, or on the plateau past the knee, keep their one
 /// window: more would not move the answer. One window per count per round, the order
 /// reversed every other round (drift hits all alike).
 fn confirm(
@@ -233,7 +233,10 @@ fn confirm(
     let best_count = measured.iter().find(|(_, p)| p.ok() && p.rps() == best).map(|(n, _)| *n);
     let below =
         measured.iter().filter(|(n, p)| *n < k && p.ok() && p.rps() >= best * (1.0 - share)).map(|(n, _)| *n).max();
-    let decisive: Vec<u64> = [below, Some(k), best_count].into_iter().flatten().collect();
+    // More workers reading less than the knee's throughput is what a disturbed window looks
+    // like (the curve rises, then flattens): the count just above the knee is checked too.
+    let above = measured.iter().map(|(n, _)| *n).filter(|&n| n > k).min();
+    let decisive: Vec<u64> = [below, Some(k), above, best_count].into_iter().flatten().collect();
     for round in 1..t.repeats.max(1) {
         let mut due: Vec<usize> = (0..measured.len())
             .filter(|&i| {
