@@ -158,10 +158,39 @@ pub fn judge_growing(
     name_of: &dyn Fn(&str) -> String,
     grow: &mut Grow,
 ) -> Option<Judgement> {
+    judge_rounds(t, load, incumbent_name, incumbent, challengers, name_of, grow, None)
+}
+
+/// As `judge`, from windows a strategy measured already in interleaved rounds (`seed`: the
+/// incumbent's, then each challenger's, by round): more rounds only while a verdict is open.
+pub fn judge_seeded(
+    t: &mut Tuner,
+    load: &Load,
+    incumbent_name: &str,
+    incumbent: &Settings,
+    challengers: &[Challenger],
+    name_of: &dyn Fn(&str) -> String,
+    seed: Vec<Vec<Point>>,
+) -> Option<Judgement> {
+    let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
+    judge_rounds(t, load, incumbent_name, incumbent, challengers.to_vec(), name_of, none, Some(seed))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn judge_rounds(
+    t: &mut Tuner,
+    load: &Load,
+    incumbent_name: &str,
+    incumbent: &Settings,
+    challengers: Vec<Challenger>,
+    name_of: &dyn Fn(&str) -> String,
+    grow: &mut Grow,
+    seed: Option<Vec<Vec<Point>>>,
+) -> Option<Judgement> {
     // A window seen over the budget settles its configuration (see `assess`): it ends there.
     let load = load.settling_over_budget();
     // The challengers share the step's error rate (Bonferroni), the later attempt included.
-    let mut pilot = Rounds::run(t, &load, incumbent_name, incumbent, challengers, name_of, grow, 0)?;
+    let mut pilot = Rounds::run(t, &load, incumbent_name, incumbent, challengers, name_of, grow, 0, seed)?;
     let family = pilot.challengers.len();
     let mut judged = pilot.judge(t, family, name_of);
     let mut incumbent_point = pilot.incumbent(incumbent_name)?;
@@ -180,7 +209,8 @@ pub fn judge_growing(
         ));
         let long_name = |v: &str| format!("{} ({secs:.0} s windows)", name_of(v));
         let long_incumbent = format!("{incumbent_name} ({secs:.0} s windows)");
-        if let Some(second) = Rounds::run(t, &longer, &long_incumbent, incumbent, again, &long_name, grow, family) {
+        if let Some(second) = Rounds::run(t, &longer, &long_incumbent, incumbent, again, &long_name, grow, family, None)
+        {
             let mut better = second.judge(t, family, name_of);
             if let Some(p) = second.incumbent(incumbent_name) {
                 incumbent_point = p;
@@ -243,7 +273,8 @@ struct Rounds {
 
 impl Rounds {
     /// Measures rounds until every challenger is settled or at the cap. `family`: challengers
-    /// of the whole comparison, when more than these (0: these).
+    /// of the whole comparison, when more than these (0: these). `seed`: windows measured
+    /// already in interleaved rounds, the incumbent's first, then each challenger's, by round.
     #[allow(clippy::too_many_arguments)]
     fn run(
         t: &mut Tuner,
@@ -254,6 +285,7 @@ impl Rounds {
         name_of: &dyn Fn(&str) -> String,
         grow: &mut Grow,
         family: usize,
+        seed: Option<Vec<Vec<Point>>>,
     ) -> Option<Rounds> {
         let j = t.judging;
         let own = |w: &[Option<Point>]| w.iter().flatten().count();
@@ -265,8 +297,26 @@ impl Rounds {
         let (least, most) = (j.min_rounds, j.max_rounds.max(j.min_rounds));
         let mut released = vec![false; challengers.len() + 1];
         let mut rounds = 0;
+        // Rounds measured before (by the strategy, interleaved alike) are judged first.
+        let mut seeded = false;
+        if let Some(seed) = seed {
+            rounds = seed.iter().map(Vec::len).max().unwrap_or(0);
+            for (w, s) in windows.iter_mut().zip(seed) {
+                *w = s.into_iter().map(Some).collect();
+                w.resize(rounds, None);
+            }
+            seeded = rounds > 0;
+        }
         'rounds: loop {
             let n = challengers.len() + 1;
+            if seeded {
+                seeded = false;
+                let confidence = confidence_of(t, family.max(challengers.len()));
+                for i in 1..n {
+                    settled[i] = assess(t, &windows[0], &windows[i], confidence).settled;
+                }
+                continue;
+            }
             let open: Vec<usize> = (1..n).filter(|&i| !settled[i] && own(&windows[i]) < most).collect();
             if open.is_empty() && (n > 1 || rounds >= j.min_rounds) {
                 break;

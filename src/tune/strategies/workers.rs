@@ -3,7 +3,7 @@
 //! coarse powers of two find the flat part, a bisection finds where it starts. The memory
 //! budget caps the answer, from the workers' USS measured under load.
 
-use super::verdict::{Challenger, effect_text, judge};
+use super::verdict::{Challenger, effect_text, judge_seeded};
 use super::{Found, Knobs, value};
 use crate::tune::{Point, Settings, Step, Tuner, Verdict};
 
@@ -167,7 +167,11 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
         let name_of = |v: &str| format!("workers={v} (against the knee)");
         let more = [Challenger { value: best.0.to_string(), settings: base.with("workers", &best.0.to_string()) }];
         let knee_settings = base.with("workers", &knee.to_string());
-        if let Some(j) = judge(t, &load, &format!("workers={knee} (the knee)"), &knee_settings, &more, &name_of) {
+        // The windows both took in the sweep and its confirmation, by round, are the check's
+        // first rounds: more only while its verdict is open.
+        let seed = vec![at(knee).map_or_else(Vec::new, |p| windows_of(&p)), windows_of(&best.1)];
+        let incumbent_name = format!("workers={knee} (the knee)");
+        if let Some(j) = judge_seeded(t, &load, &incumbent_name, &knee_settings, &more, &name_of, seed) {
             let lead = j.lead();
             let effect = lead.and_then(|c| c.effect);
             let said = effect.as_ref().map_or("no interval".to_string(), effect_text);
@@ -255,6 +259,11 @@ fn confirm(
             }
         }
     }
+}
+
+/// Each window of a point as a point of its own (a round of a comparison).
+fn windows_of(p: &Point) -> Vec<Point> {
+    p.samples.iter().map(|s| Point { samples: vec![s.clone()], ..p.clone() }).collect()
 }
 
 fn best_rps(measured: &[(u64, Point)]) -> f64 {
