@@ -357,7 +357,13 @@ fn step_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Strin
             let c = &j.challengers[i];
             let mut change =
                 c.effect.as_ref().map_or("meets the objective the incumbent misses".to_string(), effect_text);
-            if let Some(Shortcut::Tail { incumbent, challenger }) = c.shortcut {
+            if let Some((dearer, to_it)) = &j.over_dearer {
+                change += &format!(
+                    ", preferred to {knob}={dearer} ({}): that one is not surely {threshold}% better and costs more",
+                    to_it.as_ref().map_or("no interval".to_string(), |e| format!("{} more", effect_text(e)))
+                );
+            }
+            if let Some(Shortcut::Tail { incumbent, challenger }) = &c.shortcut {
                 change +=
                     &format!(", adopted for its tail: p99.9 {:.1} -> {:.1} ms", incumbent.p999_ms, challenger.p999_ms);
             }

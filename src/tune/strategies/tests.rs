@@ -322,7 +322,8 @@ fn over_the_budget_the_best_value_within_it_is_adopted_and_said_to_meet_it() {
     let found = one_at_a_time(&mut t, &k, &Settings::default().with("workers", "1"));
     assert_eq!(found.recommended.get("max_requests"), Some("100"), "{:?}", found.evidence);
     let why = &found.steps[0].evidence;
-    assert!(why.contains("max_requests=20 200.0 req/s: meets the objective"), "{why}");
+    // 20 meets it too, but serves far less than 100 in the same rounds: it stops early.
+    assert!(why.contains("max_requests=20 200.0 req/s: far below max_requests=100, 62% of its throughput"), "{why}");
 }
 
 #[test]
@@ -802,4 +803,29 @@ fn joint_plans_the_windows_it_takes_and_refuses_what_it_cannot_search() {
     let wide = grid_knobs(&[("a", &["1"; 40]), ("b", &["1"; 30])]);
     assert!(Strategy::Joint.refuses(&wide).unwrap().contains("at most 1000 configurations, the knobs make 1200"));
     assert_eq!(Strategy::OneAtATime.refuses(&five), None);
+}
+
+#[test]
+fn values_far_below_another_stop_and_the_cheapest_sure_gain_is_adopted() {
+    // Throughput rises to 8 workers, then stays flat (+-1%): 2 and 4 serve a quarter and a
+    // half of 8's, and 16 and 32 no more than 8.
+    let mut m = Model::new(
+        |s: &Settings, r| {
+            let w = workers_of(s);
+            let jitter = [1.01, 0.99, 1.0][(r + w as usize) % 3];
+            ((100.0 * w).min(800.0) * jitter, 10.0, 1000)
+        },
+        None,
+    );
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &knobs("workers", &["1", "2", "4", "8", "16", "32"]), &Settings::default());
+    drop(t);
+    let e = &found.evidence[0].2;
+    assert_eq!(found.recommended.get("workers"), Some("8"), "{e}");
+    // One window each for 2 and 4; three rounds of 1, 8, 16 and 32.
+    assert_eq!(m.measured.iter().filter(|s| s.starts_with("workers=2") || s.starts_with("workers=4")).count(), 2);
+    assert_eq!(m.measured.len(), 2 + 4 * 3, "{:?}", m.measured);
+    assert!(e.contains("workers=2 200.0 req/s: far below"), "{e}");
+    assert!(e.contains("preferred to workers="), "{e}");
 }

@@ -32,10 +32,13 @@ pub struct Judged {
 }
 
 /// What settled a challenger before (or instead of) an interval clearing the threshold.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Shortcut {
     /// Its windows fell far below the incumbent's of the same rounds: at most `share` of them.
     FarBelow { share: f64, windows: usize },
+    /// Its windows fell far below another challenger's of the same rounds (`by`, its name):
+    /// whatever it gains, that one gains far more, so it cannot be the one adopted.
+    Dominated { by: String, share: f64, windows: usize },
     /// No number of rounds up to the cap could settle it: the interval projected to the cap
     /// from the spread of the rounds so far.
     CannotSettle { projected: Effect },
@@ -60,6 +63,10 @@ pub struct Judgement {
     /// The windows were lengthened to this many seconds because they scattered too widely for
     /// the rounds allowed (the rounds before, at the load's own windows, were a pilot).
     pub lengthened: Option<f64>,
+    /// The adopted challenger was preferred to the one with the largest gain (its value, and
+    /// the change to it from the adopted one): that one was not surely better by the
+    /// threshold, and costs more.
+    pub over_dearer: Option<(String, Option<Effect>)>,
 }
 
 impl Judgement {
@@ -221,7 +228,11 @@ fn judge_rounds(
             }
         }
     }
-    Some(conclude(t, incumbent_point, judged, rounds, lengthened))
+    let mut judgement = conclude(t, incumbent_point, judged, rounds, lengthened);
+    if lengthened.is_none() {
+        prefer_cheaper(t, &pilot, &mut judgement, confidence_of(t, family));
+    }
+    Some(judgement)
 }
 
 /// Whether more rounds up to the cap could not have settled this challenger.
@@ -313,7 +324,7 @@ impl Rounds {
                 seeded = false;
                 let confidence = confidence_of(t, family.max(challengers.len()));
                 for i in 1..n {
-                    settled[i] = assess(t, &windows[0], &windows[i], confidence).settled;
+                    settled[i] = assess_among(t, &windows, &labels(&challengers, name_of), i, confidence).settled;
                 }
                 continue;
             }
@@ -353,7 +364,7 @@ impl Rounds {
             rounds = r + 1;
             let confidence = confidence_of(t, family.max(challengers.len()));
             for i in 1..n {
-                settled[i] = assess(t, &windows[0], &windows[i], confidence).settled;
+                settled[i] = assess_among(t, &windows, &labels(&challengers, name_of), i, confidence).settled;
                 // Settled early: the rounds it will not take leave the plan (and the ETA).
                 if settled[i] && !released[i] {
                     released[i] = true;
@@ -399,7 +410,7 @@ impl Rounds {
             else {
                 continue;
             };
-            let a = assess(t, &self.windows[0], w, confidence);
+            let a = assess_among(t, &self.windows, &labels(&self.challengers, name_of), i + 1, confidence);
             judged.push(Judged {
                 value: c.value.clone(),
                 point,
@@ -410,6 +421,11 @@ impl Rounds {
         }
         judged
     }
+}
+
+/// The challengers' names, by index.
+fn labels(challengers: &[Challenger], name_of: &dyn Fn(&str) -> String) -> Vec<String> {
+    challengers.iter().map(|c| name_of(&c.value)).collect()
 }
 
 /// The confidence each of `k` challengers is judged at, so that together they keep the step's.
@@ -434,7 +450,10 @@ fn conclude(t: &Tuner, incumbent: Point, judged: Vec<Judged>, rounds: usize, len
             a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
         })
         .map(|(i, _)| i);
-    let decided = |c: &Judged| matches!(c.verdict, Verdict::NoEffect | Verdict::Worse | Verdict::WorseTail);
+    let decided = |c: &Judged| {
+        matches!(c.verdict, Verdict::NoEffect | Verdict::Worse | Verdict::WorseTail)
+            || matches!(c.shortcut, Some(Shortcut::Dominated { .. }))
+    };
     let verdict = if chosen.is_some() {
         Verdict::Adopted
     } else if !judged.is_empty() && judged.iter().all(|c| c.verdict == Verdict::WorseTail) {
@@ -463,7 +482,43 @@ fn conclude(t: &Tuner, incumbent: Point, judged: Vec<Judged>, rounds: usize, len
     } else {
         Verdict::Undecided
     };
-    Judgement { incumbent, challengers: judged, chosen, verdict, rounds, lengthened }
+    Judgement { incumbent, challengers: judged, chosen, verdict, rounds, lengthened, over_dearer: None }
+}
+
+/// Among the adopted challengers, the cheapest that the one with the largest gain does not
+/// surely beat by the threshold (paired on the rounds both were measured in): more workers
+/// for a gain no measurement can tell from noise is not what anyone should deploy.
+fn prefer_cheaper(t: &Tuner, rounds: &Rounds, j: &mut Judgement, confidence: f64) {
+    let Some(lead) = j.chosen.filter(|&c| j.challengers[c].effect.is_some()) else { return };
+    let windows_of =
+        |value: &str| rounds.challengers.iter().position(|c| c.value == value).map(|i| &rounds.windows[i + 1]);
+    let Some(lead_windows) = windows_of(&j.challengers[lead].value) else { return };
+    let mut options: Vec<usize> = (0..j.challengers.len())
+        .filter(|&k| k != lead && j.challengers[k].verdict == Verdict::Adopted)
+        .filter(|&k| cheaper(&j.challengers[k].point, &j.challengers[lead].point))
+        .collect();
+    // The cheapest first.
+    options.sort_by(|&a, &b| {
+        let (a, b) = (&j.challengers[a].point, &j.challengers[b].point);
+        if cheaper(a, b) {
+            std::cmp::Ordering::Less
+        } else if cheaper(b, a) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    });
+    for k in options {
+        let Some(own) = windows_of(&j.challengers[k].value) else { continue };
+        let (a, b) = paired(own, lead_windows);
+        let (Some(a), Some(b)) = (Point::combine("", &a), Point::combine("", &b)) else { continue };
+        let to_lead = t.objective.effect(&a, &b, confidence);
+        if to_lead.is_none_or(|e| classify(&e, t.judging.threshold_pct) != Verdict::Adopted) {
+            j.over_dearer = Some((j.challengers[lead].value.clone(), to_lead));
+            j.chosen = Some(k);
+            return;
+        }
+    }
 }
 
 /// Whether `a` costs clearly less than `b`: fewer workers, or with as many a whole server
@@ -489,6 +544,30 @@ struct Assessment {
     /// More rounds cannot change the verdict.
     settled: bool,
     shortcut: Option<Shortcut>,
+}
+
+/// Judges challenger `i` of `windows` (the incumbent's first) against the incumbent; and,
+/// unless that already settles it as a loss, against the other challengers: one whose windows
+/// fall far below another's cannot be the one adopted, and needs no more rounds.
+fn assess_among(t: &Tuner, windows: &[Vec<Option<Point>>], labels: &[String], i: usize, confidence: f64) -> Assessment {
+    let a = assess(t, &windows[0], &windows[i], confidence);
+    if a.verdict == Verdict::Worse || matches!(t.objective, Objective::LeastMemory { .. }) {
+        return a;
+    }
+    let admitted = |w: &[Option<Point>]| {
+        w.iter().flatten().all(|p| p.ok())
+            && Point::combine("", &w.iter().flatten().cloned().collect::<Vec<_>>())
+                .is_some_and(|p| t.objective.admits(&p))
+    };
+    for k in (1..windows.len()).filter(|&k| k != i && admitted(&windows[k])) {
+        let (other, own) = paired(&windows[k], &windows[i]);
+        if let Some(share) = far_below(&t.objective, &other, &own) {
+            let by = labels.get(k - 1).cloned().unwrap_or_default();
+            let shortcut = Some(Shortcut::Dominated { by, share, windows: other.len() });
+            return Assessment { effect: a.effect, verdict: Verdict::Undecided, settled: true, shortcut };
+        }
+    }
+    a
 }
 
 /// Judges a challenger's windows against the incumbent's, pair by pair.
@@ -629,6 +708,11 @@ pub fn judged_text(label: &str, c: &Judged, objective: &Objective, incumbent_adm
     match (&c.shortcut, &c.effect) {
         (Some(Shortcut::FarBelow { share, windows }), _) => format!(
             "{label} {rps:.1} req/s: far below, {:.0}% of the incumbent's at best in {windows} window{}, not measured further",
+            share * 100.0,
+            if *windows == 1 { "" } else { "s" }
+        ),
+        (Some(Shortcut::Dominated { by, share, windows }), _) => format!(
+            "{label} {rps:.1} req/s{effect}: far below {by}, {:.0}% of its throughput at best in {windows} window{}, not measured further",
             share * 100.0,
             if *windows == 1 { "" } else { "s" }
         ),
