@@ -323,8 +323,9 @@ impl Rounds {
             if seeded {
                 seeded = false;
                 let confidence = confidence_of(t, family.max(challengers.len()));
-                for i in 1..n {
-                    settled[i] = assess_among(t, &windows, &labels(&challengers, name_of), i, confidence).settled;
+                let names = labels(&challengers, name_of);
+                for (i, done) in settled.iter_mut().enumerate().take(n).skip(1) {
+                    *done = assess_among(t, &windows, &names, i, confidence).settled;
                 }
                 continue;
             }
