@@ -61,6 +61,99 @@ fn pool_within_budget(
     more
 }
 
+/// A knob with this many values or more, all numbers, is searched coarse to fine.
+const COARSE_FROM: usize = 6;
+
+/// The coarse values of an ordered knob: the smallest, then each at least twice the last
+/// taken, and the largest (powers of two over a range); None for a knob of few values or of
+/// words.
+fn coarse_values(values: &[String]) -> Option<Vec<String>> {
+    let mut ordered: Vec<(f64, &String)> =
+        values.iter().map(|v| Some((v.parse::<f64>().ok()?, v))).collect::<Option<_>>()?;
+    if values.len() < COARSE_FROM || ordered.iter().any(|(n, _)| *n < 0.0) {
+        return None;
+    }
+    ordered.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut coarse = vec![ordered[0]];
+    for &(n, v) in &ordered[1..] {
+        let last = coarse.last().unwrap().0;
+        if n >= 2.0 * last.max(1.0) {
+            coarse.push((n, v));
+        }
+    }
+    let largest = *ordered.last().unwrap();
+    if coarse.last().unwrap().1 != largest.1 {
+        coarse.push(largest);
+    }
+    Some(coarse.into_iter().map(|(_, v)| v.clone()).collect())
+}
+
+/// Values within this share of the best throughput are as good as it, for the refinement:
+/// the cheapest of them is where the curve flattens.
+const CLOSE: f64 = 0.05;
+
+/// Coarse to fine: a value held back (`held`) halfway between the smallest value as good as
+/// the best (within `CLOSE`: where the curve flattens) and its nearest measured neighbour
+/// below; and halfway between the best and its neighbour above when that one serves clearly
+/// less (a peak between them). One a side a round, until none lies between.
+fn finer_values(
+    knob: &str,
+    values: &[String],
+    held: &[String],
+    base: &Settings,
+    here: Option<&Point>,
+    challengers: &[Challenger],
+    points: &[Option<Point>],
+) -> Vec<Challenger> {
+    if held.is_empty() {
+        return Vec::new();
+    }
+    let number = |v: &str| v.parse::<f64>().ok();
+    // The measured values of this knob alone, with their throughput so far (0 when it failed
+    // or does not fit).
+    let mut seen: Vec<(f64, f64)> = Vec::new();
+    if let Some(p) = here
+        && let Some(n) = p.settings.get(knob).and_then(number)
+    {
+        seen.push((n, if p.ok() && fits(p) { p.rps() } else { 0.0 }));
+    }
+    for (c, p) in challengers.iter().zip(points) {
+        let (Some(n), Some(p)) = (number(&c.value), p.as_ref()) else { continue };
+        seen.push((n, if p.ok() && fits(p) { p.rps() } else { 0.0 }));
+    }
+    let Some(&(best, top)) = seen.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else { return Vec::new() };
+    if top <= 0.0 {
+        return Vec::new();
+    }
+    let flat = seen.iter().filter(|(_, r)| *r >= top * (1.0 - CLOSE)).map(|(n, _)| *n).fold(best, f64::min);
+    let tried = |n: f64| seen.iter().any(|(m, _)| *m == n) || challengers.iter().any(|c| number(&c.value) == Some(n));
+    let halfway = |from: f64, side: f64| {
+        let beyond = |n: f64| (n - from) * side > 0.0;
+        let (neighbour, rps) = seen
+            .iter()
+            .copied()
+            .filter(|(n, _)| beyond(*n))
+            .min_by(|a, b| (a.0 - from).abs().total_cmp(&(b.0 - from).abs()))?;
+        let mut between: Vec<(f64, &String)> = values
+            .iter()
+            .filter(|v| held.contains(v))
+            .filter_map(|v| Some((number(v)?, v)))
+            .filter(|(n, _)| beyond(*n) && (neighbour - n) * side > 0.0 && !tried(*n))
+            .collect();
+        between.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (_, v) = between.get(between.len() / 2)?;
+        Some((rps, Challenger { value: (*v).clone(), settings: base.with(knob, v) }))
+    };
+    let mut more: Vec<Challenger> = halfway(flat, -1.0).map(|(_, c)| c).into_iter().collect();
+    if let Some((rps, c)) = halfway(best, 1.0)
+        && rps < top * (1.0 - CLOSE)
+        && !more.iter().any(|m| m.value == c.value)
+    {
+        more.push(c);
+    }
+    more
+}
+
 pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut current = base.clone();
     for (knob, values) in knobs {
@@ -98,8 +191,15 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                     ));
                 }
             }
+            // Many ordered values: the coarse ones first, the rest only around the best.
+            let coarse = coarse_values(values);
+            let held: Vec<String> = match &coarse {
+                Some(c) => values.iter().filter(|v| !c.contains(v) && **v != before_value).cloned().collect(),
+                None => Vec::new(),
+            };
             let challengers: Vec<Challenger> = changes
                 .iter()
+                .filter(|(label, _)| !held.contains(label))
                 .map(|(label, set)| Challenger { value: label.clone(), settings: current.with_all(set) })
                 .collect();
             if challengers.is_empty() {
@@ -113,9 +213,13 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             };
             let name_of = |v: &str| format!("{knob}={v}{again}");
             let pool = (knob != POOL).then(|| knobs.iter().find(|(k, _)| k == POOL)).flatten();
-            let mut follow = |here: Option<&Point>, chs: &[Challenger], pts: &[Option<Point>]| match pool {
-                Some((_, counts)) => pool_within_budget(knob, counts, here, chs, pts),
-                None => Vec::new(),
+            let base = current.clone();
+            let mut follow = |here: Option<&Point>, chs: &[Challenger], pts: &[Option<Point>]| {
+                let mut more = finer_values(knob, values, &held, &base, here, chs, pts);
+                if let Some((_, counts)) = pool {
+                    more.extend(pool_within_budget(knob, counts, here, chs, pts));
+                }
+                more
             };
             let Some(j) = judge_growing(t, &load, &incumbent, &current, challengers, &name_of, &mut follow) else {
                 break 'passes;
@@ -135,6 +239,7 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                     .filter(|(label, _)| !j.challengers.iter().any(|m| m.value == *label))
                     .map(|(label, _)| label.clone())
                     .collect(),
+                passed_over: held.iter().filter(|v| !j.challengers.iter().any(|m| m.value == **v)).cloned().collect(),
             };
             let evidence = step_evidence(knob, &before_value, &j, &context);
             let lead = j.lead();
@@ -310,9 +415,22 @@ struct Context<'a> {
     never_measured: Vec<String>,
     /// Rounds at the most (--max-rounds).
     max_rounds: usize,
+    /// Values left out by the coarse-to-fine search: not around the best.
+    passed_over: Vec<String>,
 }
 
 fn step_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> String {
+    let mut text = judged_evidence(knob, before, j, cx);
+    if !cx.passed_over.is_empty() && cx.cut_short.is_none() {
+        text.push_str(&format!(
+            "; not measured, coarse to fine (powers of two first, then only the values around the best): {}",
+            cx.passed_over.join(", ")
+        ));
+    }
+    text
+}
+
+fn judged_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> String {
     let (admitted, threshold) = (cx.admitted, cx.threshold);
     let again = if cx.again { " (judged again at the new operating point)" } else { "" };
     let here = &j.incumbent;

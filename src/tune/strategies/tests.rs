@@ -829,3 +829,30 @@ fn values_far_below_another_stop_and_the_cheapest_sure_gain_is_adopted() {
     assert!(e.contains("workers=2 200.0 req/s: far below"), "{e}");
     assert!(e.contains("preferred to workers="), "{e}");
 }
+
+#[test]
+fn many_ordered_values_are_searched_coarse_to_fine() {
+    // gunicorn-like: throughput rises to 12 workers, then flat; 11 counts listed.
+    let counts = ["1", "2", "3", "4", "6", "8", "10", "12", "16", "20", "24"];
+    let mut m = Model::new(
+        |s: &Settings, r| {
+            let w = workers_of(s);
+            let jitter = [1.01, 0.99, 1.0][(r + w as usize) % 3];
+            (100.0 * w.min(12.0) * jitter, 10.0, 1000)
+        },
+        None,
+    );
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &knobs("workers", &counts), &Settings::default());
+    drop(t);
+    let e = &found.evidence[0].2;
+    assert_eq!(found.recommended.get("workers"), Some("12"), "{e}");
+    // Powers of two first (1 2 4 8 16 24), then only around the best: 3 and 6 never.
+    for never in ["workers=3", "workers=6"] {
+        assert!(!m.measured.iter().any(|s| s == never || s.starts_with(&format!("{never} "))), "{:?}", m.measured);
+    }
+    assert!(e.contains("not measured, coarse to fine"), "{e}");
+    // 21 windows here; the grid at 3 repeats is 33.
+    assert!(m.measured.len() <= 22, "{} windows: {:?}", m.measured.len(), m.measured);
+}
