@@ -4,7 +4,7 @@
 //! operating point by more than the threshold are judged again at the new point, pass after
 //! pass, until a pass changes nothing.
 
-use super::verdict::{Challenger, Judgement, Shortcut, effect_text, judge_growing, judged_text};
+use super::verdict::{Challenger, Judgement, Shortcut, cheaper_by, effect_text, judge_growing, judged_text};
 use super::{Found, Knobs, value};
 use crate::tune::objective::fits;
 use crate::tune::{Point, Settings, Step, Tuner, Verdict};
@@ -507,16 +507,18 @@ fn judged_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Str
             tried.join("; ")
         ),
         (Verdict::Cheaper, Some(i)) => format!(
-            "{knob} {before} -> {}: no number of rounds up to {} could settle the change, and {} costs less (fewer workers, or a tenth less memory): kept as the cheaper, over {rounds}{again} [{}]",
+            "{knob} {before} -> {}: no number of rounds up to {} could settle the change, and {} costs less ({}): kept as the cheaper, over {rounds}{again} [{}]",
             j.challengers[i].value,
             cx.max_rounds,
             j.challengers[i].value,
+            cheaper_by(&j.challengers[i].point, here).unwrap_or_default(),
             tried.join("; ")
         ),
         (Verdict::Cheaper, None) => format!(
-            "{knob} stays {before} ({:.1} req/s): no number of rounds up to {} could settle the change, and {before} costs less: kept as the cheaper, over {rounds}{again} [{}]",
+            "{knob} stays {before} ({:.1} req/s): no number of rounds up to {} could settle the change, and {before} costs less{}: kept as the cheaper, over {rounds}{again} [{}]",
             here.rps(),
             cx.max_rounds,
+            j.lead().and_then(|c| cheaper_by(here, &c.point)).map_or(String::new(), |why| format!(" ({why})")),
             tried.join("; ")
         ),
         (Verdict::NoEffect, _) => format!(

@@ -487,8 +487,9 @@ fn conclude(t: &Tuner, incumbent: Point, judged: Vec<Judged>, rounds: usize, len
 }
 
 /// Among the adopted challengers, the cheapest that the one with the largest gain does not
-/// surely beat by the threshold (paired on the rounds both were measured in): more workers
-/// for a gain no measurement can tell from noise is not what anyone should deploy.
+/// beat by the threshold (paired on the rounds both were measured in: no effect, a loss, or a
+/// difference no number of rounds up to the cap could settle): more workers for a gain no
+/// measurement can tell from noise is not what anyone should deploy.
 fn prefer_cheaper(t: &Tuner, rounds: &Rounds, j: &mut Judgement, confidence: f64) {
     let Some(lead) = j.chosen.filter(|&c| j.challengers[c].effect.is_some()) else { return };
     let windows_of =
@@ -514,7 +515,16 @@ fn prefer_cheaper(t: &Tuner, rounds: &Rounds, j: &mut Judgement, confidence: f64
         let (a, b) = paired(own, lead_windows);
         let (Some(a), Some(b)) = (Point::combine("", &a), Point::combine("", &b)) else { continue };
         let to_lead = t.objective.effect(&a, &b, confidence);
-        if to_lead.is_none_or(|e| classify(&e, t.judging.threshold_pct) != Verdict::Adopted) {
+        // The dearer one's gain must be settled as not worth it (no effect, a loss, or beyond
+        // what the rounds allowed could show), not merely open after a few rounds.
+        let thr = t.judging.threshold_pct;
+        let not_worth = to_lead.is_some_and(|e| match classify(&e, thr) {
+            Verdict::Adopted => false,
+            Verdict::Undecided => projected(&e, a.samples.len(), t.judging.max_rounds, confidence)
+                .is_none_or(|p| classify(&p, thr) == Verdict::Undecided),
+            _ => true,
+        });
+        if not_worth {
             j.over_dearer = Some((j.challengers[lead].value.clone(), to_lead));
             j.chosen = Some(k);
             return;
@@ -525,17 +535,24 @@ fn prefer_cheaper(t: &Tuner, rounds: &Rounds, j: &mut Judgement, confidence: f64
 /// Whether `a` costs clearly less than `b`: fewer workers, or with as many a whole server
 /// (PSS) smaller by a tenth or more.
 pub fn cheaper(a: &Point, b: &Point) -> bool {
+    cheaper_by(a, b).is_some()
+}
+
+/// How `a` costs clearly less than `b`, in words ("2 workers instead of 4", "a server 18%
+/// smaller (PSS)"); None when it does not.
+pub fn cheaper_by(a: &Point, b: &Point) -> Option<String> {
     let workers = |p: &Point| p.settings.get("workers").and_then(|w| w.parse::<u64>().ok());
     if let (Some(x), Some(y)) = (workers(a), workers(b))
         && x != y
     {
-        return x < y;
+        return (x < y).then(|| format!("{x} workers instead of {y}"));
     }
     let pss = |p: &Point| {
         let v: Vec<f64> = p.samples.iter().filter_map(|s| s.memory.as_ref()).map(|m| m.pss_total_kib as f64).collect();
         (!v.is_empty()).then(|| crate::stats::median(&v))
     };
-    matches!((pss(a), pss(b)), (Some(x), Some(y)) if x < 0.9 * y)
+    let (x, y) = (pss(a)?, pss(b)?);
+    (x < 0.9 * y).then(|| format!("a server {:.0}% smaller (PSS {:.0} KiB against {:.0})", (1.0 - x / y) * 100.0, x, y))
 }
 
 /// What the rounds so far say of one challenger against the incumbent.
