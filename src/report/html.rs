@@ -161,8 +161,9 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
     match outcome {
         Some(o) => {
             let _ = write!(out, "<h2>Recommended configuration</h2><pre>{}</pre>", escape(&o.config));
-            for (k, v, why) in &o.evidence {
-                let _ = write!(out, "<p class=\"ev\"><b>{} = {}</b>: {}</p>", escape(k), escape(v), escape(why));
+            for e in &o.evidence {
+                let (k, v, why) = (escape(&e.knob), escape(&e.value), escape(&e.why));
+                let _ = write!(out, "<p class=\"ev\"><b>{k} = {v}</b>: {why}</p>");
             }
             if let Some(s) = &o.stopped {
                 let _ = write!(out, "<p>Stopped early ({}): the best found so far.</p>", escape(s));
@@ -492,7 +493,7 @@ mod tests {
             baseline: Some(on),
             steps,
             recommended: Settings::default(),
-            evidence: vec![("keepalive".into(), "on".into(), "worse".into())],
+            evidence: vec![crate::tune::Evidence::new("keepalive", "on", "worse")],
             stopped: None,
             config: "webtune lab --workers 4".into(),
             diffs: Default::default(),

@@ -126,7 +126,8 @@ pub fn outcome(o: &Outcome, out: &mut impl Write) -> io::Result<()> {
         writeln!(out, "\nStopped early ({}): the recommendation is the best found so far.", cell(why))?;
     }
     writeln!(out, "\n### Recommended configuration\n\n```\n{}\n```\n", o.config.trim_end())?;
-    let rows: Vec<Vec<String>> = o.evidence.iter().map(|(k, v, why)| vec![k.clone(), v.clone(), why.clone()]).collect();
+    let rows: Vec<Vec<String>> =
+        o.evidence.iter().map(|e| vec![e.knob.clone(), e.value.clone(), e.why.clone()]).collect();
     table(out, &["knob", "value", "evidence"], &rows)?;
     writeln!(out, "\n### Points measured\n")?;
     points_table(&o.points, out)

@@ -303,7 +303,7 @@ impl Store {
         let summary = format!(
             "{}: {}",
             o.strategy,
-            o.evidence.iter().map(|(k, v, _)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+            o.evidence.iter().map(|e| format!("{}={}", e.knob, e.value)).collect::<Vec<_>>().join(" ")
         );
         self.conn
             .execute("UPDATE tune SET outcome = ?2 WHERE run_id = ?1", params![run, serde_json::to_string(o)?])

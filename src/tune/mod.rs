@@ -2,6 +2,7 @@
 //! configuration, warms it, loads it and samples its memory; strategies choose which trials
 //! to run and what the evidence says; every point is saved as soon as it is measured.
 
+pub mod evidence;
 pub mod journal;
 pub mod launcher;
 pub mod objective;
@@ -18,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub use crate::server::Settings;
+pub use evidence::Evidence;
 pub use objective::Objective;
 pub use point::Point;
 pub use strategies::Strategy;
@@ -387,8 +389,8 @@ pub struct Outcome {
     pub baseline: Option<Point>,
     pub steps: Vec<Step>,
     pub recommended: Settings,
-    /// One line of evidence per recommended value: (knob, value, why).
-    pub evidence: Vec<(String, String, String)>,
+    /// One line of evidence per recommended value.
+    pub evidence: Vec<Evidence>,
     /// Why the run stopped before its plan was done (time budget, Ctrl-C).
     pub stopped: Option<String>,
     /// The recommended configuration in the server's own syntax.

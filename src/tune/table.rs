@@ -225,8 +225,8 @@ pub fn report(o: &Outcome) -> String {
         );
     }
     let _ = writeln!(out, "\nEvidence:");
-    for (knob, value, why) in &o.evidence {
-        let _ = writeln!(out, "  {knob} = {value}: {why}");
+    for e in &o.evidence {
+        let _ = writeln!(out, "  {} = {}: {}", e.knob, e.value, e.why);
     }
     if o.cost.launches > 0 {
         let _ = writeln!(out, "\nCost: {}", o.cost.describe());

@@ -16,7 +16,7 @@ use super::verdict::{Challenger, Judged, effect_text, judge};
 use super::{Found, Knobs};
 use crate::tune::objective::fits;
 use crate::tune::trial::Load;
-use crate::tune::{Judging, Plan, Point, Settings, Step, Tuner, Verdict};
+use crate::tune::{Evidence, Judging, Plan, Point, Settings, Step, Tuner, Verdict};
 
 /// Knobs searched jointly at the most: past four the grid outgrows what a fraction of it tells.
 pub const MAX_KNOBS: usize = 4;
@@ -325,7 +325,7 @@ pub fn joint(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         empty.baseline = s.configs[0].point("baseline");
         empty.evidence = knobs
             .iter()
-            .map(|(k, v)| (k.clone(), v[0].clone(), "kept: no configuration measured met the objective".into()))
+            .map(|(k, v)| Evidence::new(k, &v[0], "kept: no configuration measured met the objective"))
             .collect();
         return empty;
     };
@@ -375,7 +375,11 @@ fn stopped(t: &mut Tuner, s: Search, mut found: Found) -> Found {
             .iter()
             .map(|(k, _)| {
                 let v = super::value(&found.recommended, k);
-                (k.clone(), v, format!("the best measured before the stop, {label} scoring {score:.1}, not judged"))
+                Evidence::new(
+                    k,
+                    v,
+                    format!("the best measured before the stop, {label} scoring {score:.1}, not judged"),
+                )
             })
             .collect();
     }
@@ -427,7 +431,7 @@ fn finish(t: &mut Tuner, s: Search, knobs: &Knobs) -> Found {
                 label(leader)
             )
         };
-        let evidence = knobs.iter().map(|(k, _)| (k.clone(), super::value(&recommended, k), why.clone())).collect();
+        let evidence = knobs.iter().map(|(k, _)| Evidence::new(k, super::value(&recommended, k), &why)).collect();
         return Found { baseline: base_point, steps: Vec::new(), recommended, evidence };
     };
     let judged = |i: usize| j.challengers.iter().position(|c| c.value == label(i));
@@ -555,7 +559,7 @@ fn finish(t: &mut Tuner, s: Search, knobs: &Knobs) -> Found {
             if !along.is_empty() {
                 why.push_str(&format!("; this knob moved alone: {}", along.join(", ")));
             }
-            (name.clone(), super::value(&recommended, name), why)
+            Evidence::new(name, super::value(&recommended, name), why)
         })
         .collect();
     let baseline = if incumbent == baseline { Some(j.incumbent.clone()) } else { base_point };

@@ -5,7 +5,7 @@ use super::verdict::{Challenger, effect_text, judge};
 use super::{Found, Knobs, value};
 use crate::server::front;
 use crate::tune::strategies::one_at_a_time::pct;
-use crate::tune::{Settings, Step, Tuner};
+use crate::tune::{Evidence, Settings, Step, Tuner};
 
 /// Measures each keepalive value (on and off by default), with and without a front proxy when
 /// the knobs list `front`, under the tuner's load plus slow clients (a fifth at 33.6 kbps
@@ -112,9 +112,9 @@ pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         evidence: line.clone(),
     });
     found.recommended = settings_of(&best);
-    found.evidence.push(("keepalive".into(), value(&found.recommended, "keepalive"), line.clone()));
+    found.evidence.push(Evidence::new("keepalive", value(&found.recommended, "keepalive"), line.clone()));
     if best.1.is_some() {
-        found.evidence.push((front::KNOB.into(), value(&found.recommended, front::KNOB), line));
+        found.evidence.push(Evidence::new(front::KNOB, value(&found.recommended, front::KNOB), line));
     }
     found
 }

@@ -16,7 +16,7 @@ pub use recycle::recycle;
 pub use spares::spares;
 pub use workers::workers;
 
-use super::{Point, Settings, Step, Tuner};
+use super::{Evidence, Point, Settings, Step, Tuner};
 
 /// The knobs to sweep, in the target file's order, each with the values to try.
 pub type Knobs = Vec<(String, Vec<String>)>;
@@ -26,7 +26,7 @@ pub struct Found {
     pub baseline: Option<Point>,
     pub steps: Vec<Step>,
     pub recommended: Settings,
-    pub evidence: Vec<(String, String, String)>,
+    pub evidence: Vec<Evidence>,
 }
 
 /// How the tuner searches.
@@ -134,18 +134,16 @@ impl Strategy {
         // already is qualified, so no line reads as a verdict on values never measured.
         // (One at a time says so knob by knob: a knob judged in full before the stop stands.)
         if let Some(why) = t.stopped.as_ref().filter(|_| self != Strategy::OneAtATime) {
-            for (_, _, text) in found.evidence.iter_mut().filter(|(_, _, text)| !text.contains(STOPPED_MARK)) {
-                text.push_str(&format!(
-                    "; {STOPPED_MARK} ({why}): only the values measured were compared, the rest were never measured"
+            for line in found.evidence.iter_mut().filter(|e| !e.cut_short) {
+                line.why.push_str(&format!(
+                    "; the run stopped ({why}): only the values measured were compared, the rest were never measured"
                 ));
+                line.cut_short = true;
             }
         }
         found
     }
 }
-
-/// What the evidence of a run cut short says (and how it is recognised).
-const STOPPED_MARK: &str = "the run stopped";
 
 /// The value of a knob in settings, or "" when unset.
 fn value(s: &Settings, knob: &str) -> String {

@@ -6,6 +6,7 @@
 
 use super::verdict::{Challenger, Judgement, Shortcut, cheaper_by, effect_text, judge_growing, judged_text};
 use super::{Found, Knobs, value};
+use crate::tune::evidence::{self, Evidence};
 use crate::tune::objective::fits;
 use crate::tune::{Point, Settings, Step, Tuner, Verdict};
 
@@ -242,6 +243,7 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 passed_over: held.iter().filter(|v| !j.challengers.iter().any(|m| m.value == **v)).cloned().collect(),
             };
             let evidence = step_evidence(knob, &before_value, &j, &context);
+            let cut_short = context.stopped_in(&j).is_some();
             let lead = j.lead();
             // What the adopted challenger changes: this knob, and any other changed with it.
             let adopted_set: Vec<(String, String)> = j
@@ -299,22 +301,20 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 path.push(current.clone());
             }
             for (k, _) in adopted_set.iter().filter(|(k, _)| k != knob) {
-                found.evidence.retain(|(e, _, _)| e != k);
-                found.evidence.push((
-                    k.clone(),
-                    value(&current, k),
-                    format!("adopted together with {knob}: {evidence}"),
-                ));
+                let why = format!("adopted together with {knob}: {evidence}");
+                evidence::replace(&mut found.evidence, Evidence::new(k, value(&current, k), why));
             }
-            let earlier = found.evidence.iter_mut().find(|(k, _, _)| k == knob);
-            match earlier {
+            match evidence::line_of(&mut found.evidence, knob) {
                 // A revisit cut short says nothing new: the earlier verdict stands, so noted.
-                Some((_, _, text)) if t.stopped.is_some() && j.chosen.is_none() => {
-                    text.push_str(&format!("; its revisit at the new operating point was cut short: {evidence}"));
+                Some(earlier) if cut_short => {
+                    earlier
+                        .why
+                        .push_str(&format!("; its revisit at the new operating point was cut short: {evidence}"));
+                    earlier.cut_short = true;
                 }
                 _ => {
-                    found.evidence.retain(|(k, _, _)| k != knob);
-                    found.evidence.push((knob.clone(), value(&current, knob), evidence));
+                    let line = Evidence { cut_short, ..Evidence::new(knob, value(&current, knob), evidence) };
+                    evidence::replace(&mut found.evidence, line);
                 }
             }
             stale.retain(|k| k != knob);
@@ -344,21 +344,18 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     }
     // Knobs the run stopped before: kept as they were, and said to be unjudged.
     if let Some(why) = t.stopped.clone() {
-        let unjudged: Vec<_> = knobs.iter().filter(|(k, _)| !found.evidence.iter().any(|(e, _, _)| e == k)).collect();
+        let unjudged: Vec<_> = knobs.iter().filter(|(k, _)| !found.evidence.iter().any(|e| e.knob == *k)).collect();
         for (knob, values) in unjudged {
             let kept = value(&current, knob);
             let others: Vec<&str> = values.iter().filter(|v| **v != kept).map(String::as_str).collect();
             if others.is_empty() {
                 continue;
             }
-            found.evidence.push((
-                knob.clone(),
-                kept.clone(),
-                format!(
-                    "{knob} stays {kept}: not judged, the run stopped before its turn ({why}); never measured: {}",
-                    others.join(", ")
-                ),
-            ));
+            let text = format!(
+                "{knob} stays {kept}: not judged, the run stopped before its turn ({why}); never measured: {}",
+                others.join(", ")
+            );
+            found.evidence.push(Evidence::after_stop(knob, &kept, text));
         }
     }
     // A configuration adopted in one pass may be seen over the budget (or missing an SLO) when
@@ -373,14 +370,13 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 current.label(),
                 back.label()
             );
-            found.evidence.retain(|(k, _, _)| k != knob);
-            found.evidence.push((knob.clone(), value.clone(), why));
+            evidence::replace(&mut found.evidence, Evidence::new(knob, value, why));
         }
         t.note(&format!("{} missed the objective at its revisit: falling back to {}", current.label(), back.label()));
         current = back;
     }
     // The evidence in the file's order.
-    found.evidence.sort_by_key(|(k, _, _)| knobs.iter().position(|(n, _)| n == k));
+    found.evidence.sort_by_key(|e| knobs.iter().position(|(n, _)| *n == e.knob));
     found.recommended = current;
     found
 }
@@ -419,6 +415,14 @@ struct Context<'a> {
     passed_over: Vec<String>,
 }
 
+impl Context<'_> {
+    /// Why the run stopped during this step, when that leaves it unjudged (an adoption
+    /// already sure before the stop stands).
+    fn stopped_in(&self, j: &Judgement) -> Option<&str> {
+        self.cut_short.filter(|_| j.chosen.is_none())
+    }
+}
+
 fn step_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> String {
     let mut text = judged_evidence(knob, before, j, cx);
     if !cx.passed_over.is_empty() && cx.cut_short.is_none() {
@@ -441,9 +445,7 @@ fn judged_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Str
         .collect();
     // A step the run stopped in: only what was measured is reported, nothing is claimed of
     // the rest. (An adoption already sure before the stop stands, below.)
-    if let Some(why) = cx.cut_short
-        && j.chosen.is_none()
-    {
+    if let Some(why) = cx.stopped_in(j) {
         let never = if cx.never_measured.is_empty() {
             String::new()
         } else {

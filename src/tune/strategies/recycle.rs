@@ -6,7 +6,7 @@
 
 use super::{Found, Knobs};
 use crate::tune::strategies::one_at_a_time::pct;
-use crate::tune::{Point, Settings, Step, Tuner};
+use crate::tune::{Evidence, Point, Settings, Step, Tuner};
 
 /// The most throughput recycling may cost.
 pub const MAX_COST: f64 = 0.05;
@@ -58,30 +58,24 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let never = base.with(knob, "0");
     let Some(here) = t.point(&format!("{knob}=0"), &never) else { return found };
     found.baseline = Some(here.clone());
-    let say = |found: &mut Found, value: String, line: String| {
-        found.recommended = base.with(knob, &value);
-        found.evidence.push((knob.to_string(), value, line));
+    let say = |found: &mut Found, line: Evidence| {
+        found.recommended = base.with(knob, &line.value);
+        found.evidence.push(line);
     };
     if !here.ok() {
-        say(
-            &mut found,
-            "0".into(),
-            format!("the server did not run without recycling: {}", here.cause().unwrap_or("")),
-        );
+        let why = format!("the server did not run without recycling: {}", here.cause().unwrap_or(""));
+        say(&mut found, Evidence::new(knob, "0", why));
         return found;
     }
     let Some((slope, fresh)) = growth(&here) else {
-        say(&mut found, "0".into(), "memory growth unknown (needs 2 repeats with memory samples)".into());
+        say(&mut found, Evidence::new(knob, "0", "memory growth unknown (needs 2 repeats with memory samples)"));
         return found;
     };
     let mem = here.memory().cloned().unwrap_or_default();
     let workers = mem.workers.max(1) as f64;
     if slope < FLAT_KIB {
-        say(
-            &mut found,
-            "0".into(),
-            format!("workers do not grow ({slope:.2} KiB per request): no recycling needed (0 = never)"),
-        );
+        let why = format!("workers do not grow ({slope:.2} KiB per request): no recycling needed (0 = never)");
+        say(&mut found, Evidence::new(knob, "0", why));
         return found;
     }
     // parent + workers x (fresh + slope x R) <= budget.
@@ -144,20 +138,20 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 challenger: None,
                 evidence: line.clone(),
             });
-            say(&mut found, c.to_string(), line);
+            say(&mut found, Evidence::new(knob, c.to_string(), line));
         }
         None if t.stopped.is_some() => {
             let line = format!(
                 "{growth_line}; {limit_line}; not decided, the run stopped before an interval was found{rejected}"
             );
-            say(&mut found, "0".into(), line);
+            say(&mut found, Evidence::after_stop(knob, "0", line));
         }
         None => {
             let line = format!(
                 "{growth_line}; {limit_line}; no interval to try fits at a cost under {:.0}%{rejected}: use fewer workers or more memory",
                 MAX_COST * 100.0
             );
-            say(&mut found, "0".into(), line);
+            say(&mut found, Evidence::new(knob, "0", line));
         }
     }
     found

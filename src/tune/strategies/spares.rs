@@ -4,7 +4,7 @@
 //! steady state wins.
 
 use super::{Found, Knobs};
-use crate::tune::{Settings, Step, Tuner};
+use crate::tune::{Evidence, Settings, Step, Tuner};
 
 const SPARE_KNOBS: [&str; 3] = ["start_workers", "min_spare", "max_spare"];
 /// How long the server idles before the burst (spares above the maximum retire meanwhile).
@@ -72,13 +72,15 @@ pub fn spares(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         table.join("; ")
     );
     let measured = if t.stopped.is_some() { " measured before the run stopped" } else { "" };
+    let cut_short = t.stopped.is_some();
+    let line = |knob: &str, value: &str, why: String| Evidence { cut_short, ..Evidence::new(knob, value, why) };
     match good {
         Some((cost, settings, p)) => {
             for k in SPARE_KNOBS {
                 if let Some(v) = settings.get(k) {
-                    found.evidence.push((
-                        k.into(),
-                        v.into(),
+                    found.evidence.push(line(
+                        k,
+                        v,
                         format!(
                             "cheapest setting{measured} ({cost} idle workers) that keeps the burst near steady state: {head}"
                         ),
@@ -101,9 +103,9 @@ pub fn spares(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             });
             found.recommended = settings.clone();
         }
-        None => found.evidence.push((
-            "spares".into(),
-            "-".into(),
+        None => found.evidence.push(line(
+            "spares",
+            "-",
             format!("no setting{measured} kept the burst near steady state: {head}"),
         )),
     }

@@ -107,7 +107,7 @@ fn workers_finds_the_knee_of_a_cpu_bound_server_without_the_whole_grid() {
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
     assert_eq!(found.recommended.get("workers"), Some("2"), "{:?}", found.evidence);
-    assert!(found.evidence[0].2.contains("throughput"), "{}", found.evidence[0].2);
+    assert!(found.evidence[0].why.contains("throughput"), "{}", found.evidence[0].why);
     drop(t);
     // One window per coarse count (1 to 64 by doubling), --repeats for the knee (the best
     // too) and the count above it: 11 windows, not 64 x 3.
@@ -125,7 +125,7 @@ fn workers_never_exceed_the_memory_budget() {
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
     assert_eq!(found.recommended.get("workers"), Some("10"), "{:?}", found.evidence);
-    assert!(found.evidence[0].2.contains("memory sets the limit"), "{}", found.evidence[0].2);
+    assert!(found.evidence[0].why.contains("memory sets the limit"), "{}", found.evidence[0].why);
 }
 
 #[test]
@@ -202,7 +202,7 @@ fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
     let found = recycle(&mut t, &k, &Settings::default());
     let chosen: u64 = found.recommended.get("max_requests").unwrap().parse().unwrap();
     assert_eq!(chosen, 500, "{:?}", found.evidence);
-    assert!(found.evidence[0].2.contains("100.0 KiB per request"), "{}", found.evidence[0].2);
+    assert!(found.evidence[0].why.contains("100.0 KiB per request"), "{}", found.evidence[0].why);
 }
 
 #[test]
@@ -221,7 +221,7 @@ fn the_time_budget_stops_with_the_best_so_far() {
     assert_eq!(found.recommended.get("workers"), Some("1"));
     assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided));
     // The evidence claims nothing of 4 and 8, never measured, nor of 2 beyond its throughput.
-    let e = &found.evidence[0].2;
+    let e = &found.evidence[0].why;
     assert!(e.contains("not judged, the run stopped after 0 interleaved rounds (the time budget is spent)"), "{e}");
     assert!(e.contains("workers=2 200.0 req/s: too few rounds for an interval"), "{e}");
     assert!(e.ends_with("never measured: 4, 8"), "{e}");
@@ -241,7 +241,7 @@ fn a_recycle_search_cut_short_claims_no_interval_fails() {
     let k = knobs("max_requests", &["100", "500", "1000"]);
     let found = Strategy::Recycle.run(&mut t, &k, &Settings::default(), 0.95);
     assert_eq!(t.stopped.as_deref(), Some("the time budget is spent"));
-    let e = &found.evidence[0].2;
+    let e = &found.evidence[0].why;
     assert!(e.contains("not decided, the run stopped before an interval was found"), "{e}");
     assert!(!e.contains("no interval to try fits"), "{e}");
 }
@@ -373,7 +373,7 @@ fn a_configuration_seen_over_the_budget_at_its_revisit_is_not_recommended() {
     let found = one_at_a_time(&mut t, &k, &Settings::default());
     assert!(found.steps.iter().any(|s| s.knob == "workers" && s.after_value == "3"), "{:?}", found.evidence);
     assert_eq!(found.recommended.get("workers"), Some("2"), "{:?}", found.evidence);
-    let why = &found.evidence.iter().find(|(k, _, _)| k == "workers").unwrap().2;
+    let why = &found.evidence.iter().find(|e| e.knob == "workers").unwrap().why;
     assert!(why.contains("workers back to 2"), "{why}");
 }
 
@@ -528,7 +528,7 @@ fn a_value_far_below_takes_one_window_not_three() {
     assert_eq!(m.measured, ["baseline", "workers=1", "workers=2"]);
     assert_eq!(found.steps[0].verdict, Some(Verdict::Worse));
     assert_eq!(found.recommended.get("workers"), Some("8"));
-    let e = &found.evidence[0].2;
+    let e = &found.evidence[0].why;
     assert!(e.contains("workers=1 100.0 req/s: far below, 12% of the incumbent's at best in 1 window"), "{e}");
 }
 
@@ -549,7 +549,7 @@ fn a_difference_no_round_can_settle_keeps_the_cheaper_configuration() {
     assert_eq!(m.measured.len(), 6, "{:?}", m.measured);
     assert_eq!(found.steps[0].verdict, Some(Verdict::Cheaper), "{}", found.steps[0].evidence);
     assert_eq!(found.recommended.get("workers"), Some("12"));
-    assert!(found.evidence[0].2.contains("kept as the cheaper"), "{}", found.evidence[0].2);
+    assert!(found.evidence[0].why.contains("kept as the cheaper"), "{}", found.evidence[0].why);
     // The other way round the incumbent is the cheaper, and stays.
     let mut m = Model::new(
         |s: &Settings, r| {
@@ -580,7 +580,7 @@ fn windows_too_noisy_for_a_verdict_are_lengthened_and_a_real_gain_found() {
     let mut t = Tuner::new(&mut m, timed_load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     let found = one_at_a_time(&mut t, &knobs("workers", &["2", "3"]), &Settings::default());
     drop(t);
-    let e = &found.evidence[0].2;
+    let e = &found.evidence[0].why;
     assert_eq!(found.recommended.get("workers"), Some("3"), "{e}");
     assert_eq!(found.steps[0].verdict, Some(Verdict::Adopted), "{e}");
     assert!(e.contains("lengthened to 8.0 s"), "{e}");
@@ -595,7 +595,7 @@ fn windows_too_noisy_for_a_verdict_are_lengthened_and_a_real_gain_found() {
     let mut m = SeesTheLoad { inner: Model::new(null, None), window_s: &window, tail: None };
     let mut t = Tuner::new(&mut m, timed_load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
-    assert_eq!(found.recommended.get("backlog"), Some("511"), "{}", found.evidence[0].2);
+    assert_eq!(found.recommended.get("backlog"), Some("511"), "{}", found.evidence[0].why);
 }
 
 /// A latency histogram of 10,000 requests at 5 ms, `slow` of them at 900 ms.
@@ -619,7 +619,7 @@ fn a_few_percent_more_throughput_does_not_buy_a_tail_fifty_times_longer() {
         let mut m = SeesTheLoad { inner: Model::new(rps, None), window_s: &window, tail: Some(tail) };
         let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
         let found = one_at_a_time(&mut t, &knobs("keepalive", &[first, second]), &Settings::default());
-        let e = &found.evidence[0].2;
+        let e = &found.evidence[0].why;
         assert_eq!(found.recommended.get("keepalive"), Some("off"), "{e}");
         assert!(e.contains("p99.9 900"), "{e}");
         if first == "off" {
@@ -632,7 +632,7 @@ fn a_few_percent_more_throughput_does_not_buy_a_tail_fifty_times_longer() {
         let slo = Objective::ThroughputWithin { p99_ms: 50.0 };
         let mut t = Tuner::new(&mut m, load(), slo, &mut save, Vec::new(), Default::default());
         let found = one_at_a_time(&mut t, &knobs("keepalive", &[first, second]), &Settings::default());
-        assert_eq!(found.recommended.get("keepalive"), Some("on"), "{}", found.evidence[0].2);
+        assert_eq!(found.recommended.get("keepalive"), Some("on"), "{}", found.evidence[0].why);
     }
 }
 
@@ -672,7 +672,7 @@ fn joint_crosses_the_memory_boundary_in_a_quarter_of_the_grid() {
     // Rung 0 (9), refinement (3), the final judgement against the runner-up (2 x 3 rounds):
     // 18 windows, a quarter of the grid's 72; one at a time takes 46 here.
     assert_eq!(m.measured.len(), 18, "{:?}", m.measured);
-    let why = &found.evidence[0].2;
+    let why = &found.evidence[0].why;
     assert!(why.contains("against the runner-up workers=4 max_requests=100 (1292.0 req/s): +50.0%"), "{why}");
     assert!(why.contains("under 70% of the leader"), "{why}");
     assert!(found.steps.last().is_some_and(|s| s.adopted && s.effect.is_some()));
@@ -774,7 +774,7 @@ fn joint_claims_no_gain_where_no_knob_matters() {
         "{:#?}",
         found.steps.iter().map(|s| &s.verdict).collect::<Vec<_>>()
     );
-    let why = &found.evidence[0].2;
+    let why = &found.evidence[0].why;
     assert!(why.contains("no effect") || why.contains("undecided"), "{why}");
     // The search's 9 windows, then 10 rounds of three configurations: proving no effect
     // within 2% costs the verdict its rounds (39 of the grid's 60 windows here).

@@ -5,7 +5,7 @@
 
 use super::verdict::{Challenger, effect_text, judge_seeded};
 use super::{Found, Knobs, value};
-use crate::tune::{Point, Settings, Step, Tuner, Verdict};
+use crate::tune::{Evidence, Point, Settings, Step, Tuner, Verdict};
 
 /// `tolerance`: counts within this share of the best throughput are "as good" (the knee).
 pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) -> Found {
@@ -18,10 +18,10 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
     counts.sort_unstable();
     counts.dedup();
     if counts.is_empty() {
-        found.evidence.push((
-            "workers".into(),
+        found.evidence.push(Evidence::new(
+            "workers",
             value(base, "workers"),
-            "no worker counts to try in [knobs] workers".into(),
+            "no worker counts to try in [knobs] workers",
         ));
         return found;
     }
@@ -93,7 +93,7 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
     confirm(t, base, &load, &mut measured, tolerance);
 
     let Some(knee) = knee(&measured, tolerance) else {
-        found.evidence.push(("workers".into(), value(base, "workers"), "no worker count served a request".into()));
+        found.evidence.push(Evidence::new("workers", value(base, "workers"), "no worker count served a request"));
         return found;
     };
     let at = |n: u64| measured.iter().find(|(m, _)| *m == n).map(|(_, p)| p.clone());
@@ -211,7 +211,7 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
             });
         }
     }
-    found.evidence.push(("workers".into(), chosen.to_string(), line));
+    found.evidence.push(Evidence::new("workers", chosen.to_string(), line));
     found
 }
 
