@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::args::TuneArgs;
@@ -15,7 +17,9 @@ use crate::tune::journal::{Header, Journal};
 use crate::tune::launcher::TargetLauncher;
 use crate::tune::strategies::Knobs;
 use crate::tune::trial::{self, Launcher, Load, TrialOptions};
-use crate::tune::{Eta, Judging, Measure, Objective, Observer, Point, Settings, Tuner, fmt_secs, summary_line};
+use crate::tune::{
+    Eta, Judging, Measure, Objective, Observer, Outcome, Plan, Point, Settings, Tuner, fmt_secs, summary_line,
+};
 
 /// Requests per worker sent before measuring.
 const WARM_REQUESTS_PER_WORKER: u64 = 20;
@@ -29,75 +33,169 @@ const DISTURBED: f64 = 0.10;
 pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     crate::store::check_path(&crate::store::default_path(db))?;
     let files = a.output.files::<Tuned>()?;
-    let mut file = TargetFile::load(&a.file)?;
-    super::launch::place(&mut file, a.cpus.as_deref())?;
-    let objective = objective(a)?;
-    let knee = input::share("--knee", &a.knee)?;
-    if knee >= 1.0 {
-        return Err(InputError(format!("--knee: bad share {:?}: expected under 100%, e.g. 3%", a.knee)).into());
-    }
-    if a.repeats == 0 {
-        return Err(InputError("--repeats must be at least 1".into()).into());
-    }
-    let threshold = input::share("--threshold", &a.threshold)?;
-    if !(threshold > 0.0 && threshold < 1.0) {
-        return Err(
-            InputError(format!("--threshold: bad share {:?}: expected above 0% and under 100%", a.threshold)).into()
-        );
-    }
-    if a.max_rounds < 2 || a.max_rounds > 100 {
-        return Err(InputError(format!("--max-rounds must be from 2 to 100, not {}", a.max_rounds)).into());
-    }
-    let judging = Judging {
-        min_rounds: a.repeats.min(a.max_rounds),
-        max_rounds: a.max_rounds,
-        threshold_pct: threshold * 100.0,
-        confidence: 0.99,
-    };
-    let sets = super::launch::parse_sets(&file, &a.set)?;
-    let base = file.settings(&sets);
-    // A knob fixed by --set is not swept.
-    let knobs: Knobs = file.knobs.iter().filter(|(k, _)| !sets.iter().any(|(s, _)| s == k)).cloned().collect();
-    if let Some(why) = a.strategy.refuses(&knobs) {
-        return Err(InputError(why).into());
-    }
-    let load = Load::of(file.load.clone());
-    // Every host answers, runs this version and keeps time, before the first trial.
-    let remote = crate::bench::remote::Remote::of(&file.load)?;
-    if let Some(r) = &remote {
-        r.check()?;
-    }
-    let load_from = remote.map_or_else(|| "this machine".to_string(), |r| r.sources().join(", "));
-    let memory = match &a.memory {
-        Some(m) => Some(Budget::parse("--memory", m)?),
-        None => file.memory,
-    };
-    // Before the server starts, all it can have is what is available.
-    let budget_kib = memory.map(|b| b.resolve(&[]));
-    let time_budget = match &a.max_time {
-        Some(t) => Some(input::duration("--max-time", t)?),
-        None => file.time,
-    };
+    let spec = TuneSpec::of(a)?;
     let interrupt = crate::sys::interrupt_flag();
     let opts = TrialOptions {
-        repeats: a.repeats,
+        repeats: spec.repeats,
         warm_requests: WARM_REQUESTS_PER_WORKER,
         noisy_spread: NOISY_SPREAD,
         disturbed: DISTURBED,
         interrupt: interrupt.clone(),
-        placement: Some(file.placement.clone()),
+        placement: Some(spec.file.placement.clone()),
     };
 
-    let journal_path = a.journal.clone().unwrap_or_else(|| default_journal(&a.file));
     let text = std::fs::read_to_string(&a.file).unwrap_or_default();
+    let (journal_path, mut journal, reused) = open_journal(a, &spec, &text)?;
+
+    let mut launcher = TargetLauncher { file: &spec.file, interrupt: interrupt.clone() };
+    let mut measure = Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib: spec.budget_kib };
+    let plan = a.strategy.planned_windows(&spec.knobs, &spec.judging, spec.repeats);
+    if !a.quiet {
+        // A window: a launch, a warm-up, one load, a stop.
+        let per_window = measure.estimate(&spec.load) / spec.repeats.max(1) as u32;
+        announce(a, &spec, plan, per_window, &journal_path);
+    }
+    // Every point goes to the journal (for --resume) and to the history database.
+    let mut store = open_store(a, db, &spec, &text);
+    let mut observer = Progress { quiet: a.quiet, journal: &mut journal, store: store.as_mut(), save_error: None };
+    let mut t = spec.tuner(&mut measure, &mut observer, reused, interrupt, plan);
+    let found = a.strategy.run(&mut t, &spec.knobs, &spec.base, spec.knee);
+    let stopped = t.stopped.clone();
+    let points = std::mem::take(&mut t.points);
+    drop(t);
+
+    let config = launcher.render(&found.recommended);
+    let diffs = launcher.diffs(&found.recommended)?;
+    let mut outcome = found.into_outcome(a.strategy.name(), spec.objective.describe(), stopped, config, diffs, points);
+    let knobs = &spec.knobs;
+    let grid = (!knobs.is_empty()).then(|| knobs.iter().map(|(_, values)| values.len() as u64).product());
+    outcome.cost = crate::tune::Cost::of(&outcome.points, grid, spec.repeats);
+    if let Some(dir) = &a.diff {
+        write_diffs(dir, &outcome.diffs)?;
+    }
+    let save_error = observer.save_error.take();
+    report(a, &outcome, store, save_error, &files)
+}
+
+/// The command line checked, once: what to measure and how to judge it. Every error is the
+/// one line the user sees.
+struct TuneSpec {
+    file: TargetFile,
+    objective: Objective,
+    /// The workers strategy's tolerance (a share under 1).
+    knee: f64,
+    judging: Judging,
+    repeats: usize,
+    /// The file's configuration with --set applied.
+    base: Settings,
+    /// The knobs to sweep: the file's, less those fixed by --set.
+    knobs: Knobs,
+    load: Load,
+    /// Where the load comes from, for the plan.
+    load_from: String,
+    budget_kib: Option<u64>,
+    time_budget: Option<Duration>,
+}
+
+impl TuneSpec {
+    fn of(a: &TuneArgs) -> anyhow::Result<TuneSpec> {
+        let mut file = TargetFile::load(&a.file)?;
+        super::launch::place(&mut file, a.cpus.as_deref())?;
+        let objective = objective(a)?;
+        let knee = input::share("--knee", &a.knee)?;
+        if knee >= 1.0 {
+            return Err(InputError(format!("--knee: bad share {:?}: expected under 100%, e.g. 3%", a.knee)).into());
+        }
+        if a.repeats == 0 {
+            return Err(InputError("--repeats must be at least 1".into()).into());
+        }
+        let threshold = input::share("--threshold", &a.threshold)?;
+        if !(threshold > 0.0 && threshold < 1.0) {
+            return Err(InputError(format!(
+                "--threshold: bad share {:?}: expected above 0% and under 100%",
+                a.threshold
+            ))
+            .into());
+        }
+        if a.max_rounds < 2 || a.max_rounds > 100 {
+            return Err(InputError(format!("--max-rounds must be from 2 to 100, not {}", a.max_rounds)).into());
+        }
+        let judging = Judging {
+            min_rounds: a.repeats.min(a.max_rounds),
+            max_rounds: a.max_rounds,
+            threshold_pct: threshold * 100.0,
+            confidence: 0.99,
+        };
+        let sets = super::launch::parse_sets(&file, &a.set)?;
+        let base = file.settings(&sets);
+        // A knob fixed by --set is not swept.
+        let knobs: Knobs = file.knobs.iter().filter(|(k, _)| !sets.iter().any(|(s, _)| s == k)).cloned().collect();
+        if let Some(why) = a.strategy.refuses(&knobs) {
+            return Err(InputError(why).into());
+        }
+        let load = Load::of(file.load.clone());
+        // Every host answers, runs this version and keeps time, before the first trial.
+        let remote = crate::bench::remote::Remote::of(&file.load)?;
+        if let Some(r) = &remote {
+            r.check()?;
+        }
+        let load_from = remote.map_or_else(|| "this machine".to_string(), |r| r.sources().join(", "));
+        let memory = match &a.memory {
+            Some(m) => Some(Budget::parse("--memory", m)?),
+            None => file.memory,
+        };
+        // Before the server starts, all it can have is what is available.
+        let budget_kib = memory.map(|b| b.resolve(&[]));
+        let time_budget = match &a.max_time {
+            Some(t) => Some(input::duration("--max-time", t)?),
+            None => file.time,
+        };
+        Ok(TuneSpec {
+            file,
+            objective,
+            knee,
+            judging,
+            repeats: a.repeats,
+            base,
+            knobs,
+            load,
+            load_from,
+            budget_kib,
+            time_budget,
+        })
+    }
+
+    /// The tuner for this spec; its time budget starts now.
+    fn tuner<'a>(
+        &self,
+        measure: &'a mut dyn Measure,
+        observer: &'a mut dyn Observer,
+        reused: Vec<Point>,
+        interrupt: Arc<AtomicBool>,
+        plan: Plan,
+    ) -> Tuner<'a> {
+        let mut t = Tuner::new(measure, self.load.clone(), self.objective, observer, reused, interrupt);
+        t.budget_kib = self.budget_kib;
+        t.deadline = self.time_budget.map(|b| Instant::now() + b);
+        t.plan = plan;
+        t.repeats = self.repeats;
+        t.judging = self.judging;
+        t
+    }
+}
+
+/// The journal of this run (a new one, or the interrupted run's with --resume), its path,
+/// and the points it already holds.
+fn open_journal(a: &TuneArgs, spec: &TuneSpec, text: &str) -> anyhow::Result<(PathBuf, Journal, Vec<Point>)> {
+    let journal_path = a.journal.clone().unwrap_or_else(|| default_journal(&a.file));
     let header = Header {
         journal: "webtune.tune.v1".into(),
         target_file: a.file.display().to_string(),
         strategy: a.strategy.name().into(),
         target_digest: format!("{:016x}", fnv1a(text.as_bytes())),
-        placement: Some(file.placement.clone()),
+        placement: Some(spec.file.placement.clone()),
     };
-    let (mut journal, reused) = Journal::open(&journal_path, &header, a.resume)?;
+    let (journal, reused) = Journal::open(&journal_path, &header, a.resume)?;
     if journal.torn_lines() > 0 {
         eprintln!(
             "webtune: {}: {} line(s) were not whole points (cut short or torn), skipped: those points are measured again",
@@ -105,49 +203,52 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
             journal.torn_lines()
         );
     }
+    Ok((journal_path, journal, reused))
+}
 
-    let mut launcher = TargetLauncher { file: &file, interrupt: interrupt.clone() };
-    let mut measure = Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib };
-    let plan = a.strategy.planned_windows(&knobs, &judging, a.repeats);
-    // A window: a launch, a warm-up, one load, a stop.
-    let per_window = measure.estimate(&load) / a.repeats.max(1) as u32;
-    if !a.quiet {
-        let windows = if plan.least == plan.most {
-            format!(
-                "about {} windows x ~{} = ~{}",
-                plan.most,
-                fmt_secs(per_window),
-                fmt_secs(per_window * plan.most as u32)
-            )
-        } else {
-            format!(
-                "{} to {} windows (more rounds only while a verdict is open) x ~{} = ~{} to at most ~{}",
-                plan.least,
-                plan.most,
-                fmt_secs(per_window),
-                fmt_secs(per_window * plan.least as u32),
-                fmt_secs(per_window * plan.most as u32)
-            )
-        };
-        eprintln!(
-            "tune: {} on {} ({}, {}), objective {}, load from {load_from}; {windows}{}; journal {}",
-            a.strategy.name(),
-            a.file.display(),
-            file.adapter().name(),
-            file.placement.describe(),
-            objective.describe(),
-            time_budget.map_or(String::new(), |b| format!(" (budget {})", fmt_secs(b))),
-            journal_path.display()
-        );
-        if let Some(log) = &file.load.loaded_log {
-            eprintln!("tune: the load is the access log {}: {}", log.0.summary.files.join(", "), log.0.account());
-        }
+/// The plan, before the first trial: what is tuned, how, and about how long it takes.
+fn announce(a: &TuneArgs, spec: &TuneSpec, plan: Plan, per_window: Duration, journal_path: &Path) {
+    let windows = if plan.least == plan.most {
+        format!(
+            "about {} windows x ~{} = ~{}",
+            plan.most,
+            fmt_secs(per_window),
+            fmt_secs(per_window * plan.most as u32)
+        )
+    } else {
+        format!(
+            "{} to {} windows (more rounds only while a verdict is open) x ~{} = ~{} to at most ~{}",
+            plan.least,
+            plan.most,
+            fmt_secs(per_window),
+            fmt_secs(per_window * plan.least as u32),
+            fmt_secs(per_window * plan.most as u32)
+        )
+    };
+    let file = &spec.file;
+    eprintln!(
+        "tune: {} on {} ({}, {}), objective {}, load from {}; {windows}{}; journal {}",
+        a.strategy.name(),
+        a.file.display(),
+        file.adapter().name(),
+        file.placement.describe(),
+        spec.objective.describe(),
+        spec.load_from,
+        spec.time_budget.map_or(String::new(), |b| format!(" (budget {})", fmt_secs(b))),
+        journal_path.display()
+    );
+    if let Some(log) = &file.load.loaded_log {
+        eprintln!("tune: the load is the access log {}: {}", log.0.summary.files.join(", "), log.0.account());
     }
-    // Every point goes to the journal (for --resume) and to the history database.
-    let mut store = match crate::store::Store::open(&crate::store::default_path(db)) {
+}
+
+/// The history database's run for this tune; None (said on stderr) when it cannot be had:
+/// the points then go to the journal only.
+fn open_store(a: &TuneArgs, db: Option<&Path>, spec: &TuneSpec, text: &str) -> Option<(crate::store::Store, i64)> {
+    match crate::store::Store::open(&crate::store::default_path(db)) {
         Ok(mut s) => {
-            let options = serde_json::json!({ "objective": objective.describe(), "repeats": opts.repeats, "budget_kib": budget_kib });
-            match s.begin_tune(&a.file.display().to_string(), a.strategy.name(), &text, &options) {
+            let options = serde_json::json!({ "objective": spec.objective.describe(), "repeats": spec.repeats, "budget_kib": spec.budget_kib });
+            match s.begin_tune(&a.file.display().to_string(), a.strategy.name(), text, &options) {
                 Ok(id) => Some((s, id)),
                 Err(e) => {
                     eprintln!("webtune: {e:#}; points go to the journal only");
@@ -159,32 +260,22 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
             eprintln!("webtune: {e:#}; points go to the journal only");
             None
         }
-    };
-    let mut observer = Progress { quiet: a.quiet, journal: &mut journal, store: store.as_mut(), save_error: None };
-    let mut t = Tuner::new(&mut measure, load, objective, &mut observer, reused, interrupt);
-    t.budget_kib = budget_kib;
-    t.deadline = time_budget.map(|b| Instant::now() + b);
-    t.plan = plan;
-    t.repeats = a.repeats;
-    t.judging = judging;
-    let found = a.strategy.run(&mut t, &knobs, &base, knee);
-    let stopped = t.stopped.clone();
-    let points = std::mem::take(&mut t.points);
-    drop(t);
-    let config = launcher.render(&found.recommended);
-    let diffs = launcher.diffs(&found.recommended)?;
-    let mut outcome = found.into_outcome(a.strategy.name(), objective.describe(), stopped, config, diffs, points);
-    let grid = (!knobs.is_empty()).then(|| knobs.iter().map(|(_, values)| values.len() as u64).product());
-    outcome.cost = crate::tune::Cost::of(&outcome.points, grid, a.repeats);
-    if let Some(dir) = &a.diff {
-        write_diffs(dir, &outcome.diffs)?;
     }
-    let mut save_error = observer.save_error.take();
-    let tuned = Tuned { run_id: store.as_ref().map(|(_, id)| *id), ..Tuned::new(&outcome) };
+}
+
+/// Prints the outcome, writes the output files, stores it; the exit code says how it went.
+fn report(
+    a: &TuneArgs,
+    outcome: &Outcome,
+    store: Option<(crate::store::Store, i64)>,
+    mut save_error: Option<anyhow::Error>,
+    files: &[super::output::OutputFile],
+) -> anyhow::Result<ExitCode> {
+    let tuned = Tuned { run_id: store.as_ref().map(|(_, id)| *id), ..Tuned::new(outcome) };
     super::emit(&tuned, super::output::stdout_format(a.json))?;
-    let written = super::output::write_files(&tuned, &files);
+    let written = super::output::write_files(&tuned, files);
     if let Some((mut s, id)) = store {
-        if let Err(e) = s.finish_tune(id, &outcome) {
+        if let Err(e) = s.finish_tune(id, outcome) {
             save_error.get_or_insert(e);
         } else if !a.quiet {
             eprintln!("{}", super::bench::stored_line("tune", id, &s.path));
