@@ -467,7 +467,7 @@ def report_null(decisions):
     if not nulls:
         return check(False, "null decisions: none was run")
     head = (f"{'kind':<11} {'n':>4} {'adopted':>8} {'no effect':>10} {'worse':>6} {'undecided':>10} "
-            f"{'failed':>7} {'0 in CI':>8} {'rounds':>7} {'wall s':>7} {'meas. s':>8} "
+            f"{'cheaper':>8} {'failed':>7} {'0 in CI':>8} {'rounds':>7} {'wall s':>7} {'meas. s':>8} "
             f"{'re-meas.':>8}")
     print(head)
     print("-" * len(head))
@@ -479,7 +479,8 @@ def report_null(decisions):
         with_ci = [d for d in ok if d.low_pct is not None]
         print(f"{kind:<11} {len(ds):>4} {sum(d.adopted for d in ok):>8} "
               f"{sum(d.verdict == 'no effect' for d in ok):>10} {sum(d.verdict == 'worse' for d in ok):>6} "
-              f"{sum(d.verdict == 'undecided' for d in ok):>10} {len(ds) - len(ok):>7} "
+              f"{sum(d.verdict == 'undecided' for d in ok):>10} "
+              f"{sum(d.verdict == 'cheaper' for d in ok):>8} {len(ds) - len(ok):>7} "
               f"{f'{len(covered)}/{len(with_ci)}':>8} {mean(d.rounds for d in ok):>7.2f} "
               f"{mean(d.wall_s for d in ds):>7.1f} {mean(d.measured_s for d in ds):>8.1f} "
               f"{mean(d.remeasured for d in ds):>8.1f}")
