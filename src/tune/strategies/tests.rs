@@ -821,7 +821,7 @@ fn values_far_below_another_stop_and_the_cheapest_sure_gain_is_adopted() {
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     let found = one_at_a_time(&mut t, &knobs("workers", &["1", "2", "4", "8", "16", "32"]), &Settings::default());
     drop(t);
-    let e = &found.evidence[0].2;
+    let e = &found.evidence[0].why;
     assert_eq!(found.recommended.get("workers"), Some("8"), "{e}");
     // One window each for 2 and 4; three rounds of 1, 8, 16 and 32.
     assert_eq!(m.measured.iter().filter(|s| s.starts_with("workers=2") || s.starts_with("workers=4")).count(), 2);
@@ -846,7 +846,7 @@ fn many_ordered_values_are_searched_coarse_to_fine() {
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     let found = one_at_a_time(&mut t, &knobs("workers", &counts), &Settings::default());
     drop(t);
-    let e = &found.evidence[0].2;
+    let e = &found.evidence[0].why;
     assert_eq!(found.recommended.get("workers"), Some("12"), "{e}");
     // Powers of two first (1 2 4 8 16 24), then only around the best: 3 and 6 never.
     for never in ["workers=3", "workers=6"] {
