@@ -75,7 +75,7 @@ fn the_knee_of_a_cpu_bound_app_is_at_the_cores() {
         points.iter().map(|p| p["step"].as_str().unwrap()).filter(|s| !s.contains("knee") && !s.contains(" #")).count();
     assert!(swept < 8, "{swept} of {}", points.len());
     let check = v["steps"].as_array().unwrap().last().unwrap().clone();
-    if points.len() > swept {
+    if points.iter().any(|p| p["step"].as_str().unwrap().contains("knee")) {
         assert!(
             ["adopted", "no effect", "worse", "cheaper", "undecided"].contains(&check["verdict"].as_str().unwrap()),
             "{check}"
