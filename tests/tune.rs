@@ -557,7 +557,8 @@ fn servers_under(base: &std::path::Path) -> Vec<i32> {
 fn issue_30_each_configuration_of_a_comparison_is_launched_once() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
-    let f = lab_target(dir.path(), "cpu = \"1ms\"", "workers = [1, 2]", "");
+    // A knob without effect: no verdict can settle before the rounds are done.
+    let f = lab_target(dir.path(), "workers = 2\ncpu = \"1ms\"", "backlog = [511, 1024]", "");
     // The run directories of this tune alone, where the test can watch them.
     let runtime = dir.path().join("runtime");
     std::fs::create_dir(&runtime).unwrap();
@@ -595,12 +596,13 @@ fn issue_30_each_configuration_of_a_comparison_is_launched_once() {
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
     support::assert_schema("tune.v1.json", &v);
     let step = &v["steps"][0];
-    assert_eq!(step["rounds"], 3, "{step}");
+    assert!(step["rounds"].as_u64().unwrap() >= 2, "{step}");
     let (points, cost) = (v["points"].as_array().unwrap(), &v["cost"]);
-    assert_eq!(points.len(), 6, "{cost}");
-    // Two configurations, two launches; the four later windows on the servers kept running.
+    let windows = points.len() as u64;
+    assert!(windows >= 4, "{cost}");
+    // Two configurations, two launches; every later window on the servers kept running.
     assert_eq!(cost["launches"], 2, "{cost}");
-    assert_eq!((cost["windows"].as_u64(), cost["kept_windows"].as_u64()), (Some(6), Some(4)), "{cost}");
+    assert_eq!((cost["windows"].as_u64(), cost["kept_windows"].as_u64()), (Some(windows), Some(windows - 2)), "{cost}");
     for p in points {
         assert_eq!(p["status"]["status"], "ok", "{p}");
         let window_s: f64 = p["samples"].as_array().unwrap().iter().map(|s| s["window_s"].as_f64().unwrap()).sum();
