@@ -1,5 +1,7 @@
 //! A trial: launch the server with one configuration, warm it, load it R times while sampling
 //! its memory, stop it; the result is a `Point`. Failures become points with their cause.
+//! The steps stand apart (`Trial::start`, `windows`, `finish`) so that a comparison's rounds
+//! can measure their windows on a server kept running (`super::kept`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
