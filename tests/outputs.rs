@@ -222,16 +222,21 @@ fn tune_writes_json_and_markdown_files_while_its_tables_stay_on_stdout() {
     let v = read_json(Path::new(&json_file));
     assert_schema("tune.v1.json", &v);
     assert_eq!(v["schema"], "webtune.tune.v1");
-    // What it cost: every point a launch, every sample a window, against a grid of 2 x 1.
+    // What it cost: the launches the points made (a window on a kept server makes none), every
+    // sample a window, against a grid of 2 x 1.
     let points = v["points"].as_array().unwrap();
     let cost = &v["cost"];
-    assert_eq!(cost["launches"].as_u64(), Some(points.len() as u64), "{cost}");
+    let launches: u64 = points.iter().map(|p| p["launches"].as_u64().unwrap()).sum();
+    assert_eq!(cost["launches"].as_u64(), Some(launches), "{cost}");
     let windows: usize = points.iter().map(|p| p["samples"].as_array().unwrap().len()).sum();
     assert_eq!(cost["windows"].as_u64(), Some(windows as u64), "{cost}");
+    let kept: usize =
+        points.iter().filter(|p| p["launches"] == 0).map(|p| p["samples"].as_array().unwrap().len()).sum();
+    assert_eq!(cost["kept_windows"].as_u64(), Some(kept as u64), "{cost}");
     assert_eq!((cost["grid_configurations"].as_u64(), cost["grid_repeats"].as_u64()), (Some(2), Some(1)), "{cost}");
     assert!((cost["grid_share"].as_f64().unwrap() - windows as f64 / 2.0).abs() < 1e-9, "{cost}");
     assert!(cost["measuring_s"].as_f64().unwrap() >= 0.3 * windows as f64 * 0.9, "{cost}");
-    assert!(out.contains(&format!("\nCost: {windows} windows in {} launches", points.len())), "{out}");
+    assert!(out.contains(&format!("\nCost: {windows} windows in {launches} launches")), "{out}");
     let md = std::fs::read_to_string(&md_file).unwrap();
     assert!(md.starts_with("## webtune tune: one-at-a-time") && md.contains("### Points measured"), "{md}");
     // Resumed from the whole journal: nothing measured again, the same JSON on stdout.

@@ -562,3 +562,102 @@ fn joint_finds_the_pair_on_the_lab_in_fewer_windows_than_the_grid() {
     let windows = cost["windows"].as_u64().unwrap();
     assert!(windows < 16, "{windows} windows: {cost}");
 }
+
+/// The processes that carry a run directory under `base` (the variable every process of a
+/// launched server inherits).
+fn servers_under(base: &std::path::Path) -> Vec<i32> {
+    let marker = format!("WEBTUNE_RUN_DIR={}", base.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v.starts_with(marker.as_bytes())))
+        })
+        .collect()
+}
+
+/// Issue 30, item 4: the rounds of a comparison are measured on servers kept running, each
+/// configuration launched and warmed once; none is left running when the tune ends.
+#[test]
+fn issue_30_each_configuration_of_a_comparison_is_launched_once() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    // A knob without effect: no verdict can settle before the rounds are done.
+    let f = lab_target(dir.path(), "workers = 2\ncpu = \"1ms\"", "backlog = [511, 1024]", "");
+    // The run directories of this tune alone, where the test can watch them.
+    let runtime = dir.path().join("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    let base = runtime.join("webtune");
+    let journal = dir.path().join("j.jsonl");
+    let args = ["tune", &f, "--json", "--quiet", "--repeats", "3", "--max-rounds", "3"];
+    let child = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(args)
+        .args(["--journal", journal.to_str().unwrap()])
+        .env("WEBTUNE_DB", support::test_db())
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tune_pid = child.id();
+    // The servers' pids, watched while the tune runs.
+    let watcher = {
+        let base = base.clone();
+        std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while std::path::Path::new(&format!("/proc/{tune_pid}/stat")).exists()
+                && !std::fs::read_to_string(format!("/proc/{tune_pid}/stat")).unwrap_or_default().contains(") Z")
+            {
+                seen.extend(servers_under(&base));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            seen
+        })
+    };
+    let run = support::finish(child, Duration::from_secs(300), &args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let seen = watcher.join().unwrap();
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    support::assert_schema("tune.v1.json", &v);
+    let step = &v["steps"][0];
+    assert!(step["rounds"].as_u64().unwrap() >= 2, "{step}");
+    let (points, cost) = (v["points"].as_array().unwrap(), &v["cost"]);
+    let windows = points.len() as u64;
+    assert!(windows >= 4, "{cost}");
+    // Two configurations, two launches; every later window on the servers kept running.
+    assert_eq!(cost["launches"], 2, "{cost}");
+    assert_eq!((cost["windows"].as_u64(), cost["kept_windows"].as_u64()), (Some(windows), Some(windows - 2)), "{cost}");
+    for p in points {
+        assert_eq!(p["status"]["status"], "ok", "{p}");
+        let window_s: f64 = p["samples"].as_array().unwrap().iter().map(|s| s["window_s"].as_f64().unwrap()).sum();
+        if p["launches"] == 0 {
+            // No launch, no warm-up: the point took about its window (each, when others
+            // disturbed it and it was measured again).
+            assert_eq!(p["warmed"], 0, "{p}");
+            let windows = 1.0 + p["remeasured"].as_f64().unwrap();
+            assert!(
+                p["seconds"].as_f64().unwrap() < window_s * windows + 1.0,
+                "{}: {} s, remeasured {}, notes {}",
+                p["step"],
+                p["seconds"],
+                p["remeasured"],
+                p["notes"]
+            );
+        } else {
+            assert!(p["warmed"].as_u64().unwrap() > 0, "{p}");
+        }
+    }
+    // Each configuration's first window paid its launch: the first round.
+    let launched: Vec<&str> =
+        points.iter().filter(|p| p["launches"] == 1).map(|p| p["step"].as_str().unwrap()).collect();
+    assert_eq!(launched.len(), 2, "{launched:?}");
+    assert!(launched.iter().all(|s| !s.contains('#')), "{launched:?}");
+    // Nothing left running: no process of the servers seen, no run directory.
+    assert!(!seen.is_empty(), "the servers were watched");
+    let alive = servers_under(&base);
+    assert!(alive.is_empty(), "left running: {alive:?} of {seen:?}");
+    let left: Vec<_> = std::fs::read_dir(&base).map_or(Vec::new(), |d| d.flatten().map(|e| e.file_name()).collect());
+    assert!(left.iter().all(|n| !n.to_string_lossy().starts_with("run-")), "{left:?}");
+}

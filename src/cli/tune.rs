@@ -14,6 +14,7 @@ use crate::procmem::capacity::Budget;
 use crate::report::format::Tuned;
 use crate::server::TargetFile;
 use crate::tune::journal::{Header, Journal};
+use crate::tune::kept::Kept;
 use crate::tune::launcher::TargetLauncher;
 use crate::tune::strategies::Knobs;
 use crate::tune::trial::{self, Launcher, Load, TrialOptions};
@@ -48,7 +49,8 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let (journal_path, mut journal, reused) = open_journal(a, &spec, &text)?;
 
     let mut launcher = TargetLauncher { file: &spec.file, interrupt: interrupt.clone() };
-    let mut measure = Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib: spec.budget_kib };
+    let mut measure =
+        Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib: spec.budget_kib, kept: Kept::default() };
     let plan = a.strategy.planned_windows(&spec.knobs, &spec.judging, spec.repeats);
     if !a.quiet {
         // A window: a launch, a warm-up, one load, a stop.
@@ -63,7 +65,9 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let stopped = t.stopped.clone();
     let points = std::mem::take(&mut t.points);
     drop(t);
-
+    // The servers kept between windows stop here, whatever ended the tune (errors, Ctrl-C
+    // and panics drop them too).
+    drop(measure);
     let config = launcher.render(&found.recommended);
     let diffs = launcher.diffs(&found.recommended)?;
     let mut outcome = found.into_outcome(a.strategy.name(), spec.objective.describe(), stopped, config, diffs, points);
@@ -341,17 +345,23 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// The real measurements: a trial per point.
+/// The real measurements: a trial per point; a comparison's windows on servers kept running.
 struct Trials<'a> {
     launcher: &'a mut dyn Launcher,
     opts: TrialOptions,
     budget_kib: Option<u64>,
+    kept: Kept,
 }
 
 impl Measure for Trials<'_> {
     fn measure(&mut self, step: &str, settings: &Settings, load: &Load, repeats: usize) -> Point {
         let opts = TrialOptions { repeats, ..self.opts.clone() };
+        self.kept.make_room();
         trial::run(self.launcher, step, settings, load, &opts, self.budget_kib)
+    }
+
+    fn window(&mut self, step: &str, settings: &Settings, load: &Load) -> Point {
+        self.kept.window(self.launcher, step, settings, load, &self.opts, self.budget_kib)
     }
 
     fn estimate(&self, load: &Load) -> Duration {

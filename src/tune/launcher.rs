@@ -26,6 +26,11 @@ impl Launcher for TargetLauncher<'_> {
     fn diffs(&self, settings: &Settings) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
         self.file.diffs(settings)
     }
+
+    /// Each launch gets its own run directory and, on port 0, its own free port.
+    fn side_by_side(&self) -> bool {
+        self.file.port == 0
+    }
 }
 
 impl Launched for Running {

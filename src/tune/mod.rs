@@ -4,6 +4,7 @@
 
 pub mod evidence;
 pub mod journal;
+pub mod kept;
 pub mod launcher;
 pub mod objective;
 pub mod point;
@@ -104,6 +105,11 @@ impl Plan {
 pub trait Measure {
     /// Launches `settings`, measures `repeats` windows of `load`, stops: one point.
     fn measure(&mut self, step: &str, settings: &Settings, load: &Load, repeats: usize) -> Point;
+    /// One window of `settings` (a round of a comparison); the real runner measures it on the
+    /// server an earlier window of the same configuration left running, when it can.
+    fn window(&mut self, step: &str, settings: &Settings, load: &Load) -> Point {
+        self.measure(step, settings, load, 1)
+    }
     /// What a trial costs, for plans and ETAs, before any was measured.
     fn estimate(&self, load: &Load) -> Duration;
 }
@@ -207,15 +213,18 @@ impl<'a> Tuner<'a> {
     /// As `point`, under `load` instead of the tuner's own (a strategy's special load, e.g. a burst).
     pub fn point_with(&mut self, step: &str, settings: &Settings, load: &Load) -> Option<Point> {
         let repeats = self.repeats;
-        self.measure_point(step, settings, load, repeats)
+        self.measure_point(step, settings, load, Some(repeats))
     }
 
-    /// One window of `settings` (a round of a comparison): launched, warmed, measured once.
+    /// One window of `settings` (a round of a comparison): measured once, on a server kept
+    /// running from its previous window when the measurer can, else launched and warmed.
     pub fn window(&mut self, step: &str, settings: &Settings, load: &Load) -> Option<Point> {
-        self.measure_point(step, settings, load, 1)
+        self.measure_point(step, settings, load, None)
     }
 
-    fn measure_point(&mut self, step: &str, settings: &Settings, load: &Load, repeats: usize) -> Option<Point> {
+    /// A point of `repeats` windows on a fresh launch, or (None) one window, perhaps on a kept server.
+    fn measure_point(&mut self, step: &str, settings: &Settings, load: &Load, repeats: Option<usize>) -> Option<Point> {
+        let (repeats, one_window) = (repeats.unwrap_or(1), repeats.is_none());
         if self.stopped.is_some() {
             return None;
         }
@@ -238,7 +247,11 @@ impl<'a> Tuner<'a> {
         }
         let eta = self.eta(load, repeats);
         self.observer.measuring(step, self.started.elapsed(), &eta);
-        let p = self.measure.measure(step, settings, load, repeats);
+        let p = if one_window {
+            self.measure.window(step, settings, load)
+        } else {
+            self.measure.measure(step, settings, load, repeats)
+        };
         if p.cause() == Some("interrupted") || self.interrupted() {
             self.stopped = Some("interrupted".into());
             return None;
@@ -433,8 +446,12 @@ impl Step {
 pub struct Cost {
     /// Load windows measured: every repeat, round and re-measurement.
     pub windows: usize,
-    /// Server launches: one per point (a configuration's trial).
+    /// Server launches: one per point, but for windows measured on a server kept running
+    /// from an earlier window of the same configuration.
     pub launches: usize,
+    /// Windows measured on a kept server: no launch, no warm-up before them.
+    #[serde(default)]
+    pub kept_windows: usize,
     /// Seconds under load, over every window.
     pub measuring_s: f64,
     /// Seconds of the trials, launches and warm-ups included.
@@ -454,7 +471,8 @@ impl Cost {
         let grid_windows = configurations.map(|c| c.saturating_mul(repeats.max(1) as u64));
         Cost {
             windows,
-            launches: points.len(),
+            launches: points.iter().map(|p| p.launches).sum(),
+            kept_windows: points.iter().filter(|p| p.launches == 0).map(|p| p.samples.len()).sum(),
             measuring_s: points.iter().flat_map(|p| &p.samples).filter_map(|s| s.window_s).sum(),
             trials_s: points.iter().map(|p| p.seconds).sum(),
             grid_configurations: configurations,
@@ -463,11 +481,15 @@ impl Cost {
         }
     }
 
-    /// "Cost: 28 windows in 14 launches, 42.0 s under load (71.3 s of trials); 64% of the
-    /// full grid's windows (11 configurations x 2 repeats)".
+    /// "Cost: 28 windows in 6 launches (20 windows on kept servers), 42.0 s under load (71.3 s
+    /// of trials); 64% of the full grid's windows (11 configurations x 2 repeats)".
     pub fn describe(&self) -> String {
+        let kept = match self.kept_windows {
+            0 => String::new(),
+            n => format!(" ({n} windows on kept servers)"),
+        };
         let mut out = format!(
-            "{} windows in {} launches, {:.1} s under load ({:.1} s of trials)",
+            "{} windows in {} launches{kept}, {:.1} s under load ({:.1} s of trials)",
             self.windows, self.launches, self.measuring_s, self.trials_s
         );
         if let (Some(share), Some(c)) = (self.grid_share, self.grid_configurations) {

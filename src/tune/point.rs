@@ -131,6 +131,15 @@ pub struct Point {
     /// in the windows kept.
     #[serde(default)]
     pub client_share: Option<f64>,
+    /// Server launches its measurement made: 1, or 0 for a window measured on a server kept
+    /// running from an earlier window of the same configuration (no launch, no warm-up; its
+    /// `seconds` are the window's own). Points stored before servers were kept: 1.
+    #[serde(default = "one_launch")]
+    pub launches: usize,
+}
+
+fn one_launch() -> usize {
+    1
 }
 
 impl Point {
@@ -153,6 +162,7 @@ impl Point {
             load_from: Vec::new(),
             placement: None,
             client_share: None,
+            launches: 1,
         }
     }
 
@@ -168,6 +178,7 @@ impl Point {
             p.seconds += w.seconds;
             p.noisy |= w.noisy;
             p.warmed += w.warmed;
+            p.launches += w.launches;
             p.interference = p.interference.max(w.interference);
             p.remeasured += w.remeasured;
             p.client_share = max_share(p.client_share, w.client_share);
@@ -304,6 +315,7 @@ pub mod tests {
             load_from: Vec::new(),
             placement: None,
             client_share: None,
+            launches: 1,
         }
     }
 

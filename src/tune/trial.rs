@@ -1,5 +1,7 @@
 //! A trial: launch the server with one configuration, warm it, load it R times while sampling
 //! its memory, stop it; the result is a `Point`. Failures become points with their cause.
+//! The steps stand apart (`Trial::start`, `windows`, `finish`) so that a comparison's rounds
+//! can measure their windows on a server kept running (`super::kept`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +24,10 @@ pub trait Launcher {
     /// The unified diffs of the user's own configuration files for `settings`, by tree.
     fn diffs(&self, _settings: &Settings) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
         Ok(Default::default())
+    }
+    /// Whether a second server can run beside one already launched (not on a fixed port).
+    fn side_by_side(&self) -> bool {
+        false
     }
 }
 
@@ -51,7 +57,7 @@ pub trait Launched: Sync {
 }
 
 /// The load of a trial: the bench run of each repeat, and what happens before it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Load {
     /// `webtune bench`'s options; `spec.path` is requested on the launched server.
     pub spec: BenchSpec,
@@ -167,8 +173,8 @@ pub struct TrialOptions {
     pub placement: Option<Placement>,
 }
 
-/// Runs one trial. Never fails: a server that does not start, crashes or answers nothing
-/// gives a failed point with the cause.
+/// Runs one trial: a launch, its windows, a stop. Never fails: a server that does not start,
+/// crashes or answers nothing gives a failed point with the cause.
 pub fn run(
     launcher: &mut dyn Launcher,
     step: &str,
@@ -177,156 +183,301 @@ pub fn run(
     opts: &TrialOptions,
     budget_kib: Option<u64>,
 ) -> Point {
-    let started = Instant::now();
-    let load = &load.for_settings(settings);
-    let fail = |cause: String| Point::failed(step, settings, cause, started.elapsed().as_secs_f64());
+    match Trial::start(launcher, step, settings, load, opts) {
+        // Dropped at the end of the arm: the server stops.
+        Ok(mut trial) => trial.point(step, load, opts, budget_kib),
+        Err(failed) => *failed,
+    }
+}
+
+/// A launched and warmed server between its windows; dropping it stops the server.
+pub struct Trial {
+    server: Box<dyn Launched>,
+    settings: Settings,
+    /// The launch and warm-up no point has carried yet: when the launch began and the requests
+    /// the warm-up sent. The first point measured on the server pays them, later ones only
+    /// their own windows.
+    unpaid: Option<(Instant, u64)>,
+    /// Workers alive when the first load began (after any idle spell).
+    workers_at_start: Option<usize>,
+    /// The window the last windows settled on (see `Settled`).
+    settled: Option<Settled>,
+    /// Saturation lines of the error logs already reported: the logs grow with the server's
+    /// life, and each point tells only what its own windows wrote.
+    saturation_seen: usize,
+    /// The largest footprint (the sum of PSS, a front's included) any window saw, KiB: what
+    /// one more server like it would cost.
+    largest_pss_kib: u64,
+}
+
+/// The window asked for, and what the trial made of it: lengthened to hold several recycles,
+/// doubled once while unsteady. A later call for the same window on the same server starts
+/// from there rather than finding it out again.
+#[derive(Debug, Clone, Copy)]
+struct Settled {
+    asked: Duration,
+    window: Duration,
+    lengthened: bool,
+    steadied: bool,
+}
+
+/// What the windows of one point measured, before `Trial::finish` makes it a point.
+pub struct Windows {
+    samples: Vec<Sample>,
+    notes: Vec<String>,
+    noisy: bool,
+    remeasured: u32,
+    load_from: Vec<String>,
+    workers_at_start: Option<usize>,
+    /// When this point began (the launch, for the first point on a server), the warm-up
+    /// requests it carries, and whether it paid a launch.
+    started: Instant,
+    warmed: u64,
+    launched: bool,
+}
+
+/// The load a trial of `settings` sends: their protocol, from the client's CPUs.
+fn trial_load(load: &Load, settings: &Settings, opts: &TrialOptions) -> Load {
+    let load = load.for_settings(settings);
     let client = opts.placement.as_ref().map(|p| p.client.clone()).or_else(|| load.spec.cpus.clone());
-    let load = &Load { spec: BenchSpec { cpus: client.clone(), ..load.spec.clone() }, ..load.clone() };
-    let cores = opts.placement.as_ref().map_or_else(crate::sys::available_cores, Placement::cores);
-    let server = match launcher.launch(settings) {
-        Ok(s) => s,
-        Err(e) => return fail(format!("{e:#}")),
-    };
-    let base = server.base_url();
-    let plan = match Sender::new(load, &base) {
-        Ok(p) => p,
-        Err(e) => return fail(format!("{e:#}")),
-    };
-    let workers = procmem::select(&Selector::Pid(server.master_pid())).map_or(1, |p| p.len().max(2) - 1);
-    let warm = if load.warm { (opts.warm_requests * workers as u64).max(load.connections()) } else { 0 };
-    if warm > 0 {
-        // Every worker serves requests (compiles, caches, touches its memory) before any is measured.
-        let url = load.spec.against(&base).url.unwrap_or_default();
-        if let Err(e) = bench::drive(&url, load.connections(), warm, true, client.as_ref(), &opts.interrupt) {
-            return fail(format!("warm-up: warming {url}: {e:#}"));
+    Load { spec: BenchSpec { cpus: client, ..load.spec.clone() }, ..load }
+}
+
+/// Workers alive under the server's master now; None when it cannot be read.
+fn workers_alive(server: &dyn Launched) -> Option<usize> {
+    procmem::select(&Selector::Pid(server.master_pid())).ok().map(|p| p.len().saturating_sub(1))
+}
+
+impl Trial {
+    /// Launches `settings`, warms every worker (unless the load measures a cold start or a
+    /// burst) and leaves the server idle for the load's `idle_before`. A failed point for
+    /// `step` when it could not start or warm.
+    pub fn start(
+        launcher: &mut dyn Launcher,
+        step: &str,
+        settings: &Settings,
+        load: &Load,
+        opts: &TrialOptions,
+    ) -> Result<Trial, Box<Point>> {
+        let started = Instant::now();
+        let load = &trial_load(load, settings, opts);
+        let fail = |cause: String| Box::new(Point::failed(step, settings, cause, started.elapsed().as_secs_f64()));
+        let server = launcher.launch(settings).map_err(|e| fail(format!("{e:#}")))?;
+        let base = server.base_url();
+        // The load goes to this server alone: checked before a request is sent.
+        Sender::new(load, &base).map_err(|e| fail(format!("{e:#}")))?;
+        let workers = procmem::select(&Selector::Pid(server.master_pid())).map_or(1, |p| p.len().max(2) - 1);
+        let warm = if load.warm { (opts.warm_requests * workers as u64).max(load.connections()) } else { 0 };
+        if warm > 0 {
+            // Every worker serves requests (compiles, caches, touches its memory) before any is measured.
+            let url = load.spec.against(&base).url.unwrap_or_default();
+            let client = load.spec.cpus.as_ref();
+            if let Err(e) = bench::drive(&url, load.connections(), warm, true, client, &opts.interrupt) {
+                return Err(fail(format!("warm-up: warming {url}: {e:#}")));
+            }
+        }
+        std::thread::sleep(load.idle_before);
+        let workers_at_start = workers_alive(&*server);
+        Ok(Trial {
+            server,
+            settings: settings.clone(),
+            unpaid: Some((started, warm)),
+            workers_at_start,
+            settled: None,
+            saturation_seen: 0,
+            largest_pss_kib: 0,
+        })
+    }
+
+    /// The point of `opts.repeats` windows of `load` on the running server (which keeps running).
+    pub fn point(&mut self, step: &str, load: &Load, opts: &TrialOptions, budget_kib: Option<u64>) -> Point {
+        match self.windows(step, load, opts, budget_kib) {
+            Ok(w) => self.finish(step, w, opts),
+            Err(failed) => *failed,
         }
     }
-    std::thread::sleep(load.idle_before);
-    let workers_at_start = procmem::select(&Selector::Pid(server.master_pid())).ok().map(|p| p.len().saturating_sub(1));
-    let pool = super::objective::pool(settings, workers_at_start);
-    let recycling = max_requests(settings).is_some();
-    // A warmed server under a time-bound load is measured in its steady state; a burst after
-    // idle (spares) or a cold start is measured as it is, however unsteady.
-    let steady_state =
-        load.warm && load.idle_before.is_zero() && load.spec.requests.is_none() && load.spec.stages.is_none();
-    let mut plan = plan;
-    let mut window = load.duration();
-    let mut samples = Vec::new();
-    let mut notes = Vec::new();
-    let mut noisy = false;
-    let mut remeasured = 0;
-    let mut disturbed_memory = None;
-    let mut lengthened = false;
-    let mut steadied = false;
-    let mut wanted = opts.repeats.max(1);
-    while samples.len() < wanted {
-        if opts.interrupt.load(Ordering::Relaxed) {
-            return fail("interrupted".into());
-        }
-        let stop_over = load.stop_over_budget;
-        let mut sample =
-            match measure_once(&*server, &plan, window, budget_kib, stop_over, pool, recycling, cores, &opts.interrupt)
-            {
+
+    /// The largest footprint of the whole server any window saw, KiB (0 before any).
+    pub fn largest_pss_kib(&self) -> u64 {
+        self.largest_pss_kib
+    }
+
+    /// Measures `opts.repeats` windows of `load`: a disturbed window is measured again, a
+    /// window too short for recycling workers is lengthened, an unsteady one doubled once,
+    /// noisy repeats taken again, and a window over the budget ends the point. A failed point
+    /// when the server stopped answering or the run was interrupted.
+    pub fn windows(
+        &mut self,
+        step: &str,
+        load: &Load,
+        opts: &TrialOptions,
+        budget_kib: Option<u64>,
+    ) -> Result<Windows, Box<Point>> {
+        let launched = self.unpaid.is_some();
+        let (started, warmed) = self.unpaid.take().unwrap_or((Instant::now(), 0));
+        let settings = &self.settings;
+        let failed = |cause: String| {
+            let p = Point::failed(step, settings, cause, started.elapsed().as_secs_f64());
+            Box::new(Point { launches: usize::from(launched), ..p })
+        };
+        let load = &trial_load(load, settings, opts);
+        let base = self.server.base_url();
+        let cores = opts.placement.as_ref().map_or_else(crate::sys::available_cores, Placement::cores);
+        // A kept server's later point starts when its own load does.
+        let workers_at_start = if launched { self.workers_at_start } else { workers_alive(&*self.server) };
+        let pool = super::objective::pool(settings, workers_at_start);
+        let recycling = max_requests(settings).is_some();
+        // A warmed server under a time-bound load is measured in its steady state; a burst after
+        // idle (spares) or a cold start is measured as it is, however unsteady.
+        let steady_state =
+            load.warm && load.idle_before.is_zero() && load.spec.requests.is_none() && load.spec.stages.is_none();
+        let asked = load.duration();
+        let Settled { mut window, mut lengthened, mut steadied, .. } = match self.settled {
+            Some(s) if s.asked == asked => s,
+            _ => Settled { asked, window: asked, lengthened: false, steadied: false },
+        };
+        let mut plan = Sender::new(&load.windowed(window), &base).map_err(|e| failed(format!("{e:#}")))?;
+        let mut samples = Vec::new();
+        let mut notes = Vec::new();
+        let mut noisy = false;
+        let mut remeasured = 0;
+        let mut disturbed_memory = None;
+        let mut wanted = opts.repeats.max(1);
+        while samples.len() < wanted {
+            if opts.interrupt.load(Ordering::Relaxed) {
+                return Err(failed("interrupted".into()));
+            }
+            let measuring = WindowPlan {
+                sender: &plan,
+                duration: window,
+                budget: budget_kib,
+                stop_over: load.stop_over_budget,
+                pool,
+                recycling,
+                cores,
+                interrupt: &opts.interrupt,
+            };
+            let mut sample = match measure_once(&*self.server, &measuring) {
                 Ok(w) if w.sample.succeeded == 0 && w.over_budget.is_none() => {
-                    return fail(format!("no request succeeded ({} failed)", w.sample.failed));
+                    return Err(failed(format!("no request succeeded ({} failed)", w.sample.failed)));
                 }
                 Ok(s) => s,
-                Err(e) => return fail(format!("{e:#}")),
+                Err(e) => return Err(failed(format!("{e:#}"))),
             };
-        // A window measured again comes later in the server's life: a leaking pool has grown
-        // meanwhile. Its memory is the one read in the first attempt, at the same moment of the
-        // server's life as every other configuration's (others' CPU barely moves memory).
-        if let Some(m) = disturbed_memory.take() {
-            sample.sample.memory = m;
-        }
-        // Seen over the budget once, the pool can be there again: no longer window, repeat or
-        // re-measurement can admit it, so the trial ends with what settles it.
-        if let Some(after) = sample.over_budget {
-            notes.push(format!(
-                "the window stopped after {after:.1} s: the workers did not fit the memory budget (a pool over it once can be there again)"
-            ));
+            if let Some(m) = &sample.sample.memory {
+                self.largest_pss_kib = self.largest_pss_kib.max(m.pss_total_kib);
+            }
+            // A window measured again comes later in the server's life: a leaking pool has grown
+            // meanwhile. Its memory is the one read in the first attempt, at the same moment of the
+            // server's life as every other configuration's (others' CPU barely moves memory).
+            if let Some(m) = disturbed_memory.take() {
+                sample.sample.memory = m;
+            }
+            // Seen over the budget once, the pool can be there again: no longer window, repeat or
+            // re-measurement can admit it, so the trial ends with what settles it.
+            if let Some(after) = sample.over_budget {
+                notes.push(format!(
+                    "the window stopped after {after:.1} s: the workers did not fit the memory budget (a pool over it once can be there again)"
+                ));
+                samples.push(sample.sample);
+                break;
+            }
+            // A window others disturbed measured the machine, not the configuration. (A burst
+            // after idle cannot be taken again on the same server: it is kept, with a note.)
+            if let Some(others) = sample.sample.interference.filter(|&o| o > opts.disturbed) {
+                if remeasured < MAX_REMEASURED && steady_state {
+                    remeasured += 1;
+                    disturbed_memory = Some(sample.sample.memory);
+                    continue;
+                }
+                notes.push(format!(
+                    "others took {:.0}% of the CPU in a window measured {} times: kept, but disturbed",
+                    others * 100.0,
+                    remeasured + 1
+                ));
+            }
+            // Workers that recycle: a window must hold several recycles of each, or each window
+            // catches a different phase of the pool's replacement.
+            if !lengthened && steady_state {
+                lengthened = true;
+                let workers = sample.sample.memory.as_ref().map_or(0, |m| m.workers).max(workers_at_start.unwrap_or(0));
+                if let Some(longer) = recycle_window(settings, &sample.sample, workers, window, &mut notes) {
+                    window = longer;
+                    plan = Sender::new(&load.windowed(window), &base).map_err(|e| failed(format!("{e:#}")))?;
+                    continue;
+                }
+            }
+            if let Some(t) = sample.trend {
+                // Not yet steady (caches filling, a pool still growing): once, a window twice as long.
+                if !steadied && steady_state && window * 2 <= MAX_WINDOW {
+                    steadied = true;
+                    window *= 2;
+                    notes.push(format!("{t}; windows doubled to {:.1} s", window.as_secs_f64()));
+                    plan = Sender::new(&load.windowed(window), &base).map_err(|e| failed(format!("{e:#}")))?;
+                    continue;
+                }
+                notes.push(t);
+            }
             samples.push(sample.sample);
-            break;
-        }
-        // A window others disturbed measured the machine, not the configuration. (A burst
-        // after idle cannot be taken again on the same server: it is kept, with a note.)
-        if let Some(others) = sample.sample.interference.filter(|&o| o > opts.disturbed) {
-            if remeasured < MAX_REMEASURED && steady_state {
-                remeasured += 1;
-                disturbed_memory = Some(sample.sample.memory);
-                continue;
-            }
-            notes.push(format!(
-                "others took {:.0}% of the CPU in a window measured {} times: kept, but disturbed",
-                others * 100.0,
-                remeasured + 1
-            ));
-        }
-        // Workers that recycle: a window must hold several recycles of each, or each window
-        // catches a different phase of the pool's replacement.
-        if !lengthened && steady_state {
-            lengthened = true;
-            let workers = sample.sample.memory.as_ref().map_or(0, |m| m.workers).max(workers_at_start.unwrap_or(0));
-            if let Some(longer) = recycle_window(settings, &sample.sample, workers, window, &mut notes) {
-                window = longer;
-                plan = match Sender::new(&load.windowed(window), &base) {
-                    Ok(p) => p,
-                    Err(e) => return fail(format!("{e:#}")),
-                };
-                continue;
+            if samples.len() == wanted && wanted == opts.repeats.max(1) && wanted > 1 {
+                let rps: Vec<f64> = samples.iter().map(|s| s.rps).collect();
+                if crate::stats::spread(&rps) > opts.noisy_spread * crate::stats::median(&rps) {
+                    noisy = true;
+                    wanted *= 2;
+                }
             }
         }
-        if let Some(t) = sample.trend {
-            // Not yet steady (caches filling, a pool still growing): once, a window twice as long.
-            if !steadied && steady_state && window * 2 <= MAX_WINDOW {
-                steadied = true;
-                window *= 2;
-                notes.push(format!("{t}; windows doubled to {:.1} s", window.as_secs_f64()));
-                plan = match Sender::new(&load.windowed(window), &base) {
-                    Ok(p) => p,
-                    Err(e) => return fail(format!("{e:#}")),
-                };
-                continue;
-            }
-            notes.push(t);
-        }
-        samples.push(sample.sample);
-        if samples.len() == wanted && wanted == opts.repeats.max(1) && wanted > 1 {
-            let rps: Vec<f64> = samples.iter().map(|s| s.rps).collect();
-            if crate::stats::spread(&rps) > opts.noisy_spread * crate::stats::median(&rps) {
-                noisy = true;
-                wanted *= 2;
-            }
-        }
+        self.settled = Some(Settled { asked, window, lengthened, steadied });
+        Ok(Windows {
+            samples,
+            notes,
+            noisy,
+            remeasured,
+            load_from: plan.sources(),
+            workers_at_start,
+            started,
+            warmed,
+            launched,
+        })
     }
-    if procmem::select(&Selector::Pid(server.master_pid())).is_err() {
-        return fail("the server died during the run".into());
-    }
-    let saturation = server.saturation();
-    let config_text = server.config_text();
-    drop(server);
-    let client_share = samples.iter().map(|s| s.client_share).fold(None, super::point::max_share);
-    if let (Some(p), Some(share)) = (&opts.placement, client_share) {
-        notes.extend(cpus::shared_client_warning(p, share));
-    }
-    notes.dedup();
-    Point {
-        load_from: plan.sources(),
-        step: step.into(),
-        settings: settings.clone(),
-        status: Status::Ok,
-        interference: samples.iter().filter_map(|s| s.interference).fold(0.0, f64::max),
-        samples,
-        saturation,
-        config_text,
-        seconds: started.elapsed().as_secs_f64(),
-        noisy,
-        warmed: warm,
-        workers_at_start,
-        remeasured,
-        notes,
-        placement: opts.placement.clone(),
-        client_share,
+
+    /// The point of `w`: the server must still be alive; the saturation its logs wrote
+    /// meanwhile and the configuration it read are the evidence.
+    pub fn finish(&mut self, step: &str, w: Windows, opts: &TrialOptions) -> Point {
+        let Windows { samples, mut notes, noisy, remeasured, load_from, workers_at_start, started, warmed, launched } =
+            w;
+        let seconds = || started.elapsed().as_secs_f64();
+        if procmem::select(&Selector::Pid(self.server.master_pid())).is_err() {
+            let failed = Point::failed(step, &self.settings, "the server died during the run".into(), seconds());
+            return Point { launches: usize::from(launched), ..failed };
+        }
+        let all = self.server.saturation();
+        let saturation = all.get(self.saturation_seen..).unwrap_or_default().to_vec();
+        self.saturation_seen = all.len();
+        let client_share = samples.iter().map(|s| s.client_share).fold(None, super::point::max_share);
+        if let (Some(p), Some(share)) = (&opts.placement, client_share) {
+            notes.extend(cpus::shared_client_warning(p, share));
+        }
+        notes.dedup();
+        Point {
+            load_from,
+            step: step.into(),
+            settings: self.settings.clone(),
+            status: Status::Ok,
+            interference: samples.iter().filter_map(|s| s.interference).fold(0.0, f64::max),
+            samples,
+            saturation,
+            config_text: self.server.config_text(),
+            seconds: seconds(),
+            noisy,
+            warmed,
+            workers_at_start,
+            remeasured,
+            notes,
+            placement: opts.placement.clone(),
+            client_share,
+            launches: usize::from(launched),
+        }
     }
 }
 
@@ -412,21 +563,28 @@ fn memory_sample_times(window: Duration, recycling: bool) -> Vec<Duration> {
     (0..n).map(|i| lead + span.mul_f64((i as f64 + rng.f64()) / n as f64)).collect()
 }
 
-/// One bench run; memory and counters are read several times under load, and the CPU that
-/// others took meanwhile is measured. With `stop_over`, a memory sample that shows the workers
-/// (a pool of at least `pool`) over `budget` ends the window there.
-#[allow(clippy::too_many_arguments)]
-fn measure_once(
-    server: &dyn Launched,
-    plan: &Sender,
+/// How one window is measured.
+#[derive(Clone, Copy)]
+struct WindowPlan<'a> {
+    sender: &'a Sender,
     duration: Duration,
+    /// The memory budget, KiB.
     budget: Option<u64>,
+    /// End the window at the first memory sample that shows the workers (a pool of at least
+    /// `pool`) over the budget.
     stop_over: bool,
     pool: usize,
+    /// Workers recycle: memory is sampled more often (see `memory_sample_times`).
     recycling: bool,
+    /// The cores others' CPU share is measured against.
     cores: usize,
-    interrupt: &Arc<AtomicBool>,
-) -> anyhow::Result<Window> {
+    interrupt: &'a Arc<AtomicBool>,
+}
+
+/// One bench run; memory and counters are read several times under load, and the CPU that
+/// others took meanwhile is measured.
+fn measure_once(server: &dyn Launched, w: &WindowPlan) -> anyhow::Result<Window> {
+    let WindowPlan { sender: plan, duration, budget, stop_over, pool, recycling, cores, interrupt } = *w;
     let master = server.master_pid();
     let front = server.front_pid();
     let watch = CpuWatch::start(&[Some(master), front].into_iter().flatten().collect::<Vec<_>>());

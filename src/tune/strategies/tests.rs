@@ -72,6 +72,7 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
             load_from: vec!["local".into()],
             placement: None,
             client_share: None,
+            launches: 1,
         }
     }
     fn estimate(&self, _load: &Load) -> Duration {
