@@ -8,6 +8,7 @@ use super::verdict::{Challenger, Judgement, Shortcut, cheaper_by, effect_text, j
 use super::{Found, Knobs, value};
 use crate::tune::evidence::{self, Evidence};
 use crate::tune::objective::fits;
+use crate::tune::trial::Load;
 use crate::tune::{Point, Settings, Step, Tuner, Verdict};
 
 /// Passes over the knobs at the most (the first, then revisits).
@@ -156,197 +157,310 @@ fn finer_values(
 }
 
 pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
-    let mut current = base.clone();
-    for (knob, values) in knobs {
-        if current.get(knob).is_none()
-            && let Some(first) = values.first()
-        {
-            current = current.with(knob, first);
-        }
-    }
-    let mut found = Found { baseline: None, steps: Vec::new(), recommended: current.clone(), evidence: Vec::new() };
-    let load = t.load.clone();
+    let mut walk = Walk::from(knobs, base, t.load.clone());
     // Knobs to judge in this pass, in the file's order.
     let mut due: Vec<String> = knobs.iter().map(|(k, _)| k.clone()).collect();
-    // A value refused only because its workers did not fit the memory budget, kept for the
-    // later knobs: one of them (recycling, say) may bring it within the budget, which no
-    // change of one knob at a time could find.
-    let mut blocked: Vec<(String, String)> = Vec::new();
-    // The operating points, oldest first.
-    let mut path = vec![current.clone()];
     'passes: for pass in 0..MAX_PASSES {
+        // The knobs judged at an operating point that has since moved.
         let mut stale = Vec::new();
         for (knob, values) in knobs.iter().filter(|(k, _)| due.contains(k)) {
-            let before_value = value(&current, knob);
-            // Each challenger's label and the knobs it changes.
-            let mut changes: Vec<(String, Vec<(String, String)>)> = values
-                .iter()
-                .filter(|v| **v != before_value)
-                .map(|v| (v.clone(), vec![(knob.clone(), v.clone())]))
-                .collect();
-            for (other, held) in blocked.iter().filter(|(k, _)| k != knob) {
-                for v in values.iter().filter(|v| **v != before_value) {
-                    changes.push((
-                        format!("{v} with {other}={held}"),
-                        vec![(knob.clone(), v.clone()), (other.clone(), held.clone())],
-                    ));
+            match walk.judge(t, knob, values, pass) {
+                Turn::NothingToTry => continue,
+                Turn::Stopped => break 'passes,
+                Turn::Judged { moved } => {
+                    stale.retain(|k| k != knob);
+                    if moved {
+                        // The knobs judged before this change were judged at another operating point.
+                        stale.extend(walk.found.steps.iter().map(|s| s.knob.clone()).filter(|k| k != knob));
+                    }
                 }
-            }
-            // Many ordered values: the coarse ones first, the rest only around the best.
-            let coarse = coarse_values(values);
-            let held: Vec<String> = match &coarse {
-                Some(c) => values.iter().filter(|v| !c.contains(v) && **v != before_value).cloned().collect(),
-                None => Vec::new(),
-            };
-            let challengers: Vec<Challenger> = changes
-                .iter()
-                .filter(|(label, _)| !held.contains(label))
-                .map(|(label, set)| Challenger { value: label.clone(), settings: current.with_all(set) })
-                .collect();
-            if challengers.is_empty() {
-                continue;
-            }
-            let again = if pass > 0 { format!(" (pass {})", pass + 1) } else { String::new() };
-            let incumbent = if found.baseline.is_none() {
-                "baseline".to_string()
-            } else {
-                format!("{knob}={before_value} (kept){again}")
-            };
-            let name_of = |v: &str| format!("{knob}={v}{again}");
-            let pool = (knob != POOL).then(|| knobs.iter().find(|(k, _)| k == POOL)).flatten();
-            let base = current.clone();
-            let mut follow = |here: Option<&Point>, chs: &[Challenger], pts: &[Option<Point>]| {
-                let mut more = finer_values(knob, values, &held, &base, here, chs, pts);
-                if let Some((_, counts)) = pool {
-                    more.extend(pool_within_budget(knob, counts, here, chs, pts));
-                }
-                more
-            };
-            let Some(j) = judge_growing(t, &load, &incumbent, &current, challengers, &name_of, &mut follow) else {
-                break 'passes;
-            };
-            if found.baseline.is_none() {
-                found.baseline = Some(j.incumbent.clone());
-            }
-            let context = Context {
-                admitted: t.objective.admits(&j.incumbent),
-                threshold: t.judging.threshold_pct,
-                max_rounds: t.judging.max_rounds,
-                again: pass > 0,
-                objective: &t.objective,
-                cut_short: t.stopped.as_deref(),
-                never_measured: changes
-                    .iter()
-                    .filter(|(label, _)| !j.challengers.iter().any(|m| m.value == *label))
-                    .map(|(label, _)| label.clone())
-                    .collect(),
-                passed_over: held.iter().filter(|v| !j.challengers.iter().any(|m| m.value == **v)).cloned().collect(),
-            };
-            let evidence = step_evidence(knob, &before_value, &j, &context);
-            let cut_short = context.stopped_in(&j).is_some();
-            let lead = j.lead();
-            // What the adopted challenger changes: this knob, and any other changed with it.
-            let adopted_set: Vec<(String, String)> = j
-                .chosen
-                .map(|i| {
-                    j.challengers[i]
-                        .point
-                        .settings
-                        .iter()
-                        .filter(|(k, v)| current.get(k) != Some(v.as_str()))
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default();
-            let (after_value, after) = match j.chosen {
-                Some(i) => (value(&current.with_all(&adopted_set), knob), j.challengers[i].point.clone()),
-                None => (before_value.clone(), j.incumbent.clone()),
-            };
-            // This knob's own values that only the memory budget refused, the best first (the
-            // pool's size is not carried: it follows the budget instead, pool_within_budget).
-            blocked.retain(|(k, _)| k != knob && !adopted_set.iter().any(|(a, _)| a == k));
-            if j.chosen.is_none()
-                && knob != POOL
-                && let Some(c) = j
-                    .challengers
-                    .iter()
-                    .filter(|c| {
-                        c.point.ok()
-                            && !fits(&c.point)
-                            && changes.iter().any(|(l, set)| *l == c.value && set.len() == 1)
-                    })
-                    .max_by(|a, b| a.point.rps().total_cmp(&b.point.rps()))
-                    .filter(|c| c.point.rps() > j.incumbent.rps())
-            {
-                blocked.push((knob.clone(), c.value.clone()));
-            }
-            let moved =
-                j.chosen.is_some_and(|i| j.challengers[i].effect.is_none_or(|e| e.pct.abs() > t.judging.threshold_pct));
-            found.steps.push(Step {
-                knob: knob.clone(),
-                before_value: before_value.clone(),
-                after_value: after_value.clone(),
-                adopted: j.chosen.is_some(),
-                verdict: Some(j.verdict),
-                effect: lead.and_then(|c| c.effect),
-                rounds: j.rounds,
-                before: j.incumbent.clone(),
-                after,
-                candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
-                challenger: j.chosen.is_none().then(|| j.lead_index()).flatten(),
-                evidence: evidence.clone(),
-            });
-            if j.chosen.is_some() {
-                current = current.with_all(&adopted_set);
-                path.push(current.clone());
-            }
-            for (k, _) in adopted_set.iter().filter(|(k, _)| k != knob) {
-                let why = format!("adopted together with {knob}: {evidence}");
-                evidence::replace(&mut found.evidence, Evidence::new(k, value(&current, k), why));
-            }
-            match evidence::line_of(&mut found.evidence, knob) {
-                // A revisit cut short says nothing new: the earlier verdict stands, so noted.
-                Some(earlier) if cut_short => {
-                    earlier
-                        .why
-                        .push_str(&format!("; its revisit at the new operating point was cut short: {evidence}"));
-                    earlier.cut_short = true;
-                }
-                _ => {
-                    let line = Evidence { cut_short, ..Evidence::new(knob, value(&current, knob), evidence) };
-                    evidence::replace(&mut found.evidence, line);
-                }
-            }
-            stale.retain(|k| k != knob);
-            if moved {
-                // The knobs judged before this change were judged at another operating point.
-                stale.extend(found.steps.iter().map(|s| s.knob.clone()).filter(|k| k != knob));
             }
             if t.stopped.is_some() {
                 break 'passes;
             }
         }
-        stale.sort();
-        stale.dedup();
-        if stale.is_empty() {
-            break;
+        match revisit(t, knobs, stale) {
+            Some(again) => due = again,
+            None => break,
         }
-        t.note(&format!("the operating point moved: {} judged again", stale.join(", ")));
-        // The pass to come enters the plan (and the ETA) once it is known to come.
-        let again: usize = knobs.iter().filter(|(k, v)| stale.contains(k) && v.len() > 1).map(|(_, v)| v.len()).sum();
-        let j = t.judging;
-        t.plan.add(again * j.min_rounds, again * j.max_rounds.max(j.min_rounds));
-        due = stale;
     }
-    // Every knob had a single value: the configuration is still measured.
-    if found.baseline.is_none() && t.stopped.is_none() {
-        found.baseline = t.point("baseline", &current);
-    }
-    // Knobs the run stopped before: kept as they were, and said to be unjudged.
+    walk.measure_if_never_compared(t);
     if let Some(why) = t.stopped.clone() {
-        let unjudged: Vec<_> = knobs.iter().filter(|(k, _)| !found.evidence.iter().any(|e| e.knob == *k)).collect();
+        walk.unjudged(&why);
+    }
+    walk.fall_back_if_missed(t);
+    walk.finish()
+}
+
+/// The knobs to judge again in another pass, in the file's order (`stale`: those judged at
+/// an operating point that has since moved), the pass entered in the plan; None when none is.
+fn revisit(t: &mut Tuner, knobs: &Knobs, mut stale: Vec<String>) -> Option<Vec<String>> {
+    stale.sort();
+    stale.dedup();
+    if stale.is_empty() {
+        return None;
+    }
+    t.note(&format!("the operating point moved: {} judged again", stale.join(", ")));
+    // The pass to come enters the plan (and the ETA) once it is known to come.
+    let again: usize = knobs.iter().filter(|(k, v)| stale.contains(k) && v.len() > 1).map(|(_, v)| v.len()).sum();
+    let j = t.judging;
+    t.plan.add(again * j.min_rounds, again * j.max_rounds.max(j.min_rounds));
+    Some(stale)
+}
+
+/// The method's state from one knob to the next.
+struct Walk<'a> {
+    knobs: &'a Knobs,
+    load: Load,
+    found: Found,
+    /// The operating point: every value adopted so far.
+    current: Settings,
+    /// A value refused only because its workers did not fit the memory budget, kept for the
+    /// later knobs: one of them (recycling, say) may bring it within the budget, which no
+    /// change of one knob at a time could find.
+    blocked: Vec<(String, String)>,
+    /// The operating points, oldest first.
+    path: Vec<Settings>,
+}
+
+/// How a knob's turn ended.
+enum Turn {
+    /// No value to try against the current one.
+    NothingToTry,
+    /// The run stopped before anything could be judged.
+    Stopped,
+    /// A step was recorded; `moved`: its change moved the operating point beyond the threshold.
+    Judged { moved: bool },
+}
+
+/// Each challenger's label and the knobs it changes.
+type Changes = Vec<(String, Vec<(String, String)>)>;
+
+/// The challengers of a knob at the current operating point.
+struct Challengers {
+    /// Every value to try: the knob's other values, and each with a value another knob holds
+    /// blocked.
+    changes: Changes,
+    /// Held back by the coarse-to-fine search, tried only around the best.
+    held: Vec<String>,
+    /// Measured from the start: the changes not held back.
+    first: Vec<Challenger>,
+}
+
+impl<'a> Walk<'a> {
+    /// The start: `base`, with each knob it leaves unset at its first value.
+    fn from(knobs: &'a Knobs, base: &Settings, load: Load) -> Walk<'a> {
+        let mut current = base.clone();
+        for (knob, values) in knobs {
+            if current.get(knob).is_none()
+                && let Some(first) = values.first()
+            {
+                current = current.with(knob, first);
+            }
+        }
+        let found = Found { baseline: None, steps: Vec::new(), recommended: current.clone(), evidence: Vec::new() };
+        Walk { knobs, load, found, path: vec![current.clone()], current, blocked: Vec::new() }
+    }
+
+    /// The knob's other values, and each with a value another knob holds blocked; with many
+    /// ordered values, the coarse ones first, the rest held back for around the best.
+    fn challengers(&self, knob: &str, values: &[String], before_value: &str) -> Challengers {
+        let mut changes: Changes = values
+            .iter()
+            .filter(|v| **v != before_value)
+            .map(|v| (v.clone(), vec![(knob.to_string(), v.clone())]))
+            .collect();
+        for (other, held) in self.blocked.iter().filter(|(k, _)| k != knob) {
+            for v in values.iter().filter(|v| **v != before_value) {
+                changes.push((
+                    format!("{v} with {other}={held}"),
+                    vec![(knob.to_string(), v.clone()), (other.clone(), held.clone())],
+                ));
+            }
+        }
+        let held: Vec<String> = match coarse_values(values) {
+            Some(c) => values.iter().filter(|v| !c.contains(v) && **v != before_value).cloned().collect(),
+            None => Vec::new(),
+        };
+        let first = changes
+            .iter()
+            .filter(|(label, _)| !held.contains(label))
+            .map(|(label, set)| Challenger { value: label.clone(), settings: self.current.with_all(set) })
+            .collect();
+        Challengers { changes, held, first }
+    }
+
+    /// One knob's turn: its values judged against the current one in interleaved rounds,
+    /// the step and its evidence recorded, the adopted value made current.
+    fn judge(&mut self, t: &mut Tuner, knob: &str, values: &[String], pass: usize) -> Turn {
+        let before_value = value(&self.current, knob);
+        let ch = self.challengers(knob, values, &before_value);
+        if ch.first.is_empty() {
+            return Turn::NothingToTry;
+        }
+        let Some(j) = self.compare(t, knob, values, pass, &before_value, &ch) else {
+            return Turn::Stopped;
+        };
+        if self.found.baseline.is_none() {
+            self.found.baseline = Some(j.incumbent.clone());
+        }
+        let context = Context {
+            admitted: t.objective.admits(&j.incumbent),
+            threshold: t.judging.threshold_pct,
+            max_rounds: t.judging.max_rounds,
+            again: pass > 0,
+            objective: &t.objective,
+            cut_short: t.stopped.as_deref(),
+            never_measured: ch
+                .changes
+                .iter()
+                .filter(|(label, _)| !j.challengers.iter().any(|m| m.value == *label))
+                .map(|(label, _)| label.clone())
+                .collect(),
+            passed_over: ch.held.iter().filter(|v| !j.challengers.iter().any(|m| m.value == **v)).cloned().collect(),
+        };
+        let evidence = step_evidence(knob, &before_value, &j, &context);
+        let cut_short = context.stopped_in(&j).is_some();
+        let adopted_set = self.adopted_set(&j);
+        self.hold_blocked(knob, &j, &ch.changes, &adopted_set);
+        let moved =
+            j.chosen.is_some_and(|i| j.challengers[i].effect.is_none_or(|e| e.pct.abs() > t.judging.threshold_pct));
+        self.record_step(knob, &before_value, &j, &adopted_set, &evidence);
+        self.record_evidence(knob, &adopted_set, evidence, cut_short);
+        Turn::Judged { moved }
+    }
+
+    /// The comparison in interleaved rounds (verdict.rs), growing as it goes: the finer
+    /// values around the best, and the pool that fits the memory budget with a challenger.
+    /// None when the run stopped before anything could be judged.
+    fn compare(
+        &self,
+        t: &mut Tuner,
+        knob: &str,
+        values: &[String],
+        pass: usize,
+        before_value: &str,
+        ch: &Challengers,
+    ) -> Option<Judgement> {
+        let again = if pass > 0 { format!(" (pass {})", pass + 1) } else { String::new() };
+        let incumbent = if self.found.baseline.is_none() {
+            "baseline".to_string()
+        } else {
+            format!("{knob}={before_value} (kept){again}")
+        };
+        let name_of = |v: &str| format!("{knob}={v}{again}");
+        let pool = (knob != POOL).then(|| self.knobs.iter().find(|(k, _)| k == POOL)).flatten();
+        let base = &self.current;
+        let mut follow = |here: Option<&Point>, chs: &[Challenger], pts: &[Option<Point>]| {
+            let mut more = finer_values(knob, values, &ch.held, base, here, chs, pts);
+            if let Some((_, counts)) = pool {
+                more.extend(pool_within_budget(knob, counts, here, chs, pts));
+            }
+            more
+        };
+        judge_growing(t, &self.load, &incumbent, &self.current, ch.first.clone(), &name_of, &mut follow)
+    }
+
+    /// What the adopted challenger changes: this knob, and any other changed with it.
+    fn adopted_set(&self, j: &Judgement) -> Vec<(String, String)> {
+        j.chosen
+            .map(|i| {
+                j.challengers[i]
+                    .point
+                    .settings
+                    .iter()
+                    .filter(|(k, v)| self.current.get(k) != Some(v.as_str()))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Keeps this knob's best value that only the memory budget refused, for the knobs to
+    /// come (the pool's size is not carried: it follows the budget instead,
+    /// pool_within_budget); forgets what this knob held and what was just adopted.
+    fn hold_blocked(&mut self, knob: &str, j: &Judgement, changes: &Changes, adopted_set: &[(String, String)]) {
+        self.blocked.retain(|(k, _)| k != knob && !adopted_set.iter().any(|(a, _)| a == k));
+        if j.chosen.is_none()
+            && knob != POOL
+            && let Some(c) = j
+                .challengers
+                .iter()
+                .filter(|c| {
+                    c.point.ok() && !fits(&c.point) && changes.iter().any(|(l, set)| *l == c.value && set.len() == 1)
+                })
+                .max_by(|a, b| a.point.rps().total_cmp(&b.point.rps()))
+                .filter(|c| c.point.rps() > j.incumbent.rps())
+        {
+            self.blocked.push((knob.to_string(), c.value.clone()));
+        }
+    }
+
+    /// The step, and the adopted change made the operating point.
+    fn record_step(
+        &mut self,
+        knob: &str,
+        before_value: &str,
+        j: &Judgement,
+        adopted_set: &[(String, String)],
+        evidence: &str,
+    ) {
+        let (after_value, after) = match j.chosen {
+            Some(i) => (value(&self.current.with_all(adopted_set), knob), j.challengers[i].point.clone()),
+            None => (before_value.to_string(), j.incumbent.clone()),
+        };
+        self.found.steps.push(Step {
+            knob: knob.to_string(),
+            before_value: before_value.to_string(),
+            after_value,
+            adopted: j.chosen.is_some(),
+            verdict: Some(j.verdict),
+            effect: j.lead().and_then(|c| c.effect),
+            rounds: j.rounds,
+            before: j.incumbent.clone(),
+            after,
+            candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
+            challenger: j.chosen.is_none().then(|| j.lead_index()).flatten(),
+            evidence: evidence.to_string(),
+        });
+        if j.chosen.is_some() {
+            self.current = self.current.with_all(adopted_set);
+            self.path.push(self.current.clone());
+        }
+    }
+
+    /// The evidence of this knob, and of any other knob adopted together with it.
+    fn record_evidence(&mut self, knob: &str, adopted_set: &[(String, String)], evidence: String, cut_short: bool) {
+        for (k, _) in adopted_set.iter().filter(|(k, _)| k != knob) {
+            let why = format!("adopted together with {knob}: {evidence}");
+            evidence::replace(&mut self.found.evidence, Evidence::new(k, value(&self.current, k), why));
+        }
+        match evidence::line_of(&mut self.found.evidence, knob) {
+            // A revisit cut short says nothing new: the earlier verdict stands, so noted.
+            Some(earlier) if cut_short => {
+                earlier.why.push_str(&format!("; its revisit at the new operating point was cut short: {evidence}"));
+                earlier.cut_short = true;
+            }
+            _ => {
+                let line = Evidence { cut_short, ..Evidence::new(knob, value(&self.current, knob), evidence) };
+                evidence::replace(&mut self.found.evidence, line);
+            }
+        }
+    }
+
+    /// Every knob had a single value: the configuration is still measured.
+    fn measure_if_never_compared(&mut self, t: &mut Tuner) {
+        if self.found.baseline.is_none() && t.stopped.is_none() {
+            self.found.baseline = t.point("baseline", &self.current);
+        }
+    }
+
+    /// Knobs the run stopped before: kept as they were, and said to be unjudged.
+    fn unjudged(&mut self, why: &str) {
+        let unjudged: Vec<_> =
+            self.knobs.iter().filter(|(k, _)| !self.found.evidence.iter().any(|e| e.knob == *k)).collect();
         for (knob, values) in unjudged {
-            let kept = value(&current, knob);
+            let kept = value(&self.current, knob);
             let others: Vec<&str> = values.iter().filter(|v| **v != kept).map(String::as_str).collect();
             if others.is_empty() {
                 continue;
@@ -355,30 +469,39 @@ pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 "{knob} stays {kept}: not judged, the run stopped before its turn ({why}); never measured: {}",
                 others.join(", ")
             );
-            found.evidence.push(Evidence::after_stop(knob, &kept, text));
+            self.found.evidence.push(Evidence::after_stop(knob, &kept, text));
         }
     }
-    // A configuration adopted in one pass may be seen over the budget (or missing an SLO) when
-    // it is measured again in a later one: once seen there, it can be there again. The
-    // recommendation is then the newest configuration on the path that met the objective in
-    // every window it had.
-    if let Some(back) = fall_back(t, &path, &current) {
-        for (knob, value) in back.iter().filter(|(k, v)| current.get(k) != Some(v.as_str())) {
+
+    /// A configuration adopted in one pass may be seen over the budget (or missing an SLO)
+    /// when it is measured again in a later one: once seen there, it can be there again. The
+    /// recommendation is then the newest configuration on the path that met the objective in
+    /// every window it had.
+    fn fall_back_if_missed(&mut self, t: &mut Tuner) {
+        let Some(back) = fall_back(t, &self.path, &self.current) else { return };
+        for (knob, value) in back.iter().filter(|(k, v)| self.current.get(k) != Some(v.as_str())) {
             let why = format!(
                 "{knob} back to {value}: {} missed the objective in a later window (seen over the memory budget, or \
                  beyond the SLO, it can be there again); {} met it in every window",
-                current.label(),
+                self.current.label(),
                 back.label()
             );
-            evidence::replace(&mut found.evidence, Evidence::new(knob, value, why));
+            evidence::replace(&mut self.found.evidence, Evidence::new(knob, value, why));
         }
-        t.note(&format!("{} missed the objective at its revisit: falling back to {}", current.label(), back.label()));
-        current = back;
+        t.note(&format!(
+            "{} missed the objective at its revisit: falling back to {}",
+            self.current.label(),
+            back.label()
+        ));
+        self.current = back;
     }
-    // The evidence in the file's order.
-    found.evidence.sort_by_key(|e| knobs.iter().position(|(n, _)| *n == e.knob));
-    found.recommended = current;
-    found
+
+    /// The findings: the evidence in the file's order, the operating point recommended.
+    fn finish(mut self) -> Found {
+        self.found.evidence.sort_by_key(|e| self.knobs.iter().position(|(n, _)| *n == e.knob));
+        self.found.recommended = self.current;
+        self.found
+    }
 }
 
 /// The newest configuration of `path` (the operating points, oldest first) that meets the

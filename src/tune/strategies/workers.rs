@@ -5,214 +5,298 @@
 
 use super::verdict::{Challenger, effect_text, judge_seeded};
 use super::{Found, Knobs, value};
+use crate::tune::point::MemUse;
+use crate::tune::trial::Load;
 use crate::tune::{Evidence, Point, Settings, Step, Tuner, Verdict};
 
 /// `tolerance`: counts within this share of the best throughput are "as good" (the knee).
 pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) -> Found {
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
-    let mut counts: Vec<u64> = knobs
-        .iter()
-        .find(|(k, _)| k == "workers")
-        .map(|(_, v)| v.iter().filter_map(|x| x.parse().ok()).filter(|&n| n > 0).collect())
-        .unwrap_or_default();
-    counts.sort_unstable();
-    counts.dedup();
-    if counts.is_empty() {
-        found.evidence.push(Evidence::new(
-            "workers",
-            value(base, "workers"),
-            "no worker counts to try in [knobs] workers",
-        ));
+    let unchanged = |why: &str| Evidence::new("workers", value(base, "workers"), why);
+    let Some(mut sweep) = Sweep::of(t, knobs, base, tolerance) else {
+        found.evidence.push(unchanged("no worker counts to try in [knobs] workers"));
         return found;
+    };
+    sweep.coarse(t);
+    sweep.refine(t);
+    // The contenders' windows up to --repeats, in rounds across them (drift hits all alike);
+    // with their medians the knee may move, and the bisection goes on from there.
+    sweep.confirm(t);
+    sweep.refine(t);
+    sweep.confirm(t);
+    let Some(pick) = Pick::within_memory(&sweep) else {
+        found.evidence.push(unchanged("no worker count served a request"));
+        return found;
+    };
+    let mut line = pick.line(&sweep);
+    found.baseline = sweep.at(sweep.counts[0]);
+    found.recommended = base.with("workers", &pick.chosen.to_string());
+    found.steps.extend(pick.sweep_step(&sweep, &line));
+    // The knee is the smallest count within the tolerance of the best; whether the best
+    // really serves no more is a comparison like any other: both in interleaved rounds.
+    let mut chosen = pick.chosen;
+    if pick.best_is_worth_checking()
+        && let Some(step) = check_the_knee(t, &sweep, &pick)
+    {
+        if step.adopted {
+            chosen = pick.best.0;
+            found.recommended = base.with("workers", &chosen.to_string());
+        }
+        line += &format!("; {}", step.evidence);
+        found.steps.push(step);
     }
-    // Every count must meet more clients than it has workers, or it cannot show its best.
-    let most = *counts.last().unwrap();
-    let clients = t.load.connections().max(2 * most);
-    let load = t.load.with_connections(clients);
+    found.evidence.push(Evidence::new("workers", chosen.to_string(), line));
+    found
+}
 
-    // Each count first gets one window: a count far below the best needs no more. The
-    // contenders (within `CONTENDERS` of the best) get `--repeats` windows before the knee is
-    // read from their medians.
-    let mut measured: Vec<(u64, Point)> = Vec::new();
-    let measure = |t: &mut Tuner, n: u64, measured: &mut Vec<(u64, Point)>| -> bool {
-        if measured.iter().any(|(m, _)| *m == n) {
+/// The sweep of the worker counts: each measured in the order the search asks for it.
+struct Sweep<'a> {
+    base: &'a Settings,
+    /// More clients than the most workers listed.
+    load: Load,
+    /// The counts listed in [knobs], in order, each once.
+    counts: Vec<u64>,
+    tolerance: f64,
+    /// The counts measured, in order, each with its point.
+    measured: Vec<(u64, Point)>,
+}
+
+impl<'a> Sweep<'a> {
+    /// The counts listed in [knobs] workers, and the load to meet them with; None when there
+    /// is none.
+    fn of(t: &Tuner, knobs: &Knobs, base: &'a Settings, tolerance: f64) -> Option<Sweep<'a>> {
+        let mut counts: Vec<u64> = knobs
+            .iter()
+            .find(|(k, _)| k == "workers")
+            .map(|(_, v)| v.iter().filter_map(|x| x.parse().ok()).filter(|&n| n > 0).collect())
+            .unwrap_or_default();
+        counts.sort_unstable();
+        counts.dedup();
+        // Every count must meet more clients than it has workers, or it cannot show its best.
+        let most = *counts.last()?;
+        let load = t.load.with_connections(t.load.connections().max(2 * most));
+        Some(Sweep { base, load, counts, tolerance, measured: Vec::new() })
+    }
+
+    /// Each count first gets one window: a count far below the best needs no more. The
+    /// contenders (within `CONTENDERS` of the best) get `--repeats` windows before the knee
+    /// is read from their medians (`confirm`). False when the run stopped.
+    fn measure(&mut self, t: &mut Tuner, n: u64) -> bool {
+        if self.measured.iter().any(|(m, _)| *m == n) {
             return true;
         }
-        match t.window(&format!("workers={n}"), &base.with("workers", &n.to_string()), &load) {
+        match t.window(&format!("workers={n}"), &self.base.with("workers", &n.to_string()), &self.load) {
             Some(p) => {
-                measured.push((n, p));
-                measured.sort_by_key(|(m, _)| *m);
+                self.measured.push((n, p));
+                self.measured.sort_by_key(|(m, _)| *m);
                 true
             }
             None => false,
         }
-    };
+    }
 
-    // Coarse: the smallest, then doubling, and the largest. Stop once throughput has
-    // clearly fallen off twice: the curve is concave, further points only cost time.
-    let mut coarse = vec![counts[0]];
-    for &n in &counts {
-        if n >= 2 * coarse.last().unwrap() {
-            coarse.push(n);
+    /// Coarse: the smallest, then doubling, and the largest. Stop once throughput has
+    /// clearly fallen off twice: the curve is concave, further points only cost time.
+    fn coarse(&mut self, t: &mut Tuner) {
+        let mut coarse = vec![self.counts[0]];
+        for &n in &self.counts {
+            if n >= 2 * coarse.last().unwrap() {
+                coarse.push(n);
+            }
+        }
+        let most = *self.counts.last().unwrap();
+        if coarse.last() != Some(&most) {
+            coarse.push(most);
+        }
+        let mut falling = 0;
+        for n in coarse {
+            if !self.measure(t, n) {
+                break;
+            }
+            let best = best_rps(&self.measured);
+            let last =
+                self.measured.iter().find(|(m, _)| *m == n).map_or(0.0, |(_, p)| if p.ok() { p.rps() } else { 0.0 });
+            falling = if last < best * (1.0 - 3.0 * self.tolerance) { falling + 1 } else { 0 };
+            if falling >= 2 {
+                break;
+            }
         }
     }
-    if coarse.last() != Some(&most) {
-        coarse.push(most);
-    }
-    let mut falling = 0;
-    for &n in &coarse {
-        if !measure(t, n, &mut measured) {
-            break;
-        }
-        let best = best_rps(&measured);
-        let last = measured.iter().find(|(m, _)| *m == n).map_or(0.0, |(_, p)| if p.ok() { p.rps() } else { 0.0 });
-        falling = if last < best * (1.0 - 3.0 * tolerance) { falling + 1 } else { 0 };
-        if falling >= 2 {
-            break;
-        }
-    }
-    // Refine: bisect the file's counts between the last coarse point below the knee and the knee.
-    let refine = |t: &mut Tuner, measured: &mut Vec<(u64, Point)>| {
-        while let Some(knee) = knee(measured, tolerance) {
-            let below = measured.iter().map(|(n, _)| *n).filter(|&n| n < knee).max();
+
+    /// Refine: bisect the file's counts between the last coarse point below the knee and the knee.
+    fn refine(&mut self, t: &mut Tuner) {
+        while let Some(knee) = knee(&self.measured, self.tolerance) {
+            let below = self.measured.iter().map(|(n, _)| *n).filter(|&n| n < knee).max();
             let Some(below) = below else { break };
-            let between: Vec<u64> = counts.iter().copied().filter(|&n| n > below && n < knee).collect();
+            let between: Vec<u64> = self.counts.iter().copied().filter(|&n| n > below && n < knee).collect();
             if between.is_empty() || t.stopped.is_some() {
                 break;
             }
-            if !measure(t, between[between.len() / 2], measured) {
+            if !self.measure(t, between[between.len() / 2]) {
                 break;
             }
         }
-    };
-    refine(t, &mut measured);
-    // The contenders' windows up to --repeats, in rounds across them (drift hits all alike);
-    // with their medians the knee may move, and the bisection goes on from there.
-    confirm(t, base, &load, &mut measured, tolerance);
-    refine(t, &mut measured);
-    confirm(t, base, &load, &mut measured, tolerance);
+    }
 
-    let Some(knee) = knee(&measured, tolerance) else {
-        found.evidence.push(Evidence::new("workers", value(base, "workers"), "no worker count served a request"));
-        return found;
-    };
-    let at = |n: u64| measured.iter().find(|(m, _)| *m == n).map(|(_, p)| p.clone());
-    let best = measured.iter().filter(|(_, p)| p.ok()).max_by(|a, b| a.1.rps().total_cmp(&b.1.rps())).unwrap();
-    // The memory figures of the largest pool measured are the most telling.
-    let fit = measured.iter().rev().filter_map(|(_, p)| p.memory()).find_map(|m| m.workers_fit.map(|f| (f, m.clone())));
-    let (chosen, limit) = match &fit {
-        Some((f, _)) if *f < knee => {
-            let fits: Vec<u64> = counts.iter().copied().filter(|n| n <= f).collect();
-            (fits.last().copied().unwrap_or(counts[0]), "memory")
-        }
-        _ => (knee, "throughput"),
-    };
-    let knee_point = at(knee).unwrap();
-    let mut line = format!(
-        "{knee} workers reach {:.1} req/s, {:.1}% of the best ({:.1} req/s at {}), p99 {:.2} ms (at {} clients)",
-        knee_point.rps(),
-        knee_point.rps() / best.1.rps() * 100.0,
-        best.1.rps(),
-        best.0,
-        knee_point.p99(),
-        clients
-    );
-    if let Some((f, m)) = &fit {
-        line += &format!(
-            "; {f} fit the memory budget (worker USS {} KiB under load, parent {} KiB + {} KiB shared)",
-            m.worker_uss_max_kib, m.parent_uss_kib, m.parent_shared_kib
+    /// The windows of the counts that decide the knee, up to --repeats (`confirm`).
+    fn confirm(&mut self, t: &mut Tuner) {
+        confirm(t, self.base, &self.load, &mut self.measured, self.tolerance);
+    }
+
+    /// The point of a count measured.
+    fn at(&self, n: u64) -> Option<Point> {
+        self.measured.iter().find(|(m, _)| *m == n).map(|(_, p)| p.clone())
+    }
+}
+
+/// The count recommended from the sweep: the knee, or the most the memory budget lets fit
+/// when that is fewer.
+struct Pick {
+    knee: u64,
+    knee_point: Point,
+    /// The count of the best throughput, and its point.
+    best: (u64, Point),
+    /// The workers that fit the memory budget, and the figures that say so (those of the
+    /// largest pool measured, the most telling).
+    fit: Option<(u64, MemUse)>,
+    chosen: u64,
+    /// What sets the limit: "memory" or "throughput".
+    limit: &'static str,
+}
+
+impl Pick {
+    /// None when no count served a request.
+    fn within_memory(sweep: &Sweep) -> Option<Pick> {
+        let (counts, measured) = (&sweep.counts, &sweep.measured);
+        let knee = knee(measured, sweep.tolerance)?;
+        let best = measured.iter().filter(|(_, p)| p.ok()).max_by(|a, b| a.1.rps().total_cmp(&b.1.rps())).unwrap();
+        // The memory figures of the largest pool measured are the most telling.
+        let fit =
+            measured.iter().rev().filter_map(|(_, p)| p.memory()).find_map(|m| m.workers_fit.map(|f| (f, m.clone())));
+        let (chosen, limit) = match &fit {
+            Some((f, _)) if *f < knee => {
+                let fits: Vec<u64> = counts.iter().copied().filter(|n| n <= f).collect();
+                (fits.last().copied().unwrap_or(counts[0]), "memory")
+            }
+            _ => (knee, "throughput"),
+        };
+        let knee_point = sweep.at(knee).unwrap();
+        Some(Pick { knee, knee_point, best: best.clone(), fit, chosen, limit })
+    }
+
+    /// The evidence line: the knee's throughput against the best, what fits the memory, what
+    /// sets the limit, where the server ran, and whether p99 climbs past the knee.
+    fn line(&self, sweep: &Sweep) -> String {
+        let (knee, knee_point, best) = (self.knee, &self.knee_point, &self.best);
+        let mut line = format!(
+            "{knee} workers reach {:.1} req/s, {:.1}% of the best ({:.1} req/s at {}), p99 {:.2} ms (at {} clients)",
+            knee_point.rps(),
+            knee_point.rps() / best.1.rps() * 100.0,
+            best.1.rps(),
+            best.0,
+            knee_point.p99(),
+            sweep.load.connections()
         );
-    }
-    line += &format!(
-        "; {} sets the limit",
-        if limit == "memory" {
-            "memory".to_string()
-        } else {
-            "throughput (CPU or what the workers wait on)".to_string()
+        if let Some((f, m)) = &self.fit {
+            line += &format!(
+                "; {f} fit the memory budget (worker USS {} KiB under load, parent {} KiB + {} KiB shared)",
+                m.worker_uss_max_kib, m.parent_uss_kib, m.parent_shared_kib
+            );
         }
-    );
-    if let Some(pl) = &knee_point.placement
-        && let Some(server) = &pl.server
-    {
-        let with = if pl.shared { "shared with the client" } else { "the client apart" };
-        line += &format!("; the server ran on {} CPU(s) ({server}, {with})", server.len());
+        line += &format!(
+            "; {} sets the limit",
+            if self.limit == "memory" {
+                "memory".to_string()
+            } else {
+                "throughput (CPU or what the workers wait on)".to_string()
+            }
+        );
+        if let Some(pl) = &knee_point.placement
+            && let Some(server) = &pl.server
+        {
+            let with = if pl.shared { "shared with the client" } else { "the client apart" };
+            line += &format!("; the server ran on {} CPU(s) ({server}, {with})", server.len());
+        }
+        if let Some((n, p99)) = p99_climbs_after(&sweep.measured, knee) {
+            line += &format!("; past it p99 climbs ({p99:.2} ms at {n})");
+        }
+        line
     }
-    let climbing = p99_climbs_after(&measured, knee);
-    if let Some((n, p99)) = climbing {
-        line += &format!("; past it p99 climbs ({p99:.2} ms at {n})");
-    }
-    let baseline = at(counts[0]);
-    found.baseline = baseline.clone();
-    found.recommended = base.with("workers", &chosen.to_string());
-    if let (Some(before), Some(after)) = (baseline, at(chosen).or(Some(knee_point))) {
-        found.steps.push(Step {
+
+    /// The sweep's step: from the smallest count to the one chosen, every count measured its
+    /// candidate; None when the smallest was never measured.
+    fn sweep_step(&self, sweep: &Sweep, line: &str) -> Option<Step> {
+        let smallest = sweep.counts[0];
+        Some(Step {
             knob: "workers".into(),
-            before_value: counts[0].to_string(),
-            after_value: chosen.to_string(),
-            adopted: chosen != counts[0],
+            before_value: smallest.to_string(),
+            after_value: self.chosen.to_string(),
+            adopted: self.chosen != smallest,
             verdict: None,
             effect: None,
             rounds: 0,
-            before,
-            after,
-            candidates: measured.iter().map(|(_, p)| p.clone()).collect(),
+            before: sweep.at(smallest)?,
+            after: sweep.at(self.chosen).unwrap_or_else(|| self.knee_point.clone()),
+            candidates: sweep.measured.iter().map(|(_, p)| p.clone()).collect(),
             challenger: None,
-            evidence: line.clone(),
-        });
+            evidence: line.to_string(),
+        })
     }
-    // The knee is the smallest count within the tolerance of the best; whether the best
-    // really serves no more is a comparison like any other: both in interleaved rounds.
-    let mut chosen = chosen;
-    if limit == "throughput" && best.0 != knee && fit.as_ref().is_none_or(|(f, _)| *f >= best.0) {
-        let name_of = |v: &str| format!("workers={v} (against the knee)");
-        let more = [Challenger { value: best.0.to_string(), settings: base.with("workers", &best.0.to_string()) }];
-        let knee_settings = base.with("workers", &knee.to_string());
-        // The windows both took in the sweep and its confirmation, by round, are the check's
-        // first rounds: more only while its verdict is open.
-        let seed = vec![at(knee).map_or_else(Vec::new, |p| windows_of(&p)), windows_of(&best.1)];
-        let incumbent_name = format!("workers={knee} (the knee)");
-        if let Some(j) = judge_seeded(t, &load, &incumbent_name, &knee_settings, &more, &name_of, seed) {
-            let lead = j.lead();
-            let effect = lead.and_then(|c| c.effect);
-            let said = effect.as_ref().map_or("no interval".to_string(), effect_text);
-            let check = format!(
-                "{} workers against the knee's {knee}: {said} (99% interval) over {} interleaved rounds: {}",
-                best.0,
-                j.rounds,
-                match j.verdict {
-                    Verdict::Adopted => "more workers adopted",
-                    Verdict::NoEffect => "no effect, the knee stands",
-                    Verdict::Worse => "worse, the knee stands",
-                    Verdict::WorseTail => "a tail many times longer, the knee stands",
-                    Verdict::Cheaper if j.chosen.is_none() =>
-                        "no number of rounds could settle it, the knee is kept as the cheaper",
-                    Verdict::Cheaper => "no number of rounds could settle it, the cheaper kept",
-                    Verdict::Undecided => "undecided, the knee is kept",
-                }
-            );
-            if j.chosen.is_some() {
-                chosen = best.0;
-                found.recommended = base.with("workers", &chosen.to_string());
-            }
-            line += &format!("; {check}");
-            found.steps.push(Step {
-                knob: "workers".into(),
-                before_value: knee.to_string(),
-                after_value: chosen.to_string(),
-                adopted: j.chosen.is_some(),
-                verdict: Some(j.verdict),
-                effect,
-                rounds: j.rounds,
-                before: j.incumbent.clone(),
-                after: j.chosen.map_or(j.incumbent.clone(), |i| j.challengers[i].point.clone()),
-                candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
-                challenger: j.chosen.is_none().then(|| j.lead_index()).flatten(),
-                evidence: check,
-            });
+
+    /// Throughput sets the limit, the best is another count than the knee, and it fits the
+    /// memory budget.
+    fn best_is_worth_checking(&self) -> bool {
+        self.limit == "throughput"
+            && self.best.0 != self.knee
+            && self.fit.as_ref().is_none_or(|(f, _)| *f >= self.best.0)
+    }
+}
+
+/// The knee against the best count in interleaved rounds, as a step whose evidence says the
+/// verdict; the step is adopted when the best serves surely more. None when the run stopped
+/// before anything could be judged.
+fn check_the_knee(t: &mut Tuner, sweep: &Sweep, pick: &Pick) -> Option<Step> {
+    let (knee, best) = (pick.knee, &pick.best);
+    let name_of = |v: &str| format!("workers={v} (against the knee)");
+    let more = [Challenger { value: best.0.to_string(), settings: sweep.base.with("workers", &best.0.to_string()) }];
+    let knee_settings = sweep.base.with("workers", &knee.to_string());
+    // The windows both took in the sweep and its confirmation, by round, are the check's
+    // first rounds: more only while its verdict is open.
+    let seed = vec![sweep.at(knee).map_or_else(Vec::new, |p| windows_of(&p)), windows_of(&best.1)];
+    let incumbent_name = format!("workers={knee} (the knee)");
+    let j = judge_seeded(t, &sweep.load, &incumbent_name, &knee_settings, &more, &name_of, seed)?;
+    let effect = j.lead().and_then(|c| c.effect);
+    let said = effect.as_ref().map_or("no interval".to_string(), effect_text);
+    let check = format!(
+        "{} workers against the knee's {knee}: {said} (99% interval) over {} interleaved rounds: {}",
+        best.0,
+        j.rounds,
+        match j.verdict {
+            Verdict::Adopted => "more workers adopted",
+            Verdict::NoEffect => "no effect, the knee stands",
+            Verdict::Worse => "worse, the knee stands",
+            Verdict::WorseTail => "a tail many times longer, the knee stands",
+            Verdict::Cheaper if j.chosen.is_none() =>
+                "no number of rounds could settle it, the knee is kept as the cheaper",
+            Verdict::Cheaper => "no number of rounds could settle it, the cheaper kept",
+            Verdict::Undecided => "undecided, the knee is kept",
         }
-    }
-    found.evidence.push(Evidence::new("workers", chosen.to_string(), line));
-    found
+    );
+    let chosen = if j.chosen.is_some() { best.0 } else { knee };
+    Some(Step {
+        knob: "workers".into(),
+        before_value: knee.to_string(),
+        after_value: chosen.to_string(),
+        adopted: j.chosen.is_some(),
+        verdict: Some(j.verdict),
+        effect,
+        rounds: j.rounds,
+        before: j.incumbent.clone(),
+        after: j.chosen.map_or(j.incumbent.clone(), |i| j.challengers[i].point.clone()),
+        candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
+        challenger: j.chosen.is_none().then(|| j.lead_index()).flatten(),
+        evidence: check,
+    })
 }
 
 /// A count below the knee within this share of the best (or three knee tolerances, if more)
