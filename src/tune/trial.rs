@@ -69,12 +69,16 @@ pub struct Load {
     /// sample settles a configuration. Off where the memory figures themselves are the result
     /// (the workers strategy's fit), which must come from whole windows.
     pub stop_over_budget: bool,
+    /// The load is the user's (or stands for it): a verdict weighs the latency tail it gives.
+    /// Off where the strategy overloads the pool on purpose (the workers strategy's clients,
+    /// twice its largest pool, wait in the accept queue of any smaller one).
+    pub tail_counts: bool,
 }
 
 impl Load {
     /// The load of `spec`, on a warmed server, at once.
     pub fn of(spec: BenchSpec) -> Load {
-        Load { spec, warm: true, idle_before: Duration::ZERO, stop_over_budget: false }
+        Load { spec, warm: true, idle_before: Duration::ZERO, stop_over_budget: false, tail_counts: true }
     }
 
     /// Connections (closed loop: clients) each repeat opens.

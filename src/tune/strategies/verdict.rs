@@ -280,6 +280,8 @@ struct Rounds {
     /// Per configuration (the incumbent first), its window of each round (None: not measured).
     windows: Vec<Vec<Option<Point>>>,
     rounds: usize,
+    /// The load's tail counts in the verdicts (`Load::tail_counts`).
+    tail_counts: bool,
 }
 
 impl Rounds {
@@ -325,7 +327,7 @@ impl Rounds {
                 let confidence = confidence_of(t, family.max(challengers.len()));
                 let names = labels(&challengers, name_of);
                 for (i, done) in settled.iter_mut().enumerate().take(n).skip(1) {
-                    *done = assess_among(t, &windows, &names, i, confidence).settled;
+                    *done = assess_among(t, &windows, &names, i, confidence, load.tail_counts).settled;
                 }
                 continue;
             }
@@ -365,7 +367,8 @@ impl Rounds {
             rounds = r + 1;
             let confidence = confidence_of(t, family.max(challengers.len()));
             for i in 1..n {
-                settled[i] = assess_among(t, &windows, &labels(&challengers, name_of), i, confidence).settled;
+                settled[i] =
+                    assess_among(t, &windows, &labels(&challengers, name_of), i, confidence, load.tail_counts).settled;
                 // Settled early: the rounds it will not take leave the plan (and the ETA).
                 if settled[i] && !released[i] {
                     released[i] = true;
@@ -393,7 +396,7 @@ impl Rounds {
         }
         // Nothing of the incumbent measured: nothing to judge against.
         windows[0].iter().flatten().next()?;
-        Some(Rounds { challengers, windows, rounds })
+        Some(Rounds { challengers, windows, rounds, tail_counts: load.tail_counts })
     }
 
     /// The incumbent's windows as one point.
@@ -411,7 +414,14 @@ impl Rounds {
             else {
                 continue;
             };
-            let a = assess_among(t, &self.windows, &labels(&self.challengers, name_of), i + 1, confidence);
+            let a = assess_among(
+                t,
+                &self.windows,
+                &labels(&self.challengers, name_of),
+                i + 1,
+                confidence,
+                self.tail_counts,
+            );
             judged.push(Judged {
                 value: c.value.clone(),
                 point,
@@ -567,8 +577,15 @@ struct Assessment {
 /// Judges challenger `i` of `windows` (the incumbent's first) against the incumbent; and,
 /// unless that already settles it as a loss, against the other challengers: one whose windows
 /// fall far below another's cannot be the one adopted, and needs no more rounds.
-fn assess_among(t: &Tuner, windows: &[Vec<Option<Point>>], labels: &[String], i: usize, confidence: f64) -> Assessment {
-    let a = assess(t, &windows[0], &windows[i], confidence);
+fn assess_among(
+    t: &Tuner,
+    windows: &[Vec<Option<Point>>],
+    labels: &[String],
+    i: usize,
+    confidence: f64,
+    tail_counts: bool,
+) -> Assessment {
+    let a = assess(t, &windows[0], &windows[i], confidence, tail_counts);
     if a.verdict == Verdict::Worse || matches!(t.objective, Objective::LeastMemory { .. }) {
         return a;
     }
@@ -589,7 +606,13 @@ fn assess_among(t: &Tuner, windows: &[Vec<Option<Point>>], labels: &[String], i:
 }
 
 /// Judges a challenger's windows against the incumbent's, pair by pair.
-fn assess(t: &Tuner, incumbent: &[Option<Point>], challenger: &[Option<Point>], confidence: f64) -> Assessment {
+fn assess(
+    t: &Tuner,
+    incumbent: &[Option<Point>],
+    challenger: &[Option<Point>],
+    confidence: f64,
+    tail_counts: bool,
+) -> Assessment {
     let settled = |verdict, effect| Assessment { effect, verdict, settled: true, shortcut: None };
     let open = |effect| Assessment { effect, verdict: Verdict::Undecided, settled: false, shortcut: None };
     let objective = &t.objective;
@@ -624,7 +647,7 @@ fn assess(t: &Tuner, incumbent: &[Option<Point>], challenger: &[Option<Point>], 
         (false, false) => settled(Verdict::Undecided, None),
         (true, true) => {
             let Some(e) = effect else { return open(None) };
-            if let Some(tail) = tail_verdict(objective, &a, &b, &e) {
+            if let Some(tail) = tail_verdict(objective, &a, &b, &e).filter(|_| tail_counts) {
                 return tail;
             }
             let v = classify(&e, t.judging.threshold_pct);

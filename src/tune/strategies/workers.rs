@@ -74,7 +74,7 @@ impl<'a> Sweep<'a> {
         counts.dedup();
         // Every count must meet more clients than it has workers, or it cannot show its best.
         let most = *counts.last()?;
-        let load = t.load.with_connections(t.load.connections().max(2 * most));
+        let load = Load { tail_counts: false, ..t.load.with_connections(t.load.connections().max(2 * most)) };
         Some(Sweep { base, load, counts, tolerance, measured: Vec::new() })
     }
 
