@@ -238,11 +238,22 @@ impl Running {
                     // A master that daemonized: what it left carries the marker, outside the
                     // groups of the run's other processes (a front); followed.
                     let others: Vec<i32> = groups.iter().copied().filter(|&g| g != child.id() as i32).collect();
-                    let table = crate::procmem::procs::snapshot();
-                    let left = rundir::marked(&self.dir.path)
-                        .into_iter()
-                        .any(|pid| table.get(&pid).is_some_and(|p| !others.contains(&p.pgrp)));
-                    if status.success() && left {
+                    // A daemon forks and exits in steps: a process listed as marked may be gone
+                    // by the time its group is read, while its child lives on. Looked at a few
+                    // times before the master is called dead.
+                    let left = || {
+                        let marked = rundir::marked(&self.dir.path);
+                        let table = crate::procmem::procs::snapshot();
+                        marked.into_iter().any(|pid| table.get(&pid).is_some_and(|p| !others.contains(&p.pgrp)))
+                    };
+                    if status.success()
+                        && (0..DAEMON_LOOKS).any(|i| {
+                            if i > 0 {
+                                std::thread::sleep(Duration::from_millis(20));
+                            }
+                            left()
+                        })
+                    {
                         continue;
                     }
                     let name = name.clone();
@@ -366,6 +377,9 @@ impl Drop for Running {
 }
 
 /// A port free a moment ago.
+/// Looks at the processes a master that exited at once left behind, before it is called dead.
+const DAEMON_LOOKS: usize = 10;
+
 fn free_port(host: &str) -> anyhow::Result<u16> {
     let l = std::net::TcpListener::bind((host, 0)).with_context(|| format!("cannot bind {host}"))?;
     Ok(l.local_addr()?.port())
