@@ -78,8 +78,11 @@ impl Kept {
             self.make_room();
             return trial::run(launcher, step, settings, load, opts, budget_kib);
         };
-        let (shape, mut trial) = match self.servers.iter().position(|(s, _)| *s == shape) {
-            Some(i) => self.servers.remove(i),
+        // A kept server whose queue will not drain is given up for a fresh one.
+        let kept = self.servers.iter().position(|(s, _)| *s == shape).map(|i| self.servers.remove(i));
+        let kept = kept.filter(|(_, trial)| trial.settle(load, opts).is_ok());
+        let (shape, mut trial) = match kept {
+            Some(kept) => kept,
             None => {
                 self.make_room();
                 match Trial::start(launcher, step, settings, load, opts) {
