@@ -523,6 +523,11 @@ fn prefer_cheaper(t: &Tuner, rounds: &Rounds, j: &mut Judgement, confidence: f64
     for k in options {
         let Some(own) = windows_of(&j.challengers[k].value) else { continue };
         let (a, b) = paired(own, lead_windows);
+        // Too few rounds in common to say anything: the best score stands (16 against 12
+        // from 2 shared rounds read +4.5% [-100.0%, +62824179.1%]).
+        if a.len() < t.judging.min_rounds {
+            continue;
+        }
         let (Some(a), Some(b)) = (Point::combine("", &a), Point::combine("", &b)) else { continue };
         let to_lead = t.objective.effect(&a, &b, confidence);
         // The dearer one's gain must be settled as not worth it (no effect, a loss, or beyond
