@@ -477,16 +477,11 @@ fn conclude(t: &Tuner, incumbent: Point, judged: Vec<Judged>, rounds: usize, len
         // No number of rounds could tell them apart: the cheaper configuration serves as well
         // as far as anyone can measure, so it is the one to deploy.
         let unsettled: Vec<usize> = (0..judged.len()).filter(|&i| is_unsettleable(&judged[i])).collect();
-        let cheapest = unsettled.iter().copied().filter(|&i| cheaper(&judged[i].point, &incumbent)).min_by(|&a, &b| {
-            let (a, b) = (&judged[a].point, &judged[b].point);
-            if cheaper(a, b) {
-                std::cmp::Ordering::Less
-            } else if cheaper(b, a) {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        });
+        let cheapest = unsettled
+            .iter()
+            .copied()
+            .filter(|&i| cheaper(&judged[i].point, &incumbent))
+            .min_by(|&a, &b| by_cost(&judged[a].point, &judged[b].point));
         let incumbent_cheaper = unsettled.iter().all(|&i| cheaper(&incumbent, &judged[i].point));
         chosen = cheapest;
         if cheapest.is_some() || incumbent_cheaper { Verdict::Cheaper } else { Verdict::Undecided }
@@ -510,16 +505,7 @@ fn prefer_cheaper(t: &Tuner, rounds: &Rounds, j: &mut Judgement, confidence: f64
         .filter(|&k| cheaper(&j.challengers[k].point, &j.challengers[lead].point))
         .collect();
     // The cheapest first.
-    options.sort_by(|&a, &b| {
-        let (a, b) = (&j.challengers[a].point, &j.challengers[b].point);
-        if cheaper(a, b) {
-            std::cmp::Ordering::Less
-        } else if cheaper(b, a) {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
-        }
-    });
+    options.sort_by(|&a, &b| by_cost(&j.challengers[a].point, &j.challengers[b].point));
     for k in options {
         let Some(own) = windows_of(&j.challengers[k].value) else { continue };
         let (a, b) = paired(own, lead_windows);
@@ -544,6 +530,17 @@ fn prefer_cheaper(t: &Tuner, rounds: &Rounds, j: &mut Judgement, confidence: f64
             j.chosen = Some(k);
             return;
         }
+    }
+}
+
+/// The cheaper first (`cheaper` both ways); equal when neither is clearly cheaper.
+fn by_cost(a: &Point, b: &Point) -> std::cmp::Ordering {
+    if cheaper(a, b) {
+        std::cmp::Ordering::Less
+    } else if cheaper(b, a) {
+        std::cmp::Ordering::Greater
+    } else {
+        std::cmp::Ordering::Equal
     }
 }
 
