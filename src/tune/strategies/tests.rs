@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::*;
 use crate::tune::point::{MemUse, Sample, Status};
 use crate::tune::trial::Load;
-use crate::tune::{Measure, Objective, Tuner, Verdict};
+use crate::tune::{Judging, Measure, Objective, Tuner, Verdict};
 
 /// A server model: (settings, repeat) -> (rps, p99, worker USS KiB at that repeat).
 struct Model<F: Fn(&Settings, usize) -> (f64, f64, u64)> {
@@ -110,10 +110,42 @@ fn workers_finds_the_knee_of_a_cpu_bound_server_without_the_whole_grid() {
     assert_eq!(found.recommended.get("workers"), Some("2"), "{:?}", found.evidence);
     assert!(found.evidence[0].why.contains("throughput"), "{}", found.evidence[0].why);
     drop(t);
-    // One window per coarse count (1 to 64 by doubling), --repeats for the knee (the best
+    // One window per coarse count (64 down to 1 by halving), --repeats for the knee (the best
     // too) and the count above it: 11 windows, not 64 x 3.
     assert_eq!(m.measured.len(), 11, "{:?}", m.measured);
     assert_eq!(m.measured.iter().filter(|s| s.starts_with("workers=2")).count(), 3, "{:?}", m.measured);
+}
+
+#[test]
+fn workers_from_the_top_never_measure_the_counts_far_below_a_high_knee() {
+    // An I/O-bound pool (gunicorn's grid in bench/verdicts.py): 70 req/s a worker up to 12,
+    // flat after; the file lists 11 counts.
+    let mut m = Model::new(
+        |s: &Settings, r| {
+            let w = workers_of(s);
+            ((70.0 * w).min(840.0) + [0.0, 4.0, -4.0][r % 3], 10.0, 3000)
+        },
+        None,
+    );
+    let counts = ["1", "2", "3", "4", "6", "8", "10", "12", "16", "20", "24"];
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
+    assert_eq!(found.recommended.get("workers"), Some("12"), "{:?}", found.evidence);
+    drop(t);
+    // 24, then 12 (on the plateau), 6 (under it), then the bisection: 8 or 10. From the
+    // smallest up the sweep took 1, 2, 4, 8, 16 and 24 before the bisection.
+    for never in ["workers=1", "workers=2", "workers=3", "workers=4"] {
+        assert!(
+            !m.measured
+                .iter()
+                .any(|s| s.starts_with(never) && !s[never.len()..].starts_with(|c: char| c.is_ascii_digit())),
+            "{never}: {:?}",
+            m.measured
+        );
+    }
+    let launched: std::collections::BTreeSet<&str> = m.measured.iter().map(|s| s.split(' ').next().unwrap()).collect();
+    assert!(launched.len() <= 5, "{launched:?} of {:?}", m.measured);
 }
 
 #[test]
@@ -597,6 +629,25 @@ fn windows_too_noisy_for_a_verdict_are_lengthened_and_a_real_gain_found() {
     let mut t = Tuner::new(&mut m, timed_load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
     let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
     assert_eq!(found.recommended.get("backlog"), Some("511"), "{}", found.evidence[0].why);
+}
+
+#[test]
+fn longer_windows_that_do_not_narrow_the_scatter_stop_after_the_least_rounds() {
+    // A null change whose windows scatter +-20% whatever their length (the machine's drift,
+    // not the requests' noise): the 8 s windows get --min-rounds rounds, not up to the cap.
+    let window = std::cell::Cell::new(1.0_f64);
+    let drift = |s: &Settings, r: usize| {
+        let phase = usize::from(s.get("backlog") == Some("1024"));
+        (1000.0 * (1.0 + 0.2 * [1.0, -1.0, 0.5, -0.5, 0.8, -0.8][(r + phase) % 6]), 10.0, 1000)
+    };
+    let mut m = SeesTheLoad { inner: Model::new(drift, None), window_s: &window, tail: None };
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, timed_load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
+    drop(t);
+    assert_eq!(found.recommended.get("backlog"), Some("511"), "{}", found.evidence[0].why);
+    let long = m.inner.measured.iter().filter(|s| s.contains("(8 s windows)")).count();
+    assert_eq!(long, 2 * Judging::default().min_rounds, "{:?}", m.inner.measured);
 }
 
 /// A latency histogram of 10,000 requests at 5 ms, `slow` of them at 900 ms.

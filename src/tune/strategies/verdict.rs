@@ -180,6 +180,7 @@ pub fn judge_seeded(
     seed: Vec<Vec<Point>>,
 ) -> Option<Judgement> {
     let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
+    let seed = seed.into_iter().map(|w| w.into_iter().map(Some).collect()).collect();
     judge_rounds(t, load, incumbent_name, incumbent, challengers.to_vec(), name_of, none, Some(seed))
 }
 
@@ -192,12 +193,12 @@ fn judge_rounds(
     challengers: Vec<Challenger>,
     name_of: &dyn Fn(&str) -> String,
     grow: &mut Grow,
-    seed: Option<Vec<Vec<Point>>>,
+    seed: Option<Vec<Vec<Option<Point>>>>,
 ) -> Option<Judgement> {
     // A window seen over the budget settles its configuration (see `assess`): it ends there.
     let load = load.settling_over_budget();
     // The challengers share the step's error rate (Bonferroni), the later attempt included.
-    let mut pilot = Rounds::run(t, &load, incumbent_name, incumbent, challengers, name_of, grow, 0, seed)?;
+    let pilot = Rounds::run(t, &load, incumbent_name, incumbent, challengers, name_of, grow, 0, seed)?;
     let family = pilot.challengers.len();
     let mut judged = pilot.judge(t, family, name_of);
     let mut incumbent_point = pilot.incumbent(incumbent_name)?;
@@ -206,8 +207,9 @@ fn judge_rounds(
     if let Some(longer) = lengthen(t, &load, &judged) {
         let again: Vec<Challenger> = pilot
             .challengers
-            .drain(..)
+            .iter()
             .filter(|c| judged.iter().any(|j| j.value == c.value && is_unsettleable(j)))
+            .cloned()
             .collect();
         let secs = longer.duration().as_secs_f64();
         t.note(&format!(
@@ -216,7 +218,9 @@ fn judge_rounds(
         ));
         let long_name = |v: &str| format!("{} ({secs:.0} s windows)", name_of(v));
         let long_incumbent = format!("{incumbent_name} ({secs:.0} s windows)");
-        if let Some(second) = Rounds::run(t, &longer, &long_incumbent, incumbent, again, &long_name, grow, family, None)
+        let factor = secs / load.duration().as_secs_f64();
+        if let Some(second) =
+            lengthened_rounds(t, &longer, &long_incumbent, incumbent, again, &long_name, family, factor, &pilot)
         {
             let mut better = second.judge(t, family, name_of);
             if let Some(p) = second.incumbent(incumbent_name) {
@@ -233,6 +237,72 @@ fn judge_rounds(
         prefer_cheaper(t, &pilot, &mut judgement, confidence_of(t, family));
     }
     Some(judgement)
+}
+
+/// Longer windows narrow white noise by the square root of their length; a machine's drift
+/// or a neighbour's bursts they do not (nginx's nulls at 50,000 req/s scattered as widely in
+/// 8 s windows as in 1 s ones, and ran 9 rounds of them for nothing). So the longer windows
+/// first run `--min-rounds` rounds; unless the scatter of the paired differences fell to
+/// `NARROWED` of the pilot's or less for some challenger, that is where they stop.
+const NARROWED: f64 = 0.7;
+
+/// The rounds of the lengthened attempt (see `NARROWED`); `factor`: how many times longer its
+/// windows are than the pilot's.
+#[allow(clippy::too_many_arguments)]
+fn lengthened_rounds(
+    t: &mut Tuner,
+    longer: &Load,
+    incumbent_name: &str,
+    incumbent: &Settings,
+    again: Vec<Challenger>,
+    name_of: &dyn Fn(&str) -> String,
+    family: usize,
+    factor: f64,
+    pilot: &Rounds,
+) -> Option<Rounds> {
+    let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
+    let judging = t.judging;
+    t.judging.max_rounds = judging.min_rounds;
+    let probe = Rounds::run(t, longer, incumbent_name, incumbent, again, name_of, none, family, None);
+    t.judging = judging;
+    let probe = probe?;
+    // The expected fall at this factor must be clearly below NARROWED to be told from none.
+    let narrowed = factor < 4.0
+        || probe.challengers.iter().enumerate().any(|(i, c)| {
+            let before = pilot
+                .challengers
+                .iter()
+                .position(|p| p.value == c.value)
+                .and_then(|k| scatter(t, &pilot.windows[0], &pilot.windows[k + 1]));
+            let after = scatter(t, &probe.windows[0], &probe.windows[i + 1]);
+            matches!((before, after), (Some(b), Some(a)) if a <= NARROWED * b)
+        });
+    if !narrowed {
+        t.note(&format!(
+            "{incumbent_name}: the longer windows scattered as widely as the short ones (not noise that averages out): no more rounds of them"
+        ));
+        return Some(probe);
+    }
+    let seed: Vec<Vec<Option<Point>>> = probe.windows;
+    let challengers = probe.challengers;
+    Rounds::run(t, longer, incumbent_name, incumbent, challengers, name_of, none, family, Some(seed))
+}
+
+/// The standard deviation of the paired log ratios of the objective's score (challenger over
+/// incumbent), over the rounds both were measured in; None under two pairs.
+fn scatter(t: &Tuner, incumbent: &[Option<Point>], challenger: &[Option<Point>]) -> Option<f64> {
+    let (a, b) = paired(incumbent, challenger);
+    let logs: Vec<f64> = a
+        .iter()
+        .zip(&b)
+        .filter_map(|(x, y)| Some((t.objective.score(y)? / t.objective.score(x)?).ln()))
+        .filter(|d| d.is_finite())
+        .collect();
+    if logs.len() < 2 {
+        return None;
+    }
+    let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+    Some((logs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (logs.len() - 1) as f64).sqrt())
 }
 
 /// Whether more rounds up to the cap could not have settled this challenger.
@@ -298,7 +368,7 @@ impl Rounds {
         name_of: &dyn Fn(&str) -> String,
         grow: &mut Grow,
         family: usize,
-        seed: Option<Vec<Vec<Point>>>,
+        seed: Option<Vec<Vec<Option<Point>>>>,
     ) -> Option<Rounds> {
         let j = t.judging;
         let own = |w: &[Option<Point>]| w.iter().flatten().count();
@@ -315,7 +385,7 @@ impl Rounds {
         if let Some(seed) = seed {
             rounds = seed.iter().map(Vec::len).max().unwrap_or(0);
             for (w, s) in windows.iter_mut().zip(seed) {
-                *w = s.into_iter().map(Some).collect();
+                *w = s;
                 w.resize(rounds, None);
             }
             seeded = rounds > 0;

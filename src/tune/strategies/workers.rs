@@ -1,6 +1,7 @@
 //! How many workers: throughput and p99 against the pool size, at a concurrency above the
 //! pool. Throughput rises then flattens (the CPU, or whatever the workers wait on, is full):
-//! coarse powers of two find the flat part, a bisection finds where it starts. The memory
+//! the largest count first, then halving down to the first count under the plateau, then a
+//! bisection between the two finds where the plateau starts. The memory
 //! budget caps the answer, from the workers' USS measured under load.
 
 use super::verdict::{Challenger, effect_text, judge_seeded};
@@ -29,7 +30,7 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
         return found;
     };
     let mut line = pick.line(&sweep);
-    found.baseline = sweep.at(sweep.counts[0]);
+    found.baseline = sweep.measured.first().map(|(_, p)| p.clone());
     found.recommended = base.with("workers", &pick.chosen.to_string());
     found.steps.extend(pick.sweep_step(&sweep, &line));
     // The knee is the smallest count within the tolerance of the best; whether the best
@@ -95,44 +96,35 @@ impl<'a> Sweep<'a> {
         }
     }
 
-    /// Coarse: the smallest, then doubling, and the largest. Stop once throughput has
-    /// clearly fallen off twice: the curve is concave, further points only cost time.
+    /// Coarse: the largest count first. Below it, `refine` halves until a count falls below
+    /// the plateau, then bisects: on a curve that rises then flattens, the counts below the
+    /// first one clearly under the plateau cannot be the knee, and are never measured (from
+    /// the smallest up, a knee near the top cost a window for every doubling below it).
     fn coarse(&mut self, t: &mut Tuner) {
-        let mut coarse = vec![self.counts[0]];
-        for &n in &self.counts {
-            if n >= 2 * coarse.last().unwrap() {
-                coarse.push(n);
-            }
-        }
         let most = *self.counts.last().unwrap();
-        if coarse.last() != Some(&most) {
-            coarse.push(most);
-        }
-        let mut falling = 0;
-        for n in coarse {
-            if !self.measure(t, n) {
-                break;
-            }
-            let best = best_rps(&self.measured);
-            let last =
-                self.measured.iter().find(|(m, _)| *m == n).map_or(0.0, |(_, p)| if p.ok() { p.rps() } else { 0.0 });
-            falling = if last < best * (1.0 - 3.0 * self.tolerance) { falling + 1 } else { 0 };
-            if falling >= 2 {
-                break;
-            }
-        }
+        self.measure(t, most);
     }
 
-    /// Refine: bisect the file's counts between the last coarse point below the knee and the knee.
+    /// Refine: while the knee is the smallest count measured, halve below it; once a count
+    /// below the knee is measured, bisect the file's counts between the two.
     fn refine(&mut self, t: &mut Tuner) {
         while let Some(knee) = knee(&self.measured, self.tolerance) {
-            let below = self.measured.iter().map(|(n, _)| *n).filter(|&n| n < knee).max();
-            let Some(below) = below else { break };
-            let between: Vec<u64> = self.counts.iter().copied().filter(|&n| n > below && n < knee).collect();
-            if between.is_empty() || t.stopped.is_some() {
+            if t.stopped.is_some() {
                 break;
             }
-            if !self.measure(t, between[between.len() / 2]) {
+            let below = self.measured.iter().map(|(n, _)| *n).filter(|&n| n < knee).max();
+            let next = match below {
+                Some(below) => {
+                    let between: Vec<u64> = self.counts.iter().copied().filter(|&n| n > below && n < knee).collect();
+                    between.get(between.len() / 2).copied()
+                }
+                None => {
+                    let smaller = self.counts.iter().copied().filter(|&n| n < knee);
+                    smaller.clone().filter(|&n| 2 * n <= knee).max().or_else(|| smaller.max())
+                }
+            };
+            let Some(n) = next else { break };
+            if !self.measure(t, n) {
                 break;
             }
         }
@@ -223,10 +215,10 @@ impl Pick {
         line
     }
 
-    /// The sweep's step: from the smallest count to the one chosen, every count measured its
-    /// candidate; None when the smallest was never measured.
+    /// The sweep's step: from the smallest count measured to the one chosen, every count
+    /// measured its candidate; None when nothing was measured.
     fn sweep_step(&self, sweep: &Sweep, line: &str) -> Option<Step> {
-        let smallest = sweep.counts[0];
+        let smallest = sweep.measured.first()?.0;
         Some(Step {
             knob: "workers".into(),
             before_value: smallest.to_string(),
