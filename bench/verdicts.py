@@ -947,10 +947,20 @@ def print_summary(res, label, rows):
                   f"{'':>9}{r['p10_pct']:.1f}% (10th percentile)")
 
 
-def tuners_for(a, label, memories=(None,)):
+# Strategies that search the pool alone: on a grid of several knobs their pick leaves the
+# others at the file's defaults, which are not the grid's values (a row of "(none)").
+ONE_KNOB_STRATEGIES = {"workers"}
+
+
+def tuners_for(a, label, knobs, memories=(None,)):
     """The grid's tuner runs: each strategy (--strategies, else the grid's defaults) under
-    each budget, the first budget first."""
+    each budget, the first budget first; a one-knob strategy only on a grid of one knob."""
     strategies = a.strategies or DEFAULT_STRATEGIES[label]
+    if len(knobs) > 1:
+        skipped = [st for st in strategies if st in ONE_KNOB_STRATEGIES]
+        if skipped:
+            progress(f"  grid ({label}): {', '.join(skipped)} not run: it searches one knob, the grid has {len(knobs)}")
+        strategies = [st for st in strategies if st not in ONE_KNOB_STRATEGIES]
     return [TunerRun(m, (["--memory", m] if m else []) + strategy_args(st), st)
             for m in memories for st in strategies]
 
@@ -961,7 +971,7 @@ def grid_lab(ws, webtune, a):
     budgets = [b.strip() for b in a.lab_memory.split(",") if b.strip()]
     for b in budgets:
         size_kib(b)  # a bad size is a setup error before anything runs
-    res.tuners = tuners_for(a, "a", budgets)
+    res.tuners = tuners_for(a, "a", res.knobs, budgets)
     res.connections = LOAD_1S["connections"]
 
     def text_of(c):
@@ -974,7 +984,7 @@ def grid_lab(ws, webtune, a):
 
 def grid_real(ws, webtune, a, real):
     res = GridResult(f"{real.name} workers", {"workers": REAL_GRID_WORKERS})
-    res.tuners = tuners_for(a, "b")
+    res.tuners = tuners_for(a, "b", res.knobs)
     # The workers strategy loads every count with max(connections, 2 x the largest) clients.
     conns = max(LOAD_1S["connections"], 2 * max(REAL_GRID_WORKERS))
     res.connections = conns
@@ -1017,7 +1027,7 @@ def grid_gunicorn(ws, webtune, a):
         f.write(SLEEPY_WSGI)
     workers = GUNICORN_GRID_QUICK if a.quick else GUNICORN_GRID_WORKERS
     res = GridResult("gunicorn workers (2 ms CPU + 8 ms wait)", {"workers": workers})
-    res.tuners = tuners_for(a, "c")
+    res.tuners = tuners_for(a, "c", res.knobs)
     res.connections = GUNICORN_CONNECTIONS
     load = {"connections": GUNICORN_CONNECTIONS, "duration": "1s", "path": "/"}
 
@@ -1073,7 +1083,7 @@ def grid_php(ws, webtune, a):
     app = php_app(ws)
     workers = PHP_GRID_QUICK if a.quick else PHP_GRID_WORKERS
     res = GridResult("php-fpm workers (heavy-tailed page)", {"workers": workers})
-    res.tuners = tuners_for(a, "d")
+    res.tuners = tuners_for(a, "d", res.knobs)
     res.connections = PHP_CONNECTIONS
     load = {"connections": PHP_CONNECTIONS, "duration": "1s", "path": "/index.php"}
 
@@ -1101,7 +1111,7 @@ def grid_apache(ws, webtune, a):
         return None
     knobs = APACHE_GRID_QUICK if a.quick else APACHE_GRID
     res = GridResult("apache prefork workers x max_requests x keepalive", dict(knobs))
-    res.tuners = tuners_for(a, "e")
+    res.tuners = tuners_for(a, "e", res.knobs)
     res.connections = APACHE_CONNECTIONS
     load = {"connections": APACHE_CONNECTIONS, "duration": "1s", "path": APACHE_PATH}
 
