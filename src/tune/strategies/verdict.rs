@@ -262,6 +262,7 @@ fn lengthened_rounds(
 ) -> Option<Rounds> {
     let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
     let judging = t.judging;
+    // The probe: the cap lowered to the least rounds for this one run, restored at once.
     t.judging.max_rounds = judging.min_rounds;
     let probe = Rounds::run(t, longer, incumbent_name, incumbent, again, name_of, none, family, None);
     t.judging = judging;
