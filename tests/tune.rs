@@ -110,6 +110,29 @@ fn the_knee_of_an_io_bound_app_is_far_higher() {
 }
 
 #[test]
+fn one_at_a_time_over_the_pool_alone_finds_the_knee_under_the_files_load() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let f = lab_target(dir.path(), "cpu = \"1ms\"\nio_wait = \"20ms\"", "workers = [1, 2, 4, 8, 16, 32]", "");
+    let text = std::fs::read_to_string(&f).unwrap().replace("duration = \"1500ms\"", "duration = \"500ms\"");
+    std::fs::write(&f, text).unwrap();
+    // The default strategy: one knob, the pool, six counts. Each worker serves at most 1/21 ms
+    // (47 req/s); the file's 16 clients keep at most 16 busy, so 32 serves as 16 does and
+    // the knee is 16 (8 serves half of it).
+    let v = tune(&f, &["--max-rounds", "2"], dir.path());
+    let ev = evidence(&v, "workers");
+    assert_eq!(v["strategy"], "one-at-a-time", "{v}");
+    assert_eq!(recommended(&v, "workers"), "16", "{ev}");
+    assert!(ev.contains("one at a time over the pool size alone searches for its knee"), "{ev}");
+    // From the largest count down: 1 and 2 worker(s) are never measured.
+    let steps: Vec<&str> = v["points"].as_array().unwrap().iter().map(|p| p["step"].as_str().unwrap()).collect();
+    assert!(
+        !steps.iter().any(|s| s.starts_with("workers=1 ") || *s == "workers=1" || s.starts_with("workers=2")),
+        "{steps:?}"
+    );
+}
+
+#[test]
 fn a_binding_memory_budget_caps_the_workers() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();

@@ -51,7 +51,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut launcher = TargetLauncher { file: &spec.file, interrupt: interrupt.clone() };
     let mut measure =
         Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib: spec.budget_kib, kept: Kept::default() };
-    let plan = a.strategy.planned_windows(&spec.knobs, &spec.judging, spec.repeats);
+    let plan = a.strategy.planned_windows(&spec.knobs, &spec.objective, &spec.judging, spec.repeats);
     if !a.quiet {
         // A window: a launch, a warm-up, one load, a stop.
         let per_window = measure.estimate(&spec.load) / spec.repeats.max(1) as u32;

@@ -16,6 +16,8 @@ pub use recycle::recycle;
 pub use spares::spares;
 pub use workers::workers;
 
+use super::objective::Objective;
+
 use super::{Evidence, Point, Settings, Step, Tuner};
 
 /// The knobs to sweep, in the target file's order, each with the values to try.
@@ -84,10 +86,30 @@ impl Strategy {
         }
     }
 
+    /// The method this strategy runs on `knobs`: one at a time over the pool size alone is the
+    /// workers strategy's search for the knee (`one_at_a_time::pool_alone`).
+    pub fn method(self, knobs: &Knobs, objective: &Objective) -> Strategy {
+        if self == Strategy::OneAtATime && one_at_a_time::pool_alone(knobs, objective) {
+            Strategy::Workers
+        } else {
+            self
+        }
+    }
+
     /// Windows this strategy plans, at least and at most: a comparison (one-at-a-time,
     /// keepalive, the workers' check of the knee) measures each of its values in
     /// `judging.min_rounds` to `judging.max_rounds` rounds; a point is `repeats` windows.
-    pub fn planned_windows(self, knobs: &Knobs, judging: &super::Judging, repeats: usize) -> super::Plan {
+    pub fn planned_windows(
+        self,
+        knobs: &Knobs,
+        objective: &Objective,
+        judging: &super::Judging,
+        repeats: usize,
+    ) -> super::Plan {
+        let method = self.method(knobs, objective);
+        if method != self {
+            return method.planned_windows(knobs, objective, judging, repeats);
+        }
         let (min, max) = (judging.min_rounds, judging.max_rounds.max(judging.min_rounds));
         let compared = |values: usize| super::Plan { least: values * min, most: values * max };
         match self {
@@ -122,7 +144,9 @@ impl Strategy {
 
     /// Runs the search from `base`; `knee` is the workers strategy's tolerance.
     pub fn run(self, t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found {
+        let method = self.method(knobs, &t.objective);
         let mut found = match self {
+            Strategy::OneAtATime if method == Strategy::Workers => pool_knee(t, knobs, base, knee),
             Strategy::OneAtATime => one_at_a_time(t, knobs, base),
             Strategy::Workers => workers(t, knobs, base, knee),
             Strategy::Recycle => recycle(t, knobs, base),
@@ -133,7 +157,7 @@ impl Strategy {
         // A run cut short compared only what it measured: evidence that does not say so
         // already is qualified, so no line reads as a verdict on values never measured.
         // (One at a time says so knob by knob: a knob judged in full before the stop stands.)
-        if let Some(why) = t.stopped.as_ref().filter(|_| self != Strategy::OneAtATime) {
+        if let Some(why) = t.stopped.as_ref().filter(|_| method != Strategy::OneAtATime) {
             for line in found.evidence.iter_mut().filter(|e| !e.cut_short) {
                 line.why.push_str(&format!(
                     "; the run stopped ({why}): only the values measured were compared, the rest were never measured"
@@ -143,6 +167,27 @@ impl Strategy {
         }
         found
     }
+}
+
+/// One at a time over the pool size alone: the knee searched from the file's starting point,
+/// under the file's load, and the evidence says how the counts were chosen.
+fn pool_knee(t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found {
+    let start = one_at_a_time::starting_point(knobs, base);
+    let mut found = workers::pool_knee(t, knobs, &start, knee);
+    // Where the file's pool stood, when the search measured it: the gain the user gets.
+    let current = value(&start, "workers");
+    let file = match t.points.iter().find(|p| p.ok() && p.settings == start) {
+        Some(p) => format!("; the starting {current} workers served {:.1} req/s", p.rps()),
+        None => format!(
+            "; the starting {current} workers were not measured (far below the knee or past it, they could not be the answer)"
+        ),
+    };
+    for e in found.evidence.iter_mut().filter(|e| e.knob == "workers") {
+        e.why.push_str(&format!(
+            "; one at a time over the pool size alone searches for its knee (the largest count, then halving and a bisection, as --strategy workers does under the file's own load), not every count against the current one{file}"
+        ));
+    }
+    found
 }
 
 /// The value of a knob in settings, or "" when unset.

@@ -7,7 +7,7 @@
 use super::verdict::{Challenger, Judgement, Shortcut, cheaper_by, effect_text, judge_growing, judged_text};
 use super::{Found, Knobs, value};
 use crate::tune::evidence::{self, Evidence};
-use crate::tune::objective::fits;
+use crate::tune::objective::{Objective, fits};
 use crate::tune::trial::Load;
 use crate::tune::{Point, Settings, Step, Tuner, Verdict};
 
@@ -156,6 +156,31 @@ fn finer_values(
     more
 }
 
+/// Whether one at a time is a search for the pool's knee: the pool size is the only knob with
+/// values to compare, enough of them for coarse to fine, and throughput alone is the objective.
+/// Throughput against the pool rises then flattens, so the largest count, halving and a
+/// bisection (workers.rs) find where it flattens in a fraction of the windows that judging
+/// every count against the current one takes: on gunicorn's 11 counts 10 windows against 22
+/// (bench/README.md). An SLO or a least-memory objective is judged value by value.
+pub fn pool_alone(knobs: &Knobs, objective: &Objective) -> bool {
+    let compared: Vec<&(String, Vec<String>)> = knobs.iter().filter(|(_, v)| v.len() > 1).collect();
+    *objective == Objective::Throughput
+        && matches!(compared.as_slice(), [(knob, values)] if knob == POOL && coarse_values(values).is_some())
+}
+
+/// `base` with each knob it leaves unset at its first value: where the search starts.
+pub fn starting_point(knobs: &Knobs, base: &Settings) -> Settings {
+    let mut current = base.clone();
+    for (knob, values) in knobs {
+        if current.get(knob).is_none()
+            && let Some(first) = values.first()
+        {
+            current = current.with(knob, first);
+        }
+    }
+    current
+}
+
 pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut walk = Walk::from(knobs, base, t.load.clone());
     // Knobs to judge in this pass, in the file's order.
@@ -250,14 +275,7 @@ struct Challengers {
 impl<'a> Walk<'a> {
     /// The start: `base`, with each knob it leaves unset at its first value.
     fn from(knobs: &'a Knobs, base: &Settings, load: Load) -> Walk<'a> {
-        let mut current = base.clone();
-        for (knob, values) in knobs {
-            if current.get(knob).is_none()
-                && let Some(first) = values.first()
-            {
-                current = current.with(knob, first);
-            }
-        }
+        let current = starting_point(knobs, base);
         let found = Found { baseline: None, steps: Vec::new(), recommended: current.clone(), evidence: Vec::new() };
         Walk { knobs, load, found, path: vec![current.clone()], current, blocked: Vec::new() }
     }

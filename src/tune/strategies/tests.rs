@@ -14,6 +14,8 @@ struct Model<F: Fn(&Settings, usize) -> (f64, f64, u64)> {
     /// Samples taken so far of each configuration: the next one's index.
     taken: std::collections::HashMap<Settings, usize>,
     measured: Vec<String>,
+    /// The clients each trial's load had.
+    connections: Vec<u64>,
     budget: Option<u64>,
     /// How long each trial takes (and is estimated to take).
     pace: Duration,
@@ -22,20 +24,28 @@ struct Model<F: Fn(&Settings, usize) -> (f64, f64, u64)> {
 impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
     /// A model whose trials each take `pace`, with no memory budget.
     fn paced(f: F, pace: Duration) -> Model<F> {
-        Model { f, measured: Vec::new(), taken: Default::default(), budget: None, pace }
+        Model { f, measured: Vec::new(), connections: Vec::new(), taken: Default::default(), budget: None, pace }
     }
 }
 
 impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
     /// A model measured instantly, under `budget` (KiB) when given.
     fn new(f: F, budget: Option<u64>) -> Model<F> {
-        Model { f, taken: Default::default(), measured: Vec::new(), budget, pace: Duration::ZERO }
+        Model {
+            f,
+            taken: Default::default(),
+            measured: Vec::new(),
+            connections: Vec::new(),
+            budget,
+            pace: Duration::ZERO,
+        }
     }
 }
 
 impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
-    fn measure(&mut self, step: &str, settings: &Settings, _load: &Load, repeats: usize) -> Point {
+    fn measure(&mut self, step: &str, settings: &Settings, load: &Load, repeats: usize) -> Point {
         self.measured.push(step.to_string());
+        self.connections.push(load.connections());
         std::thread::sleep(self.pace);
         let workers: u64 = settings.get("workers").and_then(|w| w.parse().ok()).unwrap_or(4);
         let first = *self.taken.get(settings).unwrap_or(&0);
@@ -146,6 +156,39 @@ fn workers_from_the_top_never_measure_the_counts_far_below_a_high_knee() {
     }
     let launched: std::collections::BTreeSet<&str> = m.measured.iter().map(|s| s.split(' ').next().unwrap()).collect();
     assert!(launched.len() <= 5, "{launched:?} of {:?}", m.measured);
+}
+
+#[test]
+fn one_at_a_time_over_the_pool_alone_searches_for_the_knee() {
+    // The same I/O-bound pool, 11 counts, the file's pool at 1: one at a time judged every
+    // coarse and finer count against 1 worker in rounds (22 windows on gunicorn's grid).
+    let io_bound = |s: &Settings, r: usize| ((70.0 * workers_of(s)).min(840.0) + [0.0, 4.0, -4.0][r % 3], 10.0, 3000);
+    let counts = ["1", "2", "3", "4", "6", "8", "10", "12", "16", "20", "24"];
+    let k = knobs("workers", &counts);
+    let mut save = |_: &Point| {};
+    let mut m = Model::new(io_bound, None);
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = Strategy::OneAtATime.run(&mut t, &k, &Settings::default(), 0.03);
+    drop(t);
+    let e = &found.evidence[0].why;
+    assert_eq!(found.recommended.get("workers"), Some("12"), "{e}");
+    assert!(e.contains("one at a time over the pool size alone searches for its knee"), "{e}");
+    assert!(e.contains("the starting 1 workers were not measured"), "{e}");
+    assert!(m.measured.len() <= 10, "{:?}", m.measured);
+    assert!(!m.measured.iter().any(|s| s.starts_with("workers=1 ") || s == "workers=1"), "{:?}", m.measured);
+    // Under the file's own load: 10 clients, not twice the largest pool.
+    assert!(m.connections.iter().all(|&c| c == 10), "{:?}", m.connections);
+    // With another knob to compare, or another objective, every value is judged as before.
+    let mut both = k.clone();
+    both.push(("backlog".into(), vec!["511".into(), "1024".into()]));
+    assert_eq!(Strategy::OneAtATime.method(&both, &Objective::Throughput), Strategy::OneAtATime);
+    let slo = Objective::ThroughputWithin { p99_ms: 50.0 };
+    assert_eq!(Strategy::OneAtATime.method(&k, &slo), Strategy::OneAtATime);
+    assert_eq!(
+        Strategy::OneAtATime.method(&knobs("workers", &["1", "2", "4"]), &Objective::Throughput),
+        Strategy::OneAtATime
+    );
+    assert_eq!(Strategy::OneAtATime.method(&k, &Objective::Throughput), Strategy::Workers);
 }
 
 #[test]
@@ -486,7 +529,7 @@ fn the_eta_counts_the_rounds_still_to_come_and_bounds_them() {
     let mut etas = Etas::default();
     let judging = crate::tune::Judging::default();
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut etas, Vec::new(), Default::default());
-    t.plan = Strategy::OneAtATime.planned_windows(&k, &judging, 3);
+    t.plan = Strategy::OneAtATime.planned_windows(&k, &Objective::Throughput, &judging, 3);
     let found = one_at_a_time(&mut t, &k, &Settings::default());
     drop(t);
     assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided), "{}", found.steps[0].evidence);
@@ -650,6 +693,27 @@ fn longer_windows_that_do_not_narrow_the_scatter_stop_after_the_least_rounds() {
     assert_eq!(long, 2 * Judging::default().min_rounds, "{:?}", m.inner.measured);
 }
 
+#[test]
+fn an_estimate_within_the_threshold_keeps_the_cheaper_without_longer_windows() {
+    // 12 workers against 16: +1% on average, but the pairs scatter +-10% (a noisy page), so
+    // 10 rounds could not settle it. Longer windows could only tell a difference that would
+    // not change what anyone deploys: the cheaper 12 is kept after the pilot's rounds.
+    let wobbly = |s: &Settings, r: usize| {
+        let w = if s.get("workers") == Some("12") { [1.11, 0.91, 1.04, 0.96, 1.1, 0.92][r % 6] } else { 1.0 };
+        (1000.0 * w, 10.0, 1000)
+    };
+    let mut m = Model::new(wobbly, None);
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, timed_load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &knobs("workers", &["16", "12"]), &Settings::default());
+    drop(t);
+    let e = &found.evidence[0].why;
+    assert_eq!(found.steps[0].verdict, Some(Verdict::Cheaper), "{e}");
+    assert_eq!(found.recommended.get("workers"), Some("12"), "{e}");
+    assert!(!m.measured.iter().any(|s| s.contains("s windows)")), "{:?}", m.measured);
+    assert_eq!(m.measured.len(), 2 * Judging::default().min_rounds, "{:?}", m.measured);
+}
+
 /// A latency histogram of 10,000 requests at 5 ms, `slow` of them at 900 ms.
 fn histogram(slow: u64) -> String {
     let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
@@ -717,7 +781,7 @@ fn joint_crosses_the_memory_boundary_in_a_quarter_of_the_grid() {
     let mut m = recycling_model();
     let mut save = |_: &Point| {};
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
-    t.plan = Strategy::Joint.planned_windows(&k, &t.judging.clone(), 3);
+    t.plan = Strategy::Joint.planned_windows(&k, &Objective::Throughput, &t.judging.clone(), 3);
     let found = Strategy::Joint.run(&mut t, &k, &Settings::default(), 0.03);
     drop(t);
     assert_eq!(found.recommended.label(), "workers=6 max_requests=100", "{:#?}", found.evidence);
@@ -839,7 +903,7 @@ fn joint_plans_the_windows_it_takes_and_refuses_what_it_cannot_search() {
     let mut m = recycling_model();
     let mut etas = Etas::default();
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut etas, Vec::new(), Default::default());
-    t.plan = Strategy::Joint.planned_windows(&k, &t.judging.clone(), 3);
+    t.plan = Strategy::Joint.planned_windows(&k, &Objective::Throughput, &t.judging.clone(), 3);
     Strategy::Joint.run(&mut t, &k, &Settings::default(), 0.03);
     drop(t);
     let total = etas.0.len();

@@ -11,10 +11,24 @@ use crate::tune::trial::Load;
 use crate::tune::{Evidence, Point, Settings, Step, Tuner, Verdict};
 
 /// `tolerance`: counts within this share of the best throughput are "as good" (the knee).
+/// Every count meets more clients than the most workers listed, or it could not show its best.
 pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) -> Found {
+    let most = counts(knobs).last().copied().unwrap_or(0);
+    let load = Load { tail_counts: false, ..t.load.with_connections(t.load.connections().max(2 * most)) };
+    knee_search(t, knobs, base, tolerance, load)
+}
+
+/// The same search under the file's own load (one at a time over the pool size alone): the
+/// knee for the clients the user described, not for as many as the largest pool could serve.
+pub fn pool_knee(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) -> Found {
+    let load = t.load.clone();
+    knee_search(t, knobs, base, tolerance, load)
+}
+
+fn knee_search(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64, load: Load) -> Found {
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
     let unchanged = |why: &str| Evidence::new("workers", value(base, "workers"), why);
-    let Some(mut sweep) = Sweep::of(t, knobs, base, tolerance) else {
+    let Some(mut sweep) = Sweep::of(knobs, base, tolerance, load) else {
         found.evidence.push(unchanged("no worker counts to try in [knobs] workers"));
         return found;
     };
@@ -50,10 +64,22 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
     found
 }
 
+/// The counts listed in [knobs] workers, ascending, each once.
+fn counts(knobs: &Knobs) -> Vec<u64> {
+    let mut counts: Vec<u64> = knobs
+        .iter()
+        .find(|(k, _)| k == "workers")
+        .map(|(_, v)| v.iter().filter_map(|x| x.parse().ok()).filter(|&n| n > 0).collect())
+        .unwrap_or_default();
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+}
+
 /// The sweep of the worker counts: each measured in the order the search asks for it.
 struct Sweep<'a> {
     base: &'a Settings,
-    /// More clients than the most workers listed.
+    /// What every count is measured under.
     load: Load,
     /// The counts listed in [knobs], in order, each once.
     counts: Vec<u64>,
@@ -63,19 +89,12 @@ struct Sweep<'a> {
 }
 
 impl<'a> Sweep<'a> {
-    /// The counts listed in [knobs] workers, and the load to meet them with; None when there
-    /// is none.
-    fn of(t: &Tuner, knobs: &Knobs, base: &'a Settings, tolerance: f64) -> Option<Sweep<'a>> {
-        let mut counts: Vec<u64> = knobs
-            .iter()
-            .find(|(k, _)| k == "workers")
-            .map(|(_, v)| v.iter().filter_map(|x| x.parse().ok()).filter(|&n| n > 0).collect())
-            .unwrap_or_default();
-        counts.sort_unstable();
-        counts.dedup();
-        // Every count must meet more clients than it has workers, or it cannot show its best.
-        let most = *counts.last()?;
-        let load = Load { tail_counts: false, ..t.load.with_connections(t.load.connections().max(2 * most)) };
+    /// The counts listed in [knobs] workers, met with `load`; None when there is none.
+    fn of(knobs: &Knobs, base: &'a Settings, tolerance: f64, load: Load) -> Option<Sweep<'a>> {
+        let counts = counts(knobs);
+        if counts.is_empty() {
+            return None;
+        }
         Some(Sweep { base, load, counts, tolerance, measured: Vec::new() })
     }
 
