@@ -86,14 +86,13 @@ impl Strategy {
         }
     }
 
-    /// The method this strategy runs on `knobs`: one at a time over the pool size alone is the
-    /// workers strategy's search for the knee (`one_at_a_time::pool_alone`).
+    /// The method this strategy runs on `knobs`: one at a time, or jointly, over the pool size
+    /// alone is the workers strategy's search for the knee (`one_at_a_time::pool_alone`; with
+    /// one knob nothing moves together, and the joint search measured every count and then
+    /// lengthened its final windows: 2 to 4 times the grid's time on php-fpm, bench/README.md).
     pub fn method(self, knobs: &Knobs, objective: &Objective) -> Strategy {
-        if self == Strategy::OneAtATime && one_at_a_time::pool_alone(knobs, objective) {
-            Strategy::Workers
-        } else {
-            self
-        }
+        let searches_the_knee = matches!(self, Strategy::OneAtATime | Strategy::Joint);
+        if searches_the_knee && one_at_a_time::pool_alone(knobs, objective) { Strategy::Workers } else { self }
     }
 
     /// Windows this strategy plans, at least and at most: a comparison (one-at-a-time,
@@ -146,7 +145,7 @@ impl Strategy {
     pub fn run(self, t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found {
         let method = self.method(knobs, &t.objective);
         let mut found = match self {
-            Strategy::OneAtATime if method == Strategy::Workers => pool_knee(t, knobs, base, knee),
+            Strategy::OneAtATime | Strategy::Joint if method == Strategy::Workers => pool_knee(t, knobs, base, knee),
             Strategy::OneAtATime => one_at_a_time(t, knobs, base),
             Strategy::Workers => workers(t, knobs, base, knee),
             Strategy::Recycle => recycle(t, knobs, base),
@@ -169,8 +168,8 @@ impl Strategy {
     }
 }
 
-/// One at a time over the pool size alone: the knee searched from the file's starting point,
-/// under the file's load, and the evidence says how the counts were chosen.
+/// The pool size alone (one at a time, or jointly): the knee searched from the file's
+/// starting point, under the file's load, and the evidence says how the counts were chosen.
 fn pool_knee(t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found {
     let start = one_at_a_time::starting_point(knobs, base);
     let mut found = workers::pool_knee(t, knobs, &start, knee);
@@ -184,7 +183,7 @@ fn pool_knee(t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found 
     };
     for e in found.evidence.iter_mut().filter(|e| e.knob == "workers") {
         e.why.push_str(&format!(
-            "; one at a time over the pool size alone searches for its knee (the largest count, then halving and a bisection, as --strategy workers does under the file's own load), not every count against the current one{file}"
+            "; the pool size alone is searched for its knee (the largest count, then halving and a bisection, as --strategy workers does, under the file's own load), not every count measured and judged{file}"
         ));
     }
     found
