@@ -159,6 +159,38 @@ fn workers_from_the_top_never_measure_the_counts_far_below_a_high_knee() {
 }
 
 #[test]
+fn a_knee_read_near_the_tolerance_edge_is_confirmed_before_counts_below_it() {
+    // Flat at 880 req/s from 16 workers; 12 serve 4.5% less, but their first window reads
+    // 1.7% less (within the 3% tolerance, past its middle). Confirmed first, 12 drops out, and
+    // the counts below it (6, 10) are never launched.
+    let mut m = Model::new(
+        |s: &Settings, r| {
+            let w = workers_of(s);
+            let rps = if w >= 16.0 {
+                880.0
+            } else if w == 12.0 && r == 0 {
+                865.0
+            } else if w == 12.0 {
+                840.0
+            } else {
+                70.0 * w
+            };
+            (rps, 10.0, 3000)
+        },
+        None,
+    );
+    let counts = ["1", "2", "3", "4", "6", "8", "10", "12", "16", "20", "24"];
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
+    drop(t);
+    assert_eq!(found.recommended.get("workers"), Some("16"), "{:?}", found.evidence);
+    for never in ["workers=6", "workers=8", "workers=10"] {
+        assert!(!m.measured.iter().any(|s| s.split(' ').next() == Some(never)), "{never}: {:?}", m.measured);
+    }
+}
+
+#[test]
 fn one_at_a_time_over_the_pool_alone_searches_for_the_knee() {
     // The same I/O-bound pool, 11 counts, the file's pool at 1: one at a time judged every
     // coarse and finer count against 1 worker in rounds (22 windows on gunicorn's grid).
