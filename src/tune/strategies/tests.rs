@@ -439,15 +439,19 @@ fn over_the_budget_the_best_value_within_it_is_adopted_and_said_to_meet_it() {
 
 #[test]
 fn the_knee_is_checked_against_the_best_count_in_interleaved_rounds() {
-    // Flat from 2 workers on, but 4 workers serve `gain` more: the tolerance calls 2 the knee;
-    // the interleaved check adopts 4 only when its gain clears the threshold. A gain read
-    // under it in the sweep's own rounds takes no rounds of its own: the knee stands.
-    for (gain, expect, verdict) in [(1.025, "4", Some(Verdict::Adopted)), (1.005, "2", None)] {
+    // Flat from 2 workers on, 4 serving `gain` more. In `drift`'s case 2's windows dip by 4%
+    // every third round (the machine, say): its median calls it within the 3% tolerance of 4,
+    // but paired round by round 4 serves 3.4% more, surely, which the check adopts. A gain
+    // read under --knee in the sweep's own rounds takes no rounds of its own: the knee stands.
+    for (gain, drift, expect, verdict) in
+        [(1.02, [1.0, 0.96, 1.0], "4", Some(Verdict::Adopted)), (1.005, [1.0, 1.0, 1.0], "2", None)]
+    {
         let mut m = Model::new(
             move |s: &Settings, r| {
                 let w = workers_of(s);
                 let rps = (200.0 * w).min(400.0) * if w == 4.0 { gain } else { 1.0 };
-                (rps + [0.0, 0.4, -0.4][r % 3], 5.0, 3000)
+                let dip = if w == 2.0 { drift[r % 3] } else { 1.0 };
+                (rps * dip + [0.0, 0.4, -0.4][r % 3], 5.0, 3000)
             },
             None,
         );
@@ -460,13 +464,13 @@ fn the_knee_is_checked_against_the_best_count_in_interleaved_rounds() {
             assert_eq!(found.steps.len(), 1, "{}", check.evidence);
             let e = &found.evidence[0].why;
             assert!(e.contains("4 workers against the knee's 2: +0.5%"), "{e}");
-            assert!(e.contains("over the sweep's 3 rounds, a gain under the 2% threshold: the knee stands"), "{e}");
+            assert!(e.contains("over the sweep's 3 rounds, a gain under the 3% threshold: the knee stands"), "{e}");
             // 1 once, 2 and 4 in 3 rounds each: nothing more.
             assert_eq!(m.measured.len(), 7, "{:?}", m.measured);
             continue;
         };
         assert_eq!((check.before_value.as_str(), check.verdict), ("2", Some(verdict)), "{}", check.evidence);
-        assert!(check.effect.is_some_and(|e| e.low_pct < (gain - 1.0) * 100.0 && e.high_pct > (gain - 1.0) * 100.0));
+        assert!(check.effect.is_some_and(|e| e.pct > 3.0 && e.low_pct > 0.0), "{}", check.evidence);
     }
 }
 

@@ -170,6 +170,9 @@ pub fn judge_growing(
 
 /// As `judge`, from windows a strategy measured already in interleaved rounds (`seed`: the
 /// incumbent's, then each challenger's, by round): more rounds only while a verdict is open.
+/// Its windows are never lengthened: its one caller, the knee's check, compares counts read
+/// within `--knee` of each other, and a gain only longer windows could show is one that
+/// `--knee` counts as good (on php-fpm 8 s windows took the check to 73 s, 2.2x the grid).
 pub fn judge_seeded(
     t: &mut Tuner,
     load: &Load,
@@ -197,6 +200,7 @@ fn judge_rounds(
 ) -> Option<Judgement> {
     // A window seen over the budget settles its configuration (see `assess`): it ends there.
     let load = load.settling_over_budget();
+    let seeded = seed.is_some();
     // The challengers share the step's error rate (Bonferroni), the later attempt included.
     let pilot = Rounds::run(t, &load, incumbent_name, incumbent, challengers, name_of, grow, 0, seed)?;
     let family = pilot.challengers.len();
@@ -204,7 +208,8 @@ fn judge_rounds(
     let mut incumbent_point = pilot.incumbent(incumbent_name)?;
     let mut rounds = pilot.rounds;
     let mut lengthened = None;
-    if let Some(longer) = lengthen(t, &load, &judged) {
+    let longer = if seeded { None } else { lengthen(t, &load, &judged) };
+    if let Some(longer) = longer {
         let again: Vec<Challenger> = pilot
             .challengers
             .iter()

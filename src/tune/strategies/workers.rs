@@ -50,7 +50,7 @@ fn knee_search(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64, lo
     // The knee is the smallest count within the tolerance of the best; whether the best
     // really serves no more is a comparison like any other: both in interleaved rounds.
     let mut chosen = pick.chosen;
-    let settled = pick.best_is_worth_checking().then(|| gain_under_threshold(t, &pick)).flatten();
+    let settled = pick.best_is_worth_checking().then(|| gain_under_threshold(t, &pick, tolerance)).flatten();
     if let Some(said) = &settled {
         line += said;
     } else if pick.best_is_worth_checking()
@@ -282,26 +282,33 @@ impl Pick {
     }
 }
 
+/// The gain the knee's check must see for the best: the threshold, or `--knee` when larger
+/// (a surer gain under the tolerance is one the user counted as good), %.
+fn check_threshold(t: &Tuner, tolerance: f64) -> f64 {
+    t.judging.threshold_pct.max(tolerance * 100.0)
+}
+
 /// The best's gain over the knee from the windows the sweep measured of both (`--repeats`,
-/// in interleaved rounds), in words, when it lies under the threshold: then the check takes
-/// no rounds of its own. The knee is within `--knee` of the best by construction; the check
-/// looks for a best that serves surely more by the threshold, which a gain read under it is
-/// not yet, and the user counted counts that close as good (20 against 16 workers on gunicorn
-/// took 2 more rounds of both, 4 windows, to read -0.9% [-3.1%, +1.3%]).
-fn gain_under_threshold(t: &Tuner, pick: &Pick) -> Option<String> {
+/// in interleaved rounds), in words, when it lies under the check's threshold: then the
+/// check takes no rounds of its own. The knee is within `--knee` of the best by
+/// construction; the check looks for a best that serves surely more by that threshold, which
+/// a gain read under it is not yet (20 against 16 workers on gunicorn took 2 more rounds of
+/// both, 4 windows, to read -0.9% [-3.1%, +1.3%]).
+fn gain_under_threshold(t: &Tuner, pick: &Pick, tolerance: f64) -> Option<String> {
     let (knee, best) = (&pick.knee_point, &pick.best.1);
     if knee.samples.len().min(best.samples.len()) < t.judging.min_rounds {
         return None;
     }
     let e = t.objective.effect(knee, best, t.judging.confidence)?;
-    (e.pct < t.judging.threshold_pct).then(|| {
+    let threshold = check_threshold(t, tolerance);
+    (e.pct < threshold).then(|| {
         format!(
             "; {} workers against the knee's {}: {} (99% interval) over the sweep's {} rounds, a gain under the {}% threshold: the knee stands",
             pick.best.0,
             pick.knee,
             effect_text(&e),
             knee.samples.len().min(best.samples.len()),
-            t.judging.threshold_pct
+            threshold
         )
     })
 }
@@ -318,7 +325,12 @@ fn check_the_knee(t: &mut Tuner, sweep: &Sweep, pick: &Pick) -> Option<Step> {
     // first rounds: more only while its verdict is open.
     let seed = vec![sweep.at(knee).map_or_else(Vec::new, |p| windows_of(&p)), windows_of(&best.1)];
     let incumbent_name = format!("workers={knee} (the knee)");
-    let j = judge_seeded(t, &sweep.load, &incumbent_name, &knee_settings, &more, &name_of, seed)?;
+    // Judged at the check's threshold for this one comparison, restored at once.
+    let judging = t.judging;
+    t.judging.threshold_pct = check_threshold(t, sweep.tolerance);
+    let j = judge_seeded(t, &sweep.load, &incumbent_name, &knee_settings, &more, &name_of, seed);
+    t.judging = judging;
+    let j = j?;
     let effect = j.lead().and_then(|c| c.effect);
     let said = effect.as_ref().map_or("no interval".to_string(), effect_text);
     let check = format!(
