@@ -34,6 +34,12 @@ fn lab_target(dir: &std::path::Path, config: &str, knobs: &str, extra: &str) -> 
     f.display().to_string()
 }
 
+/// The lab file's windows made `duration` long instead of 1500ms.
+fn with_windows(file: &str, duration: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    std::fs::write(file, text.replace("duration = \"1500ms\"", &format!("duration = \"{duration}\""))).unwrap();
+}
+
 fn tune(file: &str, args: &[&str], dir: &std::path::Path) -> Value {
     tune_repeats(file, "2", args, dir)
 }
@@ -99,8 +105,7 @@ fn the_knee_of_an_io_bound_app_is_far_higher() {
     let dir = tempfile::tempdir().unwrap();
     let f = lab_target(dir.path(), "cpu = \"1ms\"\nio_wait = \"20ms\"", "workers = [1, 2, 4, 8, 16, 32, 64]", "");
     // The counts are a factor 2 apart in throughput up to 32: half-second windows tell them apart.
-    let text = std::fs::read_to_string(&f).unwrap().replace("duration = \"1500ms\"", "duration = \"500ms\"");
-    std::fs::write(&f, text).unwrap();
+    with_windows(&f, "500ms");
     // The knee's check (more rounds only ever adopt a count above the knee) from the sweep's
     // 2 rounds alone.
     let v = tune(&f, &["--strategy", "workers", "--max-rounds", "2"], dir.path());
@@ -114,8 +119,7 @@ fn one_at_a_time_over_the_pool_alone_finds_the_knee_under_the_files_load() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let f = lab_target(dir.path(), "cpu = \"1ms\"\nio_wait = \"20ms\"", "workers = [1, 2, 4, 8, 16, 32]", "");
-    let text = std::fs::read_to_string(&f).unwrap().replace("duration = \"1500ms\"", "duration = \"500ms\"");
-    std::fs::write(&f, text).unwrap();
+    with_windows(&f, "500ms");
     // The default strategy: one knob, the pool, six counts. Each worker serves at most 1/21 ms
     // (47 req/s); the file's 16 clients keep at most 16 busy, so 32 serves as 16 does and
     // the knee is 16 (8 serves half of it).
@@ -170,8 +174,7 @@ fn a_challenger_over_the_budget_ends_its_window_at_the_first_sample_over_it() {
         "workers = [1, 8]",
         "[budget]\nmemory = \"96MiB\"\n",
     );
-    let text = std::fs::read_to_string(&f).unwrap().replace("duration = \"1500ms\"", "duration = \"4s\"");
-    std::fs::write(&f, text).unwrap();
+    with_windows(&f, "4s");
     // One round: a window over the budget settles the comparison, and 1's own 4 s windows
     // after the first are not what is checked.
     let v = tune_repeats(&f, "1", &[], dir.path());
@@ -363,8 +366,7 @@ fn windows_hold_several_recycles_and_disturbed_windows_are_measured_again() {
     let f = lab_target(dir.path(), "workers = 2\ncpu = \"1ms\"\nio_wait = \"10ms\"", "backlog = [511]", "");
     // Half a second is enough to see the spinner take its core (the first part's window is
     // lengthened for its recycles; this one is not).
-    let text = std::fs::read_to_string(&f).unwrap().replace("duration = \"1500ms\"", "duration = \"500ms\"");
-    std::fs::write(&f, text).unwrap();
+    with_windows(&f, "500ms");
     let journal = dir.path().join("spun.jsonl");
     let run = webtune_with_limit(
         &["tune", &f, "--json", "--quiet", "--repeats", "1", "--journal", journal.to_str().unwrap()],
@@ -613,8 +615,7 @@ fn joint_finds_the_pair_on_the_lab_in_fewer_windows_than_the_grid() {
     // half as much again as 4 do (the two cores cap them near 2000/s), and three times what
     // 8 do at 10 ms.
     let f = lab_target(dir.path(), "cpu = \"1ms\"", "workers = [1, 2, 4, 8]\nio_wait = [\"10ms\", \"2ms\"]", "");
-    let text = std::fs::read_to_string(&f).unwrap().replace("duration = \"1500ms\"", "duration = \"500ms\"");
-    std::fs::write(&f, text).unwrap();
+    with_windows(&f, "500ms");
     let v = tune(&f, &["--strategy", "joint", "--max-rounds", "3"], dir.path());
     assert_eq!(v["strategy"], "joint");
     assert_eq!(recommended(&v, "workers"), "8", "{}", evidence(&v, "workers"));

@@ -145,7 +145,9 @@ impl Strategy {
     pub fn run(self, t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found {
         let method = self.method(knobs, &t.objective);
         let mut found = match self {
-            Strategy::OneAtATime | Strategy::Joint if method == Strategy::Workers => pool_knee(t, knobs, base, knee),
+            Strategy::OneAtATime | Strategy::Joint if method == Strategy::Workers => {
+                workers::pool_knee(t, knobs, &one_at_a_time::starting_point(knobs, base), knee)
+            }
             Strategy::OneAtATime => one_at_a_time(t, knobs, base),
             Strategy::Workers => workers(t, knobs, base, knee),
             Strategy::Recycle => recycle(t, knobs, base),
@@ -166,27 +168,6 @@ impl Strategy {
         }
         found
     }
-}
-
-/// The pool size alone (one at a time, or jointly): the knee searched from the file's
-/// starting point, under the file's load, and the evidence says how the counts were chosen.
-fn pool_knee(t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found {
-    let start = one_at_a_time::starting_point(knobs, base);
-    let mut found = workers::pool_knee(t, knobs, &start, knee);
-    // Where the file's pool stood, when the search measured it: the gain the user gets.
-    let current = value(&start, "workers");
-    let file = match t.points.iter().find(|p| p.ok() && p.settings == start) {
-        Some(p) => format!("; the starting {current} workers served {:.1} req/s", p.rps()),
-        None => format!(
-            "; the starting {current} workers were not measured (far below the knee or past it, they could not be the answer)"
-        ),
-    };
-    for e in found.evidence.iter_mut().filter(|e| e.knob == "workers") {
-        e.why.push_str(&format!(
-            "; the pool size alone is searched for its knee (the largest count, then halving and a bisection, as --strategy workers does, under the file's own load), not every count measured and judged{file}"
-        ));
-    }
-    found
 }
 
 /// The value of a knob in settings, or "" when unset.

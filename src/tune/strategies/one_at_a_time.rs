@@ -156,8 +156,9 @@ fn finer_values(
     more
 }
 
-/// Whether the search is one for the pool's knee (`Strategy::method`): the pool size is the only knob with
-/// values to compare, enough of them for coarse to fine, and throughput alone is the objective.
+/// Whether the search is one for the pool's knee (`Strategy::method`): the pool size is the
+/// only knob with values to compare, enough of them for coarse to fine, and throughput alone
+/// is the objective.
 /// Throughput against the pool rises then flattens, so the largest count, halving and a
 /// bisection (workers.rs) find where it flattens in a fraction of the windows that judging
 /// every count against the current one takes: on gunicorn's 11 counts 10 windows against 22

@@ -18,11 +18,27 @@ pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) ->
     knee_search(t, knobs, base, tolerance, load)
 }
 
-/// The same search under the file's own load (one at a time over the pool size alone): the
-/// knee for the clients the user described, not for as many as the largest pool could serve.
-pub fn pool_knee(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) -> Found {
+/// The same search when the pool size alone is searched by another strategy (one at a time,
+/// joint: `Strategy::method`), from `start`, the file's starting point, under the file's own
+/// load (the knee for the clients the user described, not for as many as the largest pool
+/// could serve); the evidence says how the counts were chosen.
+pub fn pool_knee(t: &mut Tuner, knobs: &Knobs, start: &Settings, tolerance: f64) -> Found {
     let load = t.load.clone();
-    knee_search(t, knobs, base, tolerance, load)
+    let mut found = knee_search(t, knobs, start, tolerance, load);
+    // Where the file's pool stood, when the search measured it: the gain the user gets.
+    let current = value(start, "workers");
+    let file = match t.points.iter().find(|p| p.ok() && p.settings == *start) {
+        Some(p) => format!("; the starting {current} workers served {:.1} req/s", p.rps()),
+        None => format!(
+            "; the starting {current} workers were not measured (far below the knee or past it, they could not be the answer)"
+        ),
+    };
+    for e in found.evidence.iter_mut().filter(|e| e.knob == "workers") {
+        e.why.push_str(&format!(
+            "; the pool size alone is searched for its knee (the largest count, then halving and a bisection, as --strategy workers does, under the file's own load), not every count measured and judged{file}"
+        ));
+    }
+    found
 }
 
 fn knee_search(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64, load: Load) -> Found {
@@ -50,18 +66,17 @@ fn knee_search(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64, lo
     // The knee is the smallest count within the tolerance of the best; whether the best
     // really serves no more is a comparison like any other: both in interleaved rounds.
     let mut chosen = pick.chosen;
-    let settled = pick.best_is_worth_checking().then(|| gain_under_threshold(t, &pick, tolerance)).flatten();
-    if let Some(said) = &settled {
-        line += said;
-    } else if pick.best_is_worth_checking()
-        && let Some(step) = check_the_knee(t, &sweep, &pick)
-    {
-        if step.adopted {
-            chosen = pick.best.0;
-            found.recommended = base.with("workers", &chosen.to_string());
+    if pick.best_is_worth_checking() {
+        if let Some(said) = gain_under_threshold(t, &pick, tolerance) {
+            line += &said;
+        } else if let Some(step) = check_the_knee(t, &sweep, &pick) {
+            if step.adopted {
+                chosen = pick.best.0;
+                found.recommended = base.with("workers", &chosen.to_string());
+            }
+            line += &format!("; {}", step.evidence);
+            found.steps.push(step);
         }
-        line += &format!("; {}", step.evidence);
-        found.steps.push(step);
     }
     found.evidence.push(Evidence::new("workers", chosen.to_string(), line));
     found
