@@ -364,6 +364,10 @@ impl Measure for Trials<'_> {
         self.kept.window(self.launcher, step, settings, load, &self.opts, self.budget_kib)
     }
 
+    fn relaunch(&mut self, settings: &Settings) {
+        self.kept.forget(settings);
+    }
+
     fn estimate(&self, load: &Load) -> Duration {
         // Launch and warm-up, the repeats, the stop.
         Duration::from_secs(2) + load.idle_before + load.duration() * self.opts.repeats as u32

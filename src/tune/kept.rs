@@ -98,6 +98,11 @@ impl Kept {
         p
     }
 
+    /// Stops the servers kept for `settings`: their next window runs on a fresh launch.
+    pub fn forget(&mut self, settings: &Settings) {
+        self.servers.retain(|(shape, _)| shape.settings != *settings);
+    }
+
     /// Before a launch: stops the least recently used servers until one more fits beside the
     /// rest (by the largest footprint any of them showed) and under `MAX_KEPT`.
     pub fn make_room(&mut self) {

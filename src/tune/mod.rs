@@ -110,6 +110,8 @@ pub trait Measure {
     fn window(&mut self, step: &str, settings: &Settings, load: &Load) -> Point {
         self.measure(step, settings, load, 1)
     }
+    /// The next window of `settings` runs on a fresh launch, not on a server kept running.
+    fn relaunch(&mut self, _settings: &Settings) {}
     /// What a trial costs, for plans and ETAs, before any was measured.
     fn estimate(&self, load: &Load) -> Duration;
 }
@@ -220,6 +222,11 @@ impl<'a> Tuner<'a> {
     /// running from its previous window when the measurer can, else launched and warmed.
     pub fn window(&mut self, step: &str, settings: &Settings, load: &Load) -> Option<Point> {
         self.measure_point(step, settings, load, None)
+    }
+
+    /// The next window of `settings` runs on a fresh launch (see `Measure::relaunch`).
+    pub fn relaunch(&mut self, settings: &Settings) {
+        self.measure.relaunch(settings);
     }
 
     /// A point of `repeats` windows on a fresh launch, or (None) one window, perhaps on a kept server.

@@ -472,11 +472,11 @@ fn finish(t: &mut Tuner, s: Search, knobs: &Knobs) -> Found {
             });
             let interval = ch.effect.map_or(String::new(), |e| format!(" {} (99% interval),", effect_text(&e)));
             format!(
-                "{} against the baseline {}:{interval} {} after {} interleaved rounds",
+                "{} against the baseline {}:{interval} {} after {}",
                 label(best),
                 label(baseline),
                 ch.verdict.word(),
-                j.rounds
+                j.rounds_text()
             )
         }
         None => {

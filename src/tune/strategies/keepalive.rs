@@ -88,11 +88,11 @@ pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         .and_then(|c| c.effect)
         .map_or(format!("{:+.1}%", pct(best_point.rps(), first_point.rps())), |e| effect_text(&e));
     let line = format!(
-        "keepalive {}: {change} against {} {slow}, {} over {} interleaved rounds [{}]",
+        "keepalive {}: {change} against {} {slow}, {} over {} [{}]",
         label(&best),
         label(&first),
         j.verdict.word(),
-        j.rounds,
+        j.rounds_text(),
         rows.join("; ")
     );
     let knob = if best.1.is_some() { "keepalive, front" } else { "keepalive" };

@@ -600,13 +600,7 @@ fn judged_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Str
             tried.join("; ")
         );
     }
-    let rounds = match j.lengthened {
-        Some(secs) => format!(
-            "{} interleaved rounds (the windows scattered too widely for a verdict: lengthened to {secs:.1} s)",
-            j.rounds
-        ),
-        None => format!("{} interleaved rounds", j.rounds),
-    };
+    let rounds = j.rounds_text();
     if !admitted && j.chosen.is_none() {
         return format!(
             "{knob} stays {before} ({:.1} req/s), though it misses the objective (an SLO, or the memory budget): no value tried meets it either, after {rounds}{again} [{}]",
@@ -667,6 +661,11 @@ fn judged_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Str
         ),
         (Verdict::NoEffect, _) => format!(
             "{knob} stays {before} ({:.1} req/s): no effect, no value within the objective can gain {threshold}% (99% intervals over {rounds}){again} [{}]",
+            here.rps(),
+            tried.join("; ")
+        ),
+        _ if j.fresh.as_ref().is_some_and(|f| !f.confirmed) => format!(
+            "{knob} stays {before} ({:.1} req/s): undecided, a gain read over {rounds}; kept{again} [{}]",
             here.rps(),
             tried.join("; ")
         ),

@@ -633,6 +633,100 @@ impl<M: Measure> Measure for SeesTheLoad<'_, M> {
     }
 }
 
+/// A model whose windows run on the launch a configuration's last window left running, as the
+/// real measurer's do; the n-th launch serves `offsets[n]` more (+) or less for its whole life
+/// (0 past the list).
+struct KeptLaunches<M: Measure> {
+    inner: M,
+    offsets: Vec<f64>,
+    /// Each configuration running, with its launch's offset.
+    running: std::collections::HashMap<Settings, f64>,
+    launched: usize,
+}
+
+impl<M: Measure> KeptLaunches<M> {
+    fn new(inner: M, offsets: &[f64]) -> Self {
+        KeptLaunches { inner, offsets: offsets.to_vec(), running: Default::default(), launched: 0 }
+    }
+
+    fn launch(&mut self) -> f64 {
+        self.launched += 1;
+        self.offsets.get(self.launched - 1).copied().unwrap_or(0.0)
+    }
+
+    fn scaled(mut p: Point, offset: f64, launches: usize) -> Point {
+        p.samples.iter_mut().for_each(|s| s.rps *= 1.0 + offset);
+        Point { launches, ..p }
+    }
+}
+
+impl<M: Measure> Measure for KeptLaunches<M> {
+    fn measure(&mut self, step: &str, settings: &Settings, load: &Load, repeats: usize) -> Point {
+        let offset = self.launch();
+        Self::scaled(self.inner.measure(step, settings, load, repeats), offset, 1)
+    }
+    fn window(&mut self, step: &str, settings: &Settings, load: &Load) -> Point {
+        let (offset, launches) = match self.running.get(settings) {
+            Some(&offset) => (offset, 0),
+            None => (self.launch(), 1),
+        };
+        self.running.insert(settings.clone(), offset);
+        Self::scaled(self.inner.measure(step, settings, load, 1), offset, launches)
+    }
+    fn relaunch(&mut self, settings: &Settings) {
+        self.running.remove(settings);
+    }
+    fn estimate(&self, load: &Load) -> Duration {
+        self.inner.estimate(load)
+    }
+}
+
+#[test]
+fn a_gain_read_on_one_pair_of_launches_is_read_again_on_fresh_ones() {
+    // backlog does nothing, but the challenger's first launch serves 6% more for its whole
+    // life: its rounds, all on that launch, read a sure +6%. Fresh launches of both read none.
+    let null = |_: &Settings, r: usize| (1000.0 + [0.0, 2.0, -2.0][r % 3], 10.0, 1000);
+    let mut m = KeptLaunches::new(Model::new(null, None), &[0.0, 0.06]);
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
+    drop(t);
+    let e = &found.evidence[0].why;
+    assert_eq!(found.recommended.get("backlog"), Some("511"), "{e}");
+    assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided), "{e}");
+    assert!(e.contains("on the first launches, but") && e.contains("not confirmed, so not adopted"), "{e}");
+    let fresh = m.inner.measured.iter().filter(|s| s.contains("(fresh launch)")).count();
+    assert_eq!(fresh, 2 * Judging::default().min_rounds, "{:?}", m.inner.measured);
+    assert_eq!(m.launched, 4, "two launches for the first rounds, two fresh ones");
+
+    // A real +5% gain, every launch alike: confirmed on the fresh launches, and adopted.
+    let gain = |s: &Settings, r: usize| {
+        let base = if s.get("backlog") == Some("1024") { 1050.0 } else { 1000.0 };
+        (base + [0.0, 2.0, -2.0][r % 3], 10.0, 1000)
+    };
+    let mut m = KeptLaunches::new(Model::new(gain, None), &[]);
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
+    drop(t);
+    let e = &found.evidence[0].why;
+    assert_eq!(found.recommended.get("backlog"), Some("1024"), "{e}");
+    assert_eq!(found.steps[0].verdict, Some(Verdict::Adopted), "{e}");
+    assert!(e.contains("more on fresh launches of both: +5.0%") && e.contains("confirmed"), "{e}");
+
+    // A gain whose interval clears the margin a launch could make needs no fresh launches.
+    let large = |s: &Settings, r: usize| {
+        let base = if s.get("backlog") == Some("1024") { 1300.0 } else { 1000.0 };
+        (base + [0.0, 2.0, -2.0][r % 3], 10.0, 1000)
+    };
+    let mut m = KeptLaunches::new(Model::new(large, None), &[]);
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
+    drop(t);
+    assert_eq!(found.recommended.get("backlog"), Some("1024"));
+    assert!(!m.inner.measured.iter().any(|s| s.contains("fresh")), "{:?}", m.inner.measured);
+    assert_eq!(m.launched, 2);
+}
+
 /// 1 s windows, as the tuner's default load.
 fn timed_load() -> Load {
     Load::of(crate::bench::BenchSpec {

@@ -67,9 +67,44 @@ pub struct Judgement {
     /// the change to it from the adopted one): that one was not surely better by the
     /// threshold, and costs more.
     pub over_dearer: Option<(String, Option<Effect>)>,
+    /// The adoption read again on fresh launches of both (see `LAUNCH_MARGIN_PCT`).
+    pub fresh: Option<Fresh>,
+}
+
+/// An adoption read again on fresh launches of the incumbent and the adopted challenger.
+#[derive(Debug, Clone)]
+pub struct Fresh {
+    /// The adoption's interval on the launches its rounds first ran on.
+    pub first: Effect,
+    /// The change on the fresh launches; None when none could be read (the run stopped).
+    pub effect: Option<Effect>,
+    pub rounds: usize,
+    /// The fresh launches adopted it too; else the incumbent is kept.
+    pub confirmed: bool,
 }
 
 impl Judgement {
+    /// "3 interleaved rounds", with the longer windows and the fresh launches when there were.
+    pub fn rounds_text(&self) -> String {
+        let mut text = format!("{} interleaved rounds", self.rounds);
+        if let Some(secs) = self.lengthened {
+            text += &format!(" (the windows scattered too widely for a verdict: lengthened to {secs:.1} s)");
+        }
+        if let Some(f) = &self.fresh {
+            let read = f.effect.as_ref().map_or("no interval".to_string(), effect_text);
+            text += &if f.confirmed {
+                format!(", and {} more on fresh launches of both: {read}, confirmed", f.rounds)
+            } else {
+                format!(
+                    " ({} on the first launches, but {read} over {} rounds on fresh launches of both: not confirmed, so not adopted)",
+                    effect_text(&f.first),
+                    f.rounds
+                )
+            };
+        }
+        text
+    }
+
     /// The challenger whose effect stands for the step: the adopted one, else the largest gain.
     pub fn lead(&self) -> Option<&Judged> {
         self.lead_index().map(|i| &self.challengers[i])
@@ -209,7 +244,7 @@ fn judge_rounds(
     let mut rounds = pilot.rounds;
     let mut lengthened = None;
     let longer = if seeded { None } else { lengthen(t, &load, &judged) };
-    if let Some(longer) = longer {
+    if let Some(longer) = &longer {
         let again: Vec<Challenger> = pilot
             .challengers
             .iter()
@@ -241,7 +276,76 @@ fn judge_rounds(
     if lengthened.is_none() {
         prefer_cheaper(t, &pilot, &mut judgement, confidence_of(t, family));
     }
+    let decided_under = longer.as_ref().filter(|_| lengthened.is_some()).unwrap_or(&load);
+    let fresh = Comparison { load: decided_under, incumbent_name, incumbent, name_of, family };
+    fresh.confirm(t, &pilot.challengers, &mut judgement);
     Some(judgement)
+}
+
+/// An adoption read on servers kept running between its windows is read again on fresh
+/// launches of both, unless its interval's low end clears this, %. A launch of a server
+/// serves a little faster or slower for its whole life (where its processes sit, its memory
+/// layout), so rounds on the same two launches pair that difference with the change: two
+/// nginx launches of one configuration read -7.1% to +3.4% apart over 8 rounds each, and 5 of
+/// 60 nginx null decisions read a sure change (bench/README.md, "Launch to launch").
+const LAUNCH_MARGIN_PCT: f64 = 8.0;
+
+/// What a comparison's fresh rounds need of it.
+struct Comparison<'a> {
+    load: &'a Load,
+    incumbent_name: &'a str,
+    incumbent: &'a Settings,
+    name_of: &'a dyn Fn(&str) -> String,
+    family: usize,
+}
+
+impl Comparison<'_> {
+    /// Reads an adoption again on fresh launches of the incumbent and the adopted challenger
+    /// (see `LAUNCH_MARGIN_PCT`), in rounds of their own: each pair of launches judged alone,
+    /// both must adopt it, and a launch difference must then have come twice, the same way.
+    /// Not confirmed, the incumbent is kept and the step is undecided.
+    fn confirm(&self, t: &mut Tuner, challengers: &[Challenger], j: &mut Judgement) {
+        let Some(i) = j.chosen.filter(|_| j.verdict == Verdict::Adopted) else { return };
+        let c = &j.challengers[i];
+        let Some(first) = c.effect.filter(|e| c.shortcut.is_none() && e.low_pct < LAUNCH_MARGIN_PCT) else { return };
+        let reused = |p: &Point| p.launches < p.samples.len();
+        if !(reused(&c.point) || reused(&j.incumbent)) {
+            return;
+        }
+        let Some(challenger) = challengers.iter().find(|x| x.value == c.value).cloned() else { return };
+        t.relaunch(self.incumbent);
+        t.relaunch(&challenger.settings);
+        let (least, most) = (t.judging.min_rounds, t.judging.max_rounds.max(t.judging.min_rounds));
+        t.plan.add(2 * least, 2 * most);
+        let name_of = |v: &str| format!("{} (fresh launch)", (self.name_of)(v));
+        let incumbent_name = format!("{} (fresh launch)", self.incumbent_name);
+        let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
+        let again = Rounds::run(
+            t,
+            self.load,
+            &incumbent_name,
+            self.incumbent,
+            vec![challenger],
+            &name_of,
+            none,
+            self.family,
+            None,
+        );
+        let read = again.as_ref().and_then(|r| r.judge(t, self.family, &name_of).into_iter().next());
+        let confirmed = read.as_ref().is_some_and(|r| r.verdict == Verdict::Adopted);
+        j.fresh = Some(Fresh {
+            first,
+            effect: read.as_ref().and_then(|r| r.effect),
+            rounds: again.as_ref().map_or(0, |r| r.rounds),
+            confirmed,
+        });
+        if !confirmed {
+            j.challengers[i].verdict = Verdict::Undecided;
+            j.chosen = None;
+            j.verdict = Verdict::Undecided;
+            j.over_dearer = None;
+        }
+    }
 }
 
 /// Longer windows narrow white noise by the square root of their length; a machine's drift
@@ -576,7 +680,7 @@ fn conclude(t: &Tuner, incumbent: Point, judged: Vec<Judged>, rounds: usize, len
     } else {
         Verdict::Undecided
     };
-    Judgement { incumbent, challengers: judged, chosen, verdict, rounds, lengthened, over_dearer: None }
+    Judgement { incumbent, challengers: judged, chosen, verdict, rounds, lengthened, over_dearer: None, fresh: None }
 }
 
 /// Among the adopted challengers, the cheapest that the one with the best score does not

@@ -349,9 +349,9 @@ fn check_the_knee(t: &mut Tuner, sweep: &Sweep, pick: &Pick) -> Option<Step> {
     let effect = j.lead().and_then(|c| c.effect);
     let said = effect.as_ref().map_or("no interval".to_string(), effect_text);
     let check = format!(
-        "{} workers against the knee's {knee}: {said} (99% interval) over {} interleaved rounds: {}",
+        "{} workers against the knee's {knee}: {said} (99% interval) over {}: {}",
         best.0,
-        j.rounds,
+        j.rounds_text(),
         match j.verdict {
             Verdict::Adopted => "more workers adopted",
             Verdict::NoEffect => "no effect, the knee stands",
