@@ -260,7 +260,7 @@ fn judge_rounds(
         let long_incumbent = format!("{incumbent_name} ({secs:.0} s windows)");
         let factor = secs / load.duration().as_secs_f64();
         if let Some(second) =
-            lengthened_rounds(t, &longer, &long_incumbent, incumbent, again, &long_name, family, factor, &pilot)
+            lengthened_rounds(t, longer, &long_incumbent, incumbent, again, &long_name, family, factor, &pilot)
         {
             let mut better = second.judge(t, family, name_of);
             if let Some(p) = second.incumbent(incumbent_name) {
