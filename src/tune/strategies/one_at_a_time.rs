@@ -664,8 +664,8 @@ fn judged_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Str
             here.rps(),
             tried.join("; ")
         ),
-        _ if j.fresh.as_ref().is_some_and(|f| !f.confirmed) => format!(
-            "{knob} stays {before} ({:.1} req/s): undecided, a gain read over {rounds}; kept{again} [{}]",
+        _ if j.challengers.iter().any(|c| c.fresh.as_ref().is_some_and(|f| !f.confirmed)) => format!(
+            "{knob} stays {before} ({:.1} req/s): undecided after {rounds}; kept{again} [{}]",
             here.rps(),
             tried.join("; ")
         ),

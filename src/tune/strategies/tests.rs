@@ -682,7 +682,7 @@ impl<M: Measure> Measure for KeptLaunches<M> {
 }
 
 #[test]
-fn a_gain_read_on_one_pair_of_launches_is_read_again_on_fresh_ones() {
+fn a_sure_change_read_on_one_pair_of_launches_is_read_again_on_fresh_ones() {
     // backlog does nothing, but the challenger's first launch serves 6% more for its whole
     // life: its rounds, all on that launch, read a sure +6%. Fresh launches of both read none.
     let null = |_: &Settings, r: usize| (1000.0 + [0.0, 2.0, -2.0][r % 3], 10.0, 1000);
@@ -694,10 +694,19 @@ fn a_gain_read_on_one_pair_of_launches_is_read_again_on_fresh_ones() {
     let e = &found.evidence[0].why;
     assert_eq!(found.recommended.get("backlog"), Some("511"), "{e}");
     assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided), "{e}");
-    assert!(e.contains("on the first launches, but") && e.contains("not confirmed, so not adopted"), "{e}");
+    assert!(e.contains("+6.0% [+6.0%, +6.0%] on the first launches, but +0.0%") && e.contains("not confirmed"), "{e}");
     let fresh = m.inner.measured.iter().filter(|s| s.contains("(fresh launch)")).count();
     assert_eq!(fresh, 2 * Judging::default().min_rounds, "{:?}", m.inner.measured);
     assert_eq!(m.launched, 4, "two launches for the first rounds, two fresh ones");
+
+    // A launch 6% slower reads a sure loss; the fresh launches do not: no longer called worse.
+    let mut m = KeptLaunches::new(Model::new(null, None), &[0.0, -0.06]);
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
+    drop(t);
+    let e = &found.evidence[0].why;
+    assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided), "{e}");
+    assert!(e.contains("-6.0% [-6.0%, -6.0%] on the first launches") && e.contains("not confirmed"), "{e}");
 
     // A real +5% gain, every launch alike: confirmed on the fresh launches, and adopted.
     let gain = |s: &Settings, r: usize| {

@@ -29,6 +29,8 @@ pub struct Judged {
     pub verdict: Verdict,
     /// What settled it other than an interval clearing the threshold, when something did.
     pub shortcut: Option<Shortcut>,
+    /// Its sure verdict read again on fresh launches (see `LAUNCH_MARGIN_PCT`).
+    pub fresh: Option<Fresh>,
 }
 
 /// What settled a challenger before (or instead of) an interval clearing the threshold.
@@ -67,19 +69,18 @@ pub struct Judgement {
     /// the change to it from the adopted one): that one was not surely better by the
     /// threshold, and costs more.
     pub over_dearer: Option<(String, Option<Effect>)>,
-    /// The adoption read again on fresh launches of both (see `LAUNCH_MARGIN_PCT`).
-    pub fresh: Option<Fresh>,
 }
 
-/// An adoption read again on fresh launches of the incumbent and the adopted challenger.
+/// A sure verdict (adopted, worse) read again on fresh launches of the incumbent and the
+/// challenger.
 #[derive(Debug, Clone)]
 pub struct Fresh {
-    /// The adoption's interval on the launches its rounds first ran on.
+    /// The interval on the launches its rounds first ran on.
     pub first: Effect,
     /// The change on the fresh launches; None when none could be read (the run stopped).
     pub effect: Option<Effect>,
     pub rounds: usize,
-    /// The fresh launches adopted it too; else the incumbent is kept.
+    /// The fresh launches gave the same verdict; else it is undecided.
     pub confirmed: bool,
 }
 
@@ -90,19 +91,43 @@ impl Judgement {
         if let Some(secs) = self.lengthened {
             text += &format!(" (the windows scattered too widely for a verdict: lengthened to {secs:.1} s)");
         }
-        if let Some(f) = &self.fresh {
-            let read = f.effect.as_ref().map_or("no interval".to_string(), effect_text);
-            text += &if f.confirmed {
-                format!(", and {} more on fresh launches of both: {read}, confirmed", f.rounds)
-            } else {
-                format!(
-                    " ({} on the first launches, but {read} over {} rounds on fresh launches of both: not confirmed, so not adopted)",
-                    effect_text(&f.first),
-                    f.rounds
-                )
-            };
+        let fresh: Vec<&Fresh> = self.challengers.iter().filter_map(|c| c.fresh.as_ref()).collect();
+        match fresh[..] {
+            [] => {}
+            [f] => {
+                let read = f.effect.as_ref().map_or("no interval".to_string(), effect_text);
+                text += &if f.confirmed {
+                    format!(", and {} more on fresh launches of both: {read}, confirmed", f.rounds)
+                } else {
+                    format!(
+                        " ({} on the first launches, but {read} over {} rounds on fresh launches of both: not confirmed)",
+                        effect_text(&f.first),
+                        f.rounds
+                    )
+                };
+            }
+            _ => {
+                let rounds = fresh.iter().map(|f| f.rounds).max().unwrap_or(0);
+                let confirmed = fresh.iter().filter(|f| f.confirmed).count();
+                text += &format!(", and {rounds} more on fresh launches: {confirmed} of {} confirmed", fresh.len());
+            }
         }
         text
+    }
+
+    /// Whether challenger `i`'s verdict is a sure one (adopted, or worse as the step is) that
+    /// a launch's difference could have made: read by its interval, nearer zero than
+    /// `LAUNCH_MARGIN_PCT`, in rounds that ran on servers kept between windows.
+    fn needs_fresh_launches(&self, i: usize) -> bool {
+        let c = &self.challengers[i];
+        let Some(e) = c.effect.filter(|_| c.shortcut.is_none()) else { return false };
+        let sure = match c.verdict {
+            Verdict::Adopted => self.chosen == Some(i) && e.low_pct < LAUNCH_MARGIN_PCT,
+            Verdict::Worse => self.verdict == Verdict::Worse && e.high_pct > -LAUNCH_MARGIN_PCT,
+            _ => false,
+        };
+        let reused = |p: &Point| p.launches < p.samples.len();
+        sure && (reused(&c.point) || reused(&self.incumbent))
     }
 
     /// The challenger whose effect stands for the step: the adopted one, else the largest gain.
@@ -282,12 +307,13 @@ fn judge_rounds(
     Some(judgement)
 }
 
-/// An adoption read on servers kept running between its windows is read again on fresh
-/// launches of both, unless its interval's low end clears this, %. A launch of a server
-/// serves a little faster or slower for its whole life (where its processes sit, its memory
-/// layout), so rounds on the same two launches pair that difference with the change: two
-/// nginx launches of one configuration read -7.1% to +3.4% apart over 8 rounds each, and 5 of
-/// 60 nginx null decisions read a sure change (bench/README.md, "Launch to launch").
+/// A sure verdict (adopted, worse) read on servers kept running between its windows is read
+/// again on fresh launches, unless its interval clears this much either side of zero, %. A
+/// launch of a server serves a little faster or slower for its whole life (where its
+/// processes sit, its memory layout), so rounds on the same two launches pair that difference
+/// with the change: two nginx launches of one configuration read -7.1% to +3.4% apart over 8
+/// rounds each, and 5 of 60 nginx null decisions read a sure change (bench/README.md,
+/// "Launch to launch").
 const LAUNCH_MARGIN_PCT: f64 = 8.0;
 
 /// What a comparison's fresh rounds need of it.
@@ -300,50 +326,47 @@ struct Comparison<'a> {
 }
 
 impl Comparison<'_> {
-    /// Reads an adoption again on fresh launches of the incumbent and the adopted challenger
-    /// (see `LAUNCH_MARGIN_PCT`), in rounds of their own: each pair of launches judged alone,
-    /// both must adopt it, and a launch difference must then have come twice, the same way.
-    /// Not confirmed, the incumbent is kept and the step is undecided.
+    /// Reads each sure verdict a launch's difference could have made (`needs_fresh_launches`)
+    /// again on fresh launches of the incumbent and those challengers, in rounds of their own:
+    /// each set of launches judged alone, both must give the verdict, so a launch difference
+    /// must have come twice, the same way. Not confirmed, the challenger is undecided: an
+    /// adoption leaves the incumbent in place, a loss is no longer called sure.
     fn confirm(&self, t: &mut Tuner, challengers: &[Challenger], j: &mut Judgement) {
-        let Some(i) = j.chosen.filter(|_| j.verdict == Verdict::Adopted) else { return };
-        let c = &j.challengers[i];
-        let Some(first) = c.effect.filter(|e| c.shortcut.is_none() && e.low_pct < LAUNCH_MARGIN_PCT) else { return };
-        let reused = |p: &Point| p.launches < p.samples.len();
-        if !(reused(&c.point) || reused(&j.incumbent)) {
+        let due: Vec<usize> = (0..j.challengers.len()).filter(|&i| j.needs_fresh_launches(i)).collect();
+        let again: Vec<Challenger> = due
+            .iter()
+            .filter_map(|&i| challengers.iter().find(|x| x.value == j.challengers[i].value).cloned())
+            .collect();
+        if again.is_empty() {
             return;
         }
-        let Some(challenger) = challengers.iter().find(|x| x.value == c.value).cloned() else { return };
         t.relaunch(self.incumbent);
-        t.relaunch(&challenger.settings);
+        for c in &again {
+            t.relaunch(&c.settings);
+        }
         let (least, most) = (t.judging.min_rounds, t.judging.max_rounds.max(t.judging.min_rounds));
-        t.plan.add(2 * least, 2 * most);
+        t.plan.add((again.len() + 1) * least, (again.len() + 1) * most);
         let name_of = |v: &str| format!("{} (fresh launch)", (self.name_of)(v));
         let incumbent_name = format!("{} (fresh launch)", self.incumbent_name);
         let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
-        let again = Rounds::run(
-            t,
-            self.load,
-            &incumbent_name,
-            self.incumbent,
-            vec![challenger],
-            &name_of,
-            none,
-            self.family,
-            None,
-        );
-        let read = again.as_ref().and_then(|r| r.judge(t, self.family, &name_of).into_iter().next());
-        let confirmed = read.as_ref().is_some_and(|r| r.verdict == Verdict::Adopted);
-        j.fresh = Some(Fresh {
-            first,
-            effect: read.as_ref().and_then(|r| r.effect),
-            rounds: again.as_ref().map_or(0, |r| r.rounds),
-            confirmed,
-        });
-        if !confirmed {
-            j.challengers[i].verdict = Verdict::Undecided;
-            j.chosen = None;
-            j.verdict = Verdict::Undecided;
-            j.over_dearer = None;
+        let fresh =
+            Rounds::run(t, self.load, &incumbent_name, self.incumbent, again, &name_of, none, self.family, None);
+        let read = fresh.as_ref().map_or_else(Vec::new, |r| r.judge(t, self.family, &name_of));
+        for i in due {
+            let c = &mut j.challengers[i];
+            let Some(first) = c.effect else { continue };
+            let here = read.iter().find(|r| r.value == c.value);
+            let confirmed = here.is_some_and(|r| r.verdict == c.verdict);
+            let rounds = here.map_or(0, |r| r.point.samples.len());
+            c.fresh = Some(Fresh { first, effect: here.and_then(|r| r.effect), rounds, confirmed });
+            if !confirmed {
+                c.verdict = Verdict::Undecided;
+                j.verdict = Verdict::Undecided;
+                if j.chosen == Some(i) {
+                    j.chosen = None;
+                    j.over_dearer = None;
+                }
+            }
         }
     }
 }
@@ -620,6 +643,7 @@ impl Rounds {
                 effect: a.effect,
                 verdict: a.verdict,
                 shortcut: a.shortcut,
+                fresh: None,
             });
         }
         judged
@@ -680,7 +704,7 @@ fn conclude(t: &Tuner, incumbent: Point, judged: Vec<Judged>, rounds: usize, len
     } else {
         Verdict::Undecided
     };
-    Judgement { incumbent, challengers: judged, chosen, verdict, rounds, lengthened, over_dearer: None, fresh: None }
+    Judgement { incumbent, challengers: judged, chosen, verdict, rounds, lengthened, over_dearer: None }
 }
 
 /// Among the adopted challengers, the cheapest that the one with the best score does not
