@@ -311,9 +311,10 @@ fn judge_rounds(
 /// again on fresh launches, unless its interval clears this much either side of zero, %. A
 /// launch of a server serves a little faster or slower for its whole life (where its
 /// processes sit, its memory layout), so rounds on the same two launches pair that difference
-/// with the change: two nginx launches of one configuration read -7.1% to +3.4% apart over 8
-/// rounds each, and 5 of 60 nginx null decisions read a sure change (bench/README.md,
-/// "Launch to launch").
+/// with the change, and an interval on them is too narrow: 7 of 90 nginx null decisions read
+/// a sure change where a 99% interval allows about 1; pairs of nginx launches of one
+/// configuration read from -7.1% to +5.2% apart (bench/launches.py; bench/README.md, "Launch
+/// to launch"). Two sets of launches judged alone must agree.
 const LAUNCH_MARGIN_PCT: f64 = 8.0;
 
 /// What a comparison's fresh rounds need of it.
