@@ -128,7 +128,7 @@ impl TuneSpec {
             min_rounds: a.repeats.min(a.max_rounds),
             max_rounds: a.max_rounds,
             threshold_pct: threshold * 100.0,
-            confidence: 0.99,
+            ..Judging::default()
         };
         let sets = super::launch::parse_sets(&file, &a.set)?;
         let base = file.settings(&sets);

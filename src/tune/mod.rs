@@ -157,11 +157,14 @@ pub struct Judging {
     pub threshold_pct: f64,
     /// The confidence of the intervals (e.g. 0.99), shared by the challengers of a step.
     pub confidence: f64,
+    /// A sure verdict read on servers kept between windows is read again on fresh launches
+    /// (off only where the caller picks by score, not by the verdict).
+    pub fresh_launches: bool,
 }
 
 impl Default for Judging {
     fn default() -> Self {
-        Judging { min_rounds: 3, max_rounds: 10, threshold_pct: 2.0, confidence: 0.99 }
+        Judging { min_rounds: 3, max_rounds: 10, threshold_pct: 2.0, confidence: 0.99, fresh_launches: true }
     }
 }
 

@@ -333,6 +333,9 @@ impl Comparison<'_> {
     /// must have come twice, the same way. Not confirmed, the challenger is undecided: an
     /// adoption leaves the incumbent in place, a loss is no longer called sure.
     fn confirm(&self, t: &mut Tuner, challengers: &[Challenger], j: &mut Judgement) {
+        if !t.judging.fresh_launches {
+            return;
+        }
         let due: Vec<usize> = (0..j.challengers.len()).filter(|&i| j.needs_fresh_launches(i)).collect();
         let again: Vec<Challenger> = due
             .iter()
