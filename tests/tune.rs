@@ -327,9 +327,14 @@ fn spares_pick_the_cheapest_setting_that_absorbs_a_burst() {
     let bursts: Vec<&Value> =
         v["points"].as_array().unwrap().iter().filter(|p| p["step"].as_str().unwrap().starts_with("burst")).collect();
     assert_eq!(bursts.len(), 4);
-    // The starved burst waited for workers to be forked: far past steady state.
+    // The starved burst waited for workers to be forked: far past steady state, or, when the
+    // next fork came after the window, most connections never answered in it (a p99 of the
+    // few answered says nothing then; the throughput does).
     let starved = bursts.iter().find(|p| p["step"] == "burst min_spare=1 start_workers=1").unwrap();
-    assert!(starved["samples"][0]["first_byte_p99_ms"].as_f64().unwrap() > 100.0, "{}", starved["samples"][0]);
+    let steady = v["points"].as_array().unwrap().iter().find(|p| p["step"] == "steady").unwrap();
+    let rps = |p: &Value| p["samples"][0]["rps"].as_f64().unwrap();
+    let waited = starved["samples"][0]["first_byte_p99_ms"].as_f64().unwrap() > 100.0;
+    assert!(waited || rps(starved) < 0.5 * rps(steady), "{} against {}", starved["samples"][0], steady["samples"][0]);
     assert_eq!(starved["workers_at_start"], 1);
 }
 
