@@ -681,16 +681,28 @@ impl<M: Measure> Measure for KeptLaunches<M> {
     }
 }
 
+/// One at a time over backlog 511 -> 1024 on `m`, with the default judging.
+fn tune_backlog<M: Measure>(m: &mut M) -> Found {
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default())
+}
+
+/// backlog=1024 serves `factor` times 511's 1000 req/s, with a little jitter alike for both.
+fn backlog_gains(factor: f64) -> impl Fn(&Settings, usize) -> (f64, f64, u64) {
+    move |s: &Settings, r: usize| {
+        let base = if s.get("backlog") == Some("1024") { 1000.0 * factor } else { 1000.0 };
+        (base + [0.0, 2.0, -2.0][r % 3], 10.0, 1000)
+    }
+}
+
 #[test]
 fn a_sure_change_read_on_one_pair_of_launches_is_read_again_on_fresh_ones() {
     // backlog does nothing, but the challenger's first launch serves 6% more for its whole
     // life: its rounds, all on that launch, read a sure +6%. Fresh launches of both read none.
     let null = |_: &Settings, r: usize| (1000.0 + [0.0, 2.0, -2.0][r % 3], 10.0, 1000);
     let mut m = KeptLaunches::new(Model::new(null, None), &[0.0, 0.06]);
-    let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
-    let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
-    drop(t);
+    let found = tune_backlog(&mut m);
     let e = &found.evidence[0].why;
     assert_eq!(found.recommended.get("backlog"), Some("511"), "{e}");
     assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided), "{e}");
@@ -701,36 +713,22 @@ fn a_sure_change_read_on_one_pair_of_launches_is_read_again_on_fresh_ones() {
 
     // A launch 6% slower reads a sure loss; the fresh launches do not: no longer called worse.
     let mut m = KeptLaunches::new(Model::new(null, None), &[0.0, -0.06]);
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
-    let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
-    drop(t);
+    let found = tune_backlog(&mut m);
     let e = &found.evidence[0].why;
     assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided), "{e}");
     assert!(e.contains("-6.0% [-6.0%, -6.0%] on the first launches") && e.contains("not confirmed"), "{e}");
 
     // A real +5% gain, every launch alike: confirmed on the fresh launches, and adopted.
-    let gain = |s: &Settings, r: usize| {
-        let base = if s.get("backlog") == Some("1024") { 1050.0 } else { 1000.0 };
-        (base + [0.0, 2.0, -2.0][r % 3], 10.0, 1000)
-    };
-    let mut m = KeptLaunches::new(Model::new(gain, None), &[]);
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
-    let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
-    drop(t);
+    let mut m = KeptLaunches::new(Model::new(backlog_gains(1.05), None), &[]);
+    let found = tune_backlog(&mut m);
     let e = &found.evidence[0].why;
     assert_eq!(found.recommended.get("backlog"), Some("1024"), "{e}");
     assert_eq!(found.steps[0].verdict, Some(Verdict::Adopted), "{e}");
     assert!(e.contains("more on fresh launches of both: +5.0%") && e.contains("confirmed"), "{e}");
 
     // A gain whose interval clears the margin a launch could make needs no fresh launches.
-    let large = |s: &Settings, r: usize| {
-        let base = if s.get("backlog") == Some("1024") { 1300.0 } else { 1000.0 };
-        (base + [0.0, 2.0, -2.0][r % 3], 10.0, 1000)
-    };
-    let mut m = KeptLaunches::new(Model::new(large, None), &[]);
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
-    let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
-    drop(t);
+    let mut m = KeptLaunches::new(Model::new(backlog_gains(1.3), None), &[]);
+    let found = tune_backlog(&mut m);
     assert_eq!(found.recommended.get("backlog"), Some("1024"));
     assert!(!m.inner.measured.iter().any(|s| s.contains("fresh")), "{:?}", m.inner.measured);
     assert_eq!(m.launched, 2);
