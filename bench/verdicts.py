@@ -76,7 +76,11 @@ What it measures
        round drawn at random), while the windows' seconds stay within the tuner's (one window
        at least); its pick is the best admitted window seen, scored by its configuration's
        grid score; --random-draws such searches (200): the median and the 10th percentile of
-       the pick's share of the best. A summary table per grid lists the rows.
+       the pick's share of the best. Beside it, the grid's own noise: each configuration's
+       windows resampled with replacement (--random-draws times, seeded), the pick's share of
+       the best recomputed: its 5th-95th percentile, and how often it clears the 95% bar (on a
+       page whose windows scatter +-15%, three windows a configuration cannot tell 92% from
+       100%). A summary table per grid lists the rows.
 
 How
     Every webtune runs in its own session, with WEBTUNE_DB, XDG_RUNTIME_DIR (the servers' run
@@ -822,6 +826,33 @@ def random_search(res, budget_kib, seconds, draws, seed):
             "mean_windows": statistics.fmean(counts), "mean_s": statistics.fmean(spent_s)}
 
 
+def grid_noise(res, pick, budget_kib, draws, seed):
+    """How sure the grid itself is of the pick's share of its best: each configuration's
+    windows resampled with replacement (as many as it has), the share recomputed, `draws`
+    times, seeded. On a page whose windows scatter +-15% (grid (d)), three windows a
+    configuration put the share's own 90% range across the 95% bar: a pick's PASS or FAIL
+    there is partly the grid's luck, and this says how much."""
+    configs = [c for c in res.configs() if res.of(c)]
+    if pick is None or not configs:
+        return None
+    rng = random.Random(seed)
+
+    def score(ws):
+        if not ws or any(w.score(budget_kib) == 0.0 for w in ws):
+            return 0.0
+        return statistics.median(w.rps for w in ws)
+
+    pick_key = fmt_config(pick)
+    shares = []
+    for _ in range(draws):
+        scores = {fmt_config(c): score([rng.choice(res.of(c)) for _ in res.of(c)]) for c in configs}
+        best = max(scores.values())
+        shares.append(scores.get(pick_key, 0.0) / best if best > 0 else 0.0)
+    shares.sort()
+    return {"p5_pct": 100 * shares[int(0.05 * (draws - 1))], "p95_pct": 100 * shares[int(0.95 * (draws - 1))],
+            "passing": sum(s >= SCORE_BAR for s in shares) / draws}
+
+
 def report_grid(res, label, rounds, draws=RANDOM_DRAWS, seed=1):
     """The grid tables, each tuner's steps, the two ratios with their PASS/FAIL and the random
     search at the same measuring time, per budget (the first budget, or none, carries the bars
@@ -908,6 +939,11 @@ def report_grid(res, label, rounds, draws=RANDOM_DRAWS, seed=1):
                 print(f"shown: {score_text}")
                 print(f"shown: {time_text}")
                 bars = "(no bar)"
+            noise = grid_noise(res, rec, budget, draws, f"{seed}/{res.name}/{t.label}/noise")
+            if noise:
+                print(f"shown: the grid's own noise: its windows resampled {draws} times, the pick scores "
+                      f"{noise['p5_pct']:.1f}-{noise['p95_pct']:.1f}% of the best (5th-95th percentile), "
+                      f">= {100 * SCORE_BAR:.0f}% in {100 * noise['passing']:.0f}% of them")
             if t.random:
                 r = t.random
                 print(f"shown: random search at the same measuring time ({r['draws']} draws from the "

@@ -381,14 +381,25 @@ fn check_the_knee(t: &mut Tuner, sweep: &Sweep, pick: &Pick) -> Option<Step> {
 }
 
 /// A count below the knee within this share of the best (or three knee tolerances, if more)
-/// could be the knee once measured again: it gets all its windows too.
+/// could be the knee once measured again: it gets all its windows too, unless the scatter of
+/// the other contenders' windows says it cannot (`could_reach_the_knee`).
 const CONTENDERS: f64 = 0.15;
 
+/// How sure the scatter must make it that the count below the knee stays below before its
+/// windows are spared (one-sided). Wrongly spared, the knee is read one count too high: more
+/// workers than needed, never less throughput.
+const BELOW_CONFIDENCE: f64 = 0.95;
+
+/// The least relative scatter of one window assumed, however still a few windows read: a
+/// launch, the scheduler and the clock move a window by about this much.
+const MIN_SCATTER: f64 = 0.01;
+
 /// Tops up the windows of the counts that decide the knee to the tuner's repeats: the knee,
-/// the best (the reference it is within the tolerance of), the count just below the knee
-/// when it is close, and the count just above it. Counts far below, or on the plateau past the knee, keep their one
-/// window: more would not move the answer. One window per count per round, the order
-/// reversed every other round (drift hits all alike).
+/// the best (the reference it is within the tolerance of), the count just above it, and the
+/// count just below the knee while it could still reach the knee. Counts far below, or on the
+/// plateau past the knee, keep their one window: more would not move the answer. One window
+/// per count per round, the order reversed every other round (drift hits all alike); the count
+/// below comes last in its round, judged from the others' windows so far.
 fn confirm(
     t: &mut Tuner,
     base: &Settings,
@@ -405,25 +416,82 @@ fn confirm(
     // More workers reading less than the knee's throughput is what a disturbed window looks
     // like (the curve rises, then flattens): the count just above the knee is checked too.
     let above = measured.iter().map(|(n, _)| *n).filter(|&n| n > k).min();
-    let decisive: Vec<u64> = [below, Some(k), above, best_count].into_iter().flatten().collect();
+    let decisive: Vec<u64> = [Some(k), above, best_count].into_iter().flatten().collect();
+    let due_in = |measured: &[(u64, Point)], n: u64, round: usize| {
+        measured.iter().position(|(m, p)| *m == n && p.ok() && p.samples.len() <= round)
+    };
     for round in 1..t.repeats.max(1) {
-        let mut due: Vec<usize> = (0..measured.len())
-            .filter(|&i| {
-                decisive.contains(&measured[i].0) && measured[i].1.ok() && measured[i].1.samples.len() <= round
-            })
-            .collect();
+        let mut due: Vec<usize> = decisive.iter().filter_map(|&n| due_in(measured, n, round)).collect();
+        due.sort_unstable();
+        due.dedup();
         if round % 2 == 1 {
             due.reverse();
         }
         for i in due {
-            let n = measured[i].0;
-            let name = format!("workers={n} #{}", round + 1);
-            let Some(p) = t.window(&name, &base.with("workers", &n.to_string()), load) else { return };
-            if let Some(both) = Point::combine(&format!("workers={n}"), &[measured[i].1.clone(), p]) {
-                measured[i].1 = both;
+            if !top_up(t, base, load, &mut measured[i], round) {
+                return;
             }
         }
+        if let Some(i) = below.and_then(|b| due_in(measured, b, round))
+            && could_reach_the_knee(measured, measured[i].0, &decisive, tolerance)
+            && !top_up(t, base, load, &mut measured[i], round)
+        {
+            return;
+        }
     }
+}
+
+/// One more window of a count measured (its `round + 1`th); false when the run stopped.
+fn top_up(
+    t: &mut Tuner,
+    base: &Settings,
+    load: &crate::tune::trial::Load,
+    at: &mut (u64, Point),
+    round: usize,
+) -> bool {
+    let n = at.0;
+    let name = format!("workers={n} #{}", round + 1);
+    let Some(p) = t.window(&name, &base.with("workers", &n.to_string()), load) else { return false };
+    if let Some(both) = Point::combine(&format!("workers={n}"), &[at.1.clone(), p]) {
+        at.1 = both;
+    }
+    true
+}
+
+/// Whether the count `n`, below the knee, could read within `tolerance` of the best once
+/// measured again: its windows' mean sits under the knee's line (the best less the tolerance)
+/// by less than the scatter of one window (pooled over the `others`' windows, at least
+/// `MIN_SCATTER`) lets a mean of its windows miss by (`BELOW_CONFIDENCE`, Student's t). True
+/// while no other count has two windows. gunicorn's 10 workers read 9% under the best in
+/// their one window where 12 and 24 scattered by 1% between theirs: its two more windows
+/// (2 s of a 15 s tune) could not have moved the knee.
+fn could_reach_the_knee(measured: &[(u64, Point)], n: u64, others: &[u64], tolerance: f64) -> bool {
+    let logs = |p: &Point| p.samples.iter().map(|s| s.rps).filter(|&r| r > 0.0).map(f64::ln).collect::<Vec<f64>>();
+    let (mut squares, mut df) = (0.0, 0);
+    for (_, p) in measured.iter().filter(|(m, p)| others.contains(m) && p.ok()) {
+        let l = logs(p);
+        if l.len() >= 2 {
+            let mean = crate::stats::mean(&l);
+            squares += l.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+            df += l.len() - 1;
+        }
+    }
+    let Some((_, below)) = measured.iter().find(|(m, _)| *m == n) else { return false };
+    let (best, best_windows) = measured
+        .iter()
+        .filter(|(_, p)| p.ok())
+        .max_by(|a, b| a.1.rps().total_cmp(&b.1.rps()))
+        .map_or((0.0, 1), |(_, p)| (p.rps(), p.samples.len()));
+    let own = logs(below);
+    if df == 0 || own.is_empty() || best <= 0.0 {
+        return true;
+    }
+    let scatter = (squares / df as f64).sqrt().max(MIN_SCATTER);
+    let gap = (best * (1.0 - tolerance)).ln() - crate::stats::mean(&own);
+    let margin = crate::stats::t_quantile(BELOW_CONFIDENCE, df)
+        * scatter
+        * (1.0 / own.len() as f64 + 1.0 / best_windows as f64).sqrt();
+    gap < margin
 }
 
 /// Each window of a point as a point of its own (a round of a comparison).
