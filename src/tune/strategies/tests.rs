@@ -222,42 +222,6 @@ fn a_count_below_the_knee_that_the_scatter_rules_out_keeps_its_one_window() {
 }
 
 #[test]
-fn a_knee_check_no_number_of_rounds_could_settle_stops_at_two_windows_and_says_so() {
-    // Flat at 700 req/s from 16 workers down to 12; 8 serve 560. Measured: 16, 8, then 12.
-    // Where 12's windows scatter by 3% on their own (680, 718), 12 against 16 projected to
-    // --max-rounds still straddles the 3% threshold after two windows each: no third
-    // windows, no check rounds, 12 kept as the cheaper, and the evidence says why. Where they
-    // read alike (690 each), the third windows come and the gain reads under the threshold.
-    // Where 12 read the best (720, 690), 16 above it is the one judged against it, alike.
-    for (twelve, windows, said) in [
-        ([680.0, 718.0, 699.0], 5, "no number of rounds could settle it"),
-        ([720.0, 690.0, 705.0], 5, "16 workers against the knee's 12: -0.7%"),
-        ([690.0, 690.0, 690.0], 7, "a gain under the 3% threshold"),
-    ] {
-        let mut m = Model::new(
-            move |s: &Settings, r| {
-                let rps = match workers_of(s) as u64 {
-                    16 => 700.0,
-                    12 => twelve[r.min(2)],
-                    8 => 560.0,
-                    w => 60.0 * w as f64,
-                };
-                (rps, 10.0, 3000)
-            },
-            None,
-        );
-        let counts = ["1", "2", "3", "4", "6", "8", "12", "16"];
-        let mut save = |_: &Point| {};
-        let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
-        let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
-        drop(t);
-        assert_eq!(found.recommended.get("workers"), Some("12"), "{twelve:?}: {:?}", found.evidence);
-        assert_eq!(m.measured.len(), windows, "{twelve:?}: {:?}", m.measured);
-        assert!(found.evidence[0].why.contains(said), "{twelve:?}: {}", found.evidence[0].why);
-    }
-}
-
-#[test]
 fn one_at_a_time_over_the_pool_alone_searches_for_the_knee() {
     // The same I/O-bound pool, 11 counts, the file's pool at 1: one at a time judged every
     // coarse and finer count against 1 worker in rounds (22 windows on gunicorn's grid).

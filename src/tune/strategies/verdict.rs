@@ -930,7 +930,7 @@ fn tail_verdict(objective: &Objective, incumbent: &Point, challenger: &Point, e:
 
 /// The interval `e` (from `n` paired rounds at `confidence`) would have at `cap` rounds if
 /// the rounds to come scatter as these did and the mean stays; None at the cap already.
-pub(super) fn projected(e: &Effect, n: usize, cap: usize, confidence: f64) -> Option<Effect> {
+fn projected(e: &Effect, n: usize, cap: usize, confidence: f64) -> Option<Effect> {
     if n >= cap || n < 2 {
         return None;
     }

@@ -4,9 +4,8 @@
 //! bisection between the two finds where the plateau starts. The memory
 //! budget caps the answer, from the workers' USS measured under load.
 
-use super::verdict::{Challenger, classify, effect_text, judge_seeded, projected};
+use super::verdict::{Challenger, effect_text, judge_seeded};
 use super::{Found, Knobs, value};
-use crate::stats::Effect;
 use crate::tune::point::MemUse;
 use crate::tune::trial::Load;
 use crate::tune::{Evidence, Point, Settings, Step, Tuner, Verdict};
@@ -67,9 +66,7 @@ fn knee_search(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64, lo
     // The knee is the smallest count within the tolerance of the best; whether the best
     // really serves no more is a comparison like any other: both in interleaved rounds.
     let mut chosen = pick.chosen;
-    if let Some(u) = sweep.unsettled.as_ref().filter(|u| u.knee == pick.knee && pick.limit == "throughput") {
-        line += &u.text(t, tolerance);
-    } else if pick.best_is_worth_checking() {
+    if pick.best_is_worth_checking() {
         if let Some(said) = gain_under_threshold(t, &pick, tolerance) {
             line += &said;
         } else if let Some(step) = check_the_knee(t, &sweep, &pick) {
@@ -107,8 +104,6 @@ struct Sweep<'a> {
     tolerance: f64,
     /// The counts measured, in order, each with its point.
     measured: Vec<(u64, Point)>,
-    /// Set when the last confirmation stopped early (see `unsettleable`).
-    unsettled: Option<Unsettled>,
 }
 
 impl<'a> Sweep<'a> {
@@ -118,7 +113,7 @@ impl<'a> Sweep<'a> {
         if counts.is_empty() {
             return None;
         }
-        Some(Sweep { base, load, counts, tolerance, measured: Vec::new(), unsettled: None })
+        Some(Sweep { base, load, counts, tolerance, measured: Vec::new() })
     }
 
     /// Each count first gets one window: a count far below the best needs no more. The
@@ -190,7 +185,7 @@ impl<'a> Sweep<'a> {
 
     /// The windows of the counts that decide the knee, up to --repeats (`confirm`).
     fn confirm(&mut self, t: &mut Tuner) {
-        self.unsettled = confirm(t, self.base, &self.load, &mut self.measured, self.tolerance);
+        confirm(t, self.base, &self.load, &mut self.measured, self.tolerance);
     }
 
     /// The point of a count measured.
@@ -411,9 +406,9 @@ fn confirm(
     load: &crate::tune::trial::Load,
     measured: &mut [(u64, Point)],
     tolerance: f64,
-) -> Option<Unsettled> {
+) {
     let share = CONTENDERS.max(3.0 * tolerance);
-    let k = knee(measured, tolerance)?;
+    let Some(k) = knee(measured, tolerance) else { return };
     let best = best_rps(measured);
     let best_count = measured.iter().find(|(_, p)| p.ok() && p.rps() == best).map(|(n, _)| *n);
     let below =
@@ -434,83 +429,15 @@ fn confirm(
         }
         for i in due {
             if !top_up(t, base, load, &mut measured[i], round) {
-                return None;
+                return;
             }
-        }
-        if round + 1 < t.repeats
-            && let Some(hopeless) = unsettleable(t, measured, tolerance)
-        {
-            return Some(hopeless);
         }
         if let Some(i) = below.and_then(|b| due_in(measured, b, round))
             && could_reach_the_knee(measured, measured[i].0, &decisive, tolerance)
             && !top_up(t, base, load, &mut measured[i], round)
         {
-            return None;
+            return;
         }
-    }
-    None
-}
-
-/// Item 1 of issue 30 for the knee: once the knee and the count above it that served the most
-/// have two windows each, their paired difference projected to --max-rounds rounds (as a
-/// verdict projects it, `projected`) still straddles the check's threshold: no number of rounds
-/// could settle whether more workers serve surely more, and the knee, the cheaper, would be
-/// kept whatever more windows read. On bench/verdicts.py's PHP page (windows scattering +-10%),
-/// 16 workers against a knee of 8 read +3.1% [-88.9%, +857.9%] over 2 rounds, [-2.1%, +8.4%]
-/// projected to 10: the third windows and the check's rounds could not change the answer.
-/// None while it could be settled.
-fn unsettleable(t: &Tuner, measured: &[(u64, Point)], tolerance: f64) -> Option<Unsettled> {
-    let k = knee(measured, tolerance)?;
-    let (_, knee_point) = measured.iter().find(|(n, _)| *n == k)?;
-    // The most the counts above the knee served: the best, or the count just above a knee
-    // that is the best itself.
-    let (rival, rival_point) = measured
-        .iter()
-        .filter(|(n, p)| *n > k && p.ok() && p.samples.len() >= 2)
-        .max_by(|a, b| a.1.rps().total_cmp(&b.1.rps()))?;
-    let rounds = knee_point.samples.len().min(rival_point.samples.len());
-    if rounds < 2 {
-        return None;
-    }
-    let effect = t.objective.effect(knee_point, rival_point, t.judging.confidence)?;
-    let at_cap = projected(&effect, rounds, t.judging.max_rounds, t.judging.confidence)?;
-    (classify(&at_cap, check_threshold(t, tolerance)) == Verdict::Undecided).then_some(Unsettled {
-        knee: k,
-        rival: *rival,
-        rounds,
-        effect,
-        at_cap,
-    })
-}
-
-/// A knee whose check no number of rounds could settle (`unsettleable`): the count above it
-/// that served the most, the difference over the rounds both took, and that projected to
-/// --max-rounds.
-#[derive(Debug, Clone)]
-struct Unsettled {
-    knee: u64,
-    rival: u64,
-    rounds: usize,
-    effect: Effect,
-    at_cap: Effect,
-}
-
-impl Unsettled {
-    /// The evidence's words.
-    fn text(&self, t: &Tuner, tolerance: f64) -> String {
-        let at_cap = &self.at_cap;
-        format!(
-            "; {} workers against the knee's {}: {:+.1}% over {} rounds, whose scatter gives [{:+.1}%, {:+.1}%] (99% interval) even at --max-rounds {}: under the {}% threshold or over it, no number of rounds could settle it, so the knee is kept as the cheaper without more",
-            self.rival,
-            self.knee,
-            self.effect.pct,
-            self.rounds,
-            at_cap.low_pct,
-            at_cap.high_pct,
-            t.judging.max_rounds,
-            check_threshold(t, tolerance)
-        )
     }
 }
 
