@@ -655,6 +655,13 @@ class TunerRun:
         return sum(p.get("seconds", 0.0) for p in (self.outcome or {}).get("points") or [])
 
 
+def strict_score(windows, budget_kib):
+    """The median of the windows' requests/s, 0 unless every one measured and fit the budget."""
+    if not windows or any(w.score(budget_kib) == 0.0 for w in windows):
+        return 0.0
+    return statistics.median(w.rps for w in windows)
+
+
 @dataclass
 class GridResult:
     name: str
@@ -685,9 +692,7 @@ class GridResult:
             return None
         if lenient:
             return statistics.median(w.score(budget_kib) for w in ws)
-        if any(w.score(budget_kib) == 0.0 for w in ws):
-            return 0.0
-        return statistics.median(w.rps for w in ws)
+        return strict_score(ws, budget_kib)
 
     def best(self, budget_kib, lenient=False):
         c = max(self.configs(), key=lambda c: self.score(c, budget_kib, lenient) or 0.0)
@@ -836,16 +841,11 @@ def grid_noise(res, pick, budget_kib, draws, seed):
     if pick is None or not configs:
         return None
     rng = random.Random(seed)
-
-    def score(ws):
-        if not ws or any(w.score(budget_kib) == 0.0 for w in ws):
-            return 0.0
-        return statistics.median(w.rps for w in ws)
-
     pick_key = fmt_config(pick)
     shares = []
     for _ in range(draws):
-        scores = {fmt_config(c): score([rng.choice(res.of(c)) for _ in res.of(c)]) for c in configs}
+        scores = {fmt_config(c): strict_score([rng.choice(res.of(c)) for _ in res.of(c)], budget_kib)
+                  for c in configs}
         best = max(scores.values())
         shares.append(scores.get(pick_key, 0.0) / best if best > 0 else 0.0)
     shares.sort()

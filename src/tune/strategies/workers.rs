@@ -400,13 +400,7 @@ const MIN_SCATTER: f64 = 0.01;
 /// plateau past the knee, keep their one window: more would not move the answer. One window
 /// per count per round, the order reversed every other round (drift hits all alike); the count
 /// below comes last in its round, judged from the others' windows so far.
-fn confirm(
-    t: &mut Tuner,
-    base: &Settings,
-    load: &crate::tune::trial::Load,
-    measured: &mut [(u64, Point)],
-    tolerance: f64,
-) {
+fn confirm(t: &mut Tuner, base: &Settings, load: &Load, measured: &mut [(u64, Point)], tolerance: f64) {
     let share = CONTENDERS.max(3.0 * tolerance);
     let Some(k) = knee(measured, tolerance) else { return };
     let best = best_rps(measured);
@@ -442,13 +436,7 @@ fn confirm(
 }
 
 /// One more window of a count measured (its `round + 1`th); false when the run stopped.
-fn top_up(
-    t: &mut Tuner,
-    base: &Settings,
-    load: &crate::tune::trial::Load,
-    at: &mut (u64, Point),
-    round: usize,
-) -> bool {
+fn top_up(t: &mut Tuner, base: &Settings, load: &Load, at: &mut (u64, Point), round: usize) -> bool {
     let n = at.0;
     let name = format!("workers={n} #{}", round + 1);
     let Some(p) = t.window(&name, &base.with("workers", &n.to_string()), load) else { return false };
@@ -471,8 +459,7 @@ fn could_reach_the_knee(measured: &[(u64, Point)], n: u64, others: &[u64], toler
     for (_, p) in measured.iter().filter(|(m, p)| others.contains(m) && p.ok()) {
         let l = logs(p);
         if l.len() >= 2 {
-            let mean = crate::stats::mean(&l);
-            squares += l.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+            squares += crate::stats::stdev(&l).powi(2) * (l.len() - 1) as f64;
             df += l.len() - 1;
         }
     }
