@@ -612,6 +612,71 @@ fn a_front_proxy_frees_mod_perl_workers_from_slow_clients() {
     assert!(text.contains("proxy_buffering on;"), "{text}");
 }
 
+/// Apache's MaxConnectionsPerChild counts connections: kept alive for 100 requests each, a
+/// worker lives a hundred times longer than the knob's value reads in requests, longer than
+/// any window, so the windows stay as asked; with keep-alive off each connection is one
+/// request, and the windows grow to hold three recycles.
+#[test]
+fn apache_workers_live_for_connections_not_requests() {
+    let _alone = alone();
+    if support::find_program("apache2").is_none()
+        || !std::path::Path::new("/usr/lib/apache2/modules/mod_perl.so").exists()
+    {
+        support::missing("apache2 with mod_perl");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/apps/perl");
+    let run = |keepalive: &str, every: u64| {
+        let f = dir.path().join(format!("apache-{keepalive}.toml"));
+        // 2 ms of waiting a request: at most ~500 requests a second a worker.
+        std::fs::write(
+            &f,
+            format!(
+                "[target]\nadapter = \"apache\"\napp = \"{}\"\nready = \"/hello\"\nready_timeout = \"30s\"\n\
+                 [target.config]\nworkers = 2\nkeepalive = \"{keepalive}\"\n[knobs]\nmax_requests = [{every}]\n\
+                 [load]\npath = \"/hello?io=2\"\nconnections = 4\nduration = \"1s\"\n",
+                app.display()
+            ),
+        )
+        .unwrap();
+        let v = tune_repeats(f.to_str().unwrap(), "1", &[], dir.path());
+        let points = v["points"].as_array().unwrap();
+        let value = every.to_string();
+        let p = points
+            .iter()
+            .find(|p| {
+                p["settings"].as_array().unwrap().iter().any(|kv| kv[0] == "max_requests" && kv[1] == value.as_str())
+            })
+            .unwrap_or_else(|| panic!("no point of max_requests={every}: {v}"))
+            .clone();
+        assert_eq!(p["recycles_per_connection"], true, "{p}");
+        p
+    };
+    // Kept alive: each of the 4 connections carries up to 100 requests (Apache's default), so a
+    // worker's 5000 connections are about 500000 requests, over 1000 s at this rate.
+    let p = run("on", 5000);
+    let s = &p["samples"][0];
+    let (succeeded, connections) = (s["succeeded"].as_u64().unwrap(), s["connections"].as_u64().unwrap());
+    assert!(connections >= 4 && connections * 50 <= succeeded + 4 * 50, "{s}");
+    let notes = p["notes"].to_string();
+    assert!(
+        notes.contains("each worker lives about")
+            && notes.contains("longer than the longest window (60 s): windows kept at 1.0 s"),
+        "{p}"
+    );
+    assert!(s["window_s"].as_f64().unwrap() < 1.5, "{s}");
+    // Closed after each request: 200 connections are 200 requests, under a second a worker.
+    let p = run("off", 200);
+    let s = &p["samples"][0];
+    // One a request, and the few the window's end cut open.
+    let (succeeded, connections) = (s["succeeded"].as_u64().unwrap(), s["connections"].as_u64().unwrap());
+    assert!(connections >= succeeded && connections <= succeeded + 8, "{s}");
+    let notes = p["notes"].to_string();
+    assert!(notes.contains("max_requests 200 connections, about 200 requests at 1.0 a connection"), "{p}");
+    assert!(s["window_s"].as_f64().unwrap() > 1.5, "{s}");
+}
+
 #[test]
 fn joint_finds_the_pair_on_the_lab_in_fewer_windows_than_the_grid() {
     let _alone = alone();

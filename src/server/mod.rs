@@ -167,6 +167,13 @@ impl Running {
         self.prepared.front.map(|i| self.children[i].1.id() as i32)
     }
 
+    /// Whether a worker's `max_requests` counts the client's connections: the adapter's are
+    /// counted in connections, and no front stands between (a front's connections to the server
+    /// carry one request each, its keep-alive being off).
+    pub fn recycles_per_connection(&self) -> bool {
+        self.adapter.recycles_per_connection() && self.prepared.front.is_none()
+    }
+
     /// The server's own port (behind a front, not the one the clients use).
     pub fn back_port(&self) -> u16 {
         self.back_port

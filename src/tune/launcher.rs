@@ -52,4 +52,7 @@ impl Launched for Running {
     fn config_text(&self) -> Option<String> {
         Some(Running::config_text(self).to_string())
     }
+    fn recycles_per_connection(&self) -> bool {
+        Running::recycles_per_connection(self)
+    }
 }

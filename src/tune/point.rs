@@ -64,6 +64,22 @@ pub struct Sample {
     /// (0-1) of the cores the client and the server may use together.
     #[serde(default)]
     pub client_share: Option<f64>,
+    /// Connections the client opened during the window (each kept-alive one carried several
+    /// of `succeeded`); None in points stored before they were counted.
+    #[serde(default)]
+    pub connections: Option<u64>,
+}
+
+/// How many requests one of `max_requests` stands for: 1 where the server counts requests;
+/// where it counts connections (`per_connection`), the requests a connection carried in
+/// `samples`, at least 1 (None when their connections were not counted).
+pub fn max_requests_scale(per_connection: bool, samples: &[Sample]) -> Option<f64> {
+    if !per_connection {
+        return Some(1.0);
+    }
+    let (requests, connections) =
+        samples.iter().try_fold((0, 0), |(r, c), s| Some((r + s.succeeded, c + s.connections?)))?;
+    (connections > 0).then(|| (requests as f64 / connections as f64).max(1.0))
 }
 
 /// The larger of two shares, either possibly unknown.
@@ -136,6 +152,11 @@ pub struct Point {
     /// `seconds` are the window's own). Points stored before servers were kept: 1.
     #[serde(default = "one_launch")]
     pub launches: usize,
+    /// The server's `max_requests` counts the client's connections, not requests (Apache and
+    /// Starman with no front): a worker's life in requests is that many times the requests a
+    /// connection carried (`requests_per_connection`).
+    #[serde(default)]
+    pub recycles_per_connection: bool,
 }
 
 fn one_launch() -> usize {
@@ -163,6 +184,7 @@ impl Point {
             placement: None,
             client_share: None,
             launches: 1,
+            recycles_per_connection: false,
         }
     }
 
@@ -207,6 +229,12 @@ impl Point {
     /// The median over the repeats of the figure `f` picks (NaN without samples).
     pub fn median(&self, f: impl Fn(&Sample) -> f64) -> f64 {
         median(&self.samples.iter().map(f).collect::<Vec<_>>())
+    }
+
+    /// How many requests one of `max_requests` stands for in these windows (see
+    /// `max_requests_scale`).
+    pub fn max_requests_scale(&self) -> Option<f64> {
+        max_requests_scale(self.recycles_per_connection, &self.samples)
     }
 
     /// Throughput: the repeats' median of successful requests per second.
@@ -316,6 +344,7 @@ pub mod tests {
             placement: None,
             client_share: None,
             launches: 1,
+            recycles_per_connection: false,
         }
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::point::{MemUse, Point, Sample, Status};
+use super::point::{MemUse, Point, Sample, Status, max_requests_scale};
 use crate::bench::remote::{self, Remote};
 use crate::bench::{self, BenchPlan, BenchSpec, spec};
 use crate::procmem::cpu::CpuWatch;
@@ -53,6 +53,10 @@ pub trait Launched: Sync {
     /// The configuration as written for the server.
     fn config_text(&self) -> Option<String> {
         None
+    }
+    /// Whether its `max_requests` counts the client's connections, not its requests.
+    fn recycles_per_connection(&self) -> bool {
+        false
     }
 }
 
@@ -418,7 +422,10 @@ impl Trial {
             if !lengthened && steady_state {
                 lengthened = true;
                 let workers = sample.sample.memory.as_ref().map_or(0, |m| m.workers).max(workers_at_start.unwrap_or(0));
-                if let Some(longer) = recycle_window(settings, &sample.sample, workers, window, &mut notes) {
+                let per_connection = self.server.recycles_per_connection();
+                if let Some(longer) =
+                    recycle_window(settings, &sample.sample, per_connection, workers, window, &mut notes)
+                {
                     window = longer;
                     plan = Sender::new(&load.windowed(window), &base).map_err(|e| failed(format!("{e:#}")))?;
                     continue;
@@ -494,6 +501,7 @@ impl Trial {
             placement: opts.placement.clone(),
             client_share,
             launches: usize::from(launched),
+            recycles_per_connection: self.server.recycles_per_connection(),
         }
     }
 }
@@ -516,10 +524,15 @@ fn max_requests(settings: &Settings) -> Option<f64> {
 }
 
 /// The window that holds `MIN_RECYCLES` recycles of each of `workers` at the rate `first`
-/// measured, when `window` holds fewer; None when it is long enough (or workers never recycle).
+/// measured, when `window` holds fewer; None when it is long enough, when workers never recycle,
+/// or when they live longer than the longest window: no window can then hold a recycle, and a
+/// longer one would only cost time (recycling that rarely costs a fork per life, too little to
+/// read; the recycle strategy reads the pool's growth per request instead).
+/// `per_connection`: the server counts connections, each carrying the requests `first` read.
 fn recycle_window(
     settings: &Settings,
     first: &Sample,
+    per_connection: bool,
     workers: usize,
     window: Duration,
     notes: &mut Vec<String>,
@@ -530,20 +543,36 @@ fn recycle_window(
     if per_worker <= 0.0 {
         return None;
     }
-    let needed = Duration::from_secs_f64(MIN_RECYCLES * every / per_worker);
+    let scale = max_requests_scale(per_connection, std::slice::from_ref(first)).unwrap_or(1.0);
+    let life = every * scale;
+    let counted = if per_connection {
+        format!("max_requests {every:.0} connections, about {life:.0} requests at {scale:.1} a connection")
+    } else {
+        format!("max_requests {every:.0}")
+    };
+    let lifetime = life / per_worker;
+    if lifetime > MAX_WINDOW.as_secs_f64() {
+        notes.push(format!(
+            "each worker lives about {lifetime:.0} s ({counted} at {per_worker:.0} req/s each), longer than the longest window ({:.0} s): windows kept at {:.1} s, between recycles",
+            MAX_WINDOW.as_secs_f64(),
+            window.as_secs_f64()
+        ));
+        return None;
+    }
+    let needed = Duration::from_secs_f64(MIN_RECYCLES * lifetime);
     if needed <= window {
         return None;
     }
     let longer = needed.mul_f64(1.1).min(MAX_WINDOW);
-    let covers = longer.as_secs_f64() * per_worker / every;
+    let covers = longer.as_secs_f64() / lifetime;
     notes.push(if longer >= needed {
         format!(
-            "windows of {:.1} s, to hold {MIN_RECYCLES:.0} recycles of each of {workers:.0} workers (max_requests {every:.0} at {per_worker:.0} req/s each)",
+            "windows of {:.1} s, to hold {MIN_RECYCLES:.0} recycles of each of {workers:.0} workers ({counted} at {per_worker:.0} req/s each)",
             longer.as_secs_f64()
         )
     } else {
         format!(
-            "windows of {:.0} s (the longest) hold only {covers:.1} recycles of each worker (max_requests {every:.0} at {per_worker:.0} req/s each)",
+            "windows of {:.0} s (the longest) hold only {covers:.1} recycles of each worker ({counted} at {per_worker:.0} req/s each)",
             longer.as_secs_f64()
         )
     });
@@ -685,6 +714,7 @@ fn measure_once(server: &dyn Launched, w: &WindowPlan) -> anyhow::Result<Window>
             steal: interference.map(|i| i.steal),
             window_s: Some(report.result.duration_s),
             client_share: interference.map(|i| i.own),
+            connections: Some(report.result.connections.opened),
         },
         trend,
         over_budget,
@@ -806,6 +836,49 @@ mod tests {
             // Not the same moments in every window (a 2^-52 chance per sample to repeat).
             assert_ne!(a, memory_sample_times(w, recycling));
         }
+    }
+
+    #[test]
+    fn windows_hold_recycles_counted_in_the_servers_own_unit() {
+        let settings =
+            |every: &str| Settings(vec![("workers".into(), "16".into()), ("max_requests".into(), every.into())]);
+        let sample = |rps: f64, connections: u64| Sample {
+            rps,
+            succeeded: (rps * 4.0) as u64,
+            connections: Some(connections),
+            ..Sample::default()
+        };
+        let window = Duration::from_secs(4);
+        let mut notes = Vec::new();
+        // Counted in requests: 1000 a life at 125 req/s a worker is 8 s, three of them 24 s.
+        let longer = recycle_window(&settings("1000"), &sample(2000.0, 64), false, 16, window, &mut notes);
+        assert_eq!(longer.map(|w| w.as_secs_f64().round()), Some(26.0), "{notes:?}");
+        assert!(
+            notes[0].contains("to hold 3 recycles of each of 16 workers (max_requests 1000 at 125 req/s each)"),
+            "{notes:?}"
+        );
+        // Counted in connections closed after each request (keep-alive off): the same.
+        notes.clear();
+        let longer = recycle_window(&settings("1000"), &sample(2000.0, 8000), true, 16, window, &mut notes);
+        assert_eq!(longer.map(|w| w.as_secs_f64().round()), Some(26.0), "{notes:?}");
+        assert!(
+            notes[0].contains("max_requests 1000 connections, about 1000 requests at 1.0 a connection"),
+            "{notes:?}"
+        );
+        // Kept alive for 100 requests each: a life of 100000 requests, 800 s; no window holds
+        // one, and the window stays as asked.
+        notes.clear();
+        assert_eq!(recycle_window(&settings("1000"), &sample(2000.0, 80), true, 16, window, &mut notes), None);
+        assert!(notes[0].contains("each worker lives about 800 s (max_requests 1000 connections, about 100000 requests at 100.0 a connection at 125 req/s each), longer than the longest window (60 s): windows kept at 4.0 s"), "{notes:?}");
+        // Between: 40 s lives, the longest window holds 1.5 of them.
+        notes.clear();
+        let longer = recycle_window(&settings("50"), &sample(2000.0, 80), true, 16, window, &mut notes);
+        assert_eq!(longer, Some(MAX_WINDOW), "{notes:?}");
+        assert!(notes[0].contains("hold only 1.5 recycles"), "{notes:?}");
+        // Never recycled: no note.
+        notes.clear();
+        assert_eq!(recycle_window(&settings("0"), &sample(2000.0, 80), true, 16, window, &mut notes), None);
+        assert!(notes.is_empty());
     }
 
     /// The `http2` knob decides each trial's protocol; without it, `[load]` does.

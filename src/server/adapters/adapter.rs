@@ -70,6 +70,12 @@ pub trait Adapter: Sync {
     fn name(&self) -> &'static str;
     /// The native name of a canonical knob, when the server has it.
     fn native(&self, knob: &str) -> Option<&'static str>;
+    /// Whether its `max_requests` counts connections rather than requests (Apache's
+    /// MaxConnectionsPerChild, Starman's --max-requests): a worker then serves as many requests
+    /// as its kept-alive connections carry, many times the knob's value.
+    fn recycles_per_connection(&self) -> bool {
+        false
+    }
     fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared>;
     /// The configuration lines for `values`, in the server's syntax, to paste (a command line
     /// names `file`'s own entry point and configuration file, as the user wrote them).

@@ -58,6 +58,11 @@ impl Adapter for Apache {
         "apache"
     }
 
+    /// MaxConnectionsPerChild limits "the number of connections" a child handles, not requests.
+    fn recycles_per_connection(&self) -> bool {
+        true
+    }
+
     fn reserved(&self) -> &'static [&'static str] {
         &[
             "Include",

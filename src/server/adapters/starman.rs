@@ -36,6 +36,11 @@ impl Adapter for Starman {
         "starman"
     }
 
+    /// Its own manual: "requests" actually means "connections served by a worker".
+    fn recycles_per_connection(&self) -> bool {
+        true
+    }
+
     fn native(&self, knob: &str) -> Option<&'static str> {
         Some(match knob {
             "workers" => "--workers",

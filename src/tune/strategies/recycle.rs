@@ -78,19 +78,32 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         say(&mut found, Evidence::new(knob, "0", why));
         return found;
     }
-    // parent + workers x (fresh + slope x R) <= budget.
-    let limit = t.budget_kib.map(|b| {
+    // parent + workers x (fresh + slope x R) <= budget, R in requests; the knob's values are
+    // connections where the server counts those, each carrying `scale` requests.
+    let scale = here.max_requests_scale();
+    let limit_requests = t.budget_kib.map(|b| {
         let room = b.saturating_sub(mem.parent_uss_kib + mem.parent_shared_kib) as f64 / workers - fresh;
-        (room / slope).floor().max(0.0) as u64
+        (room / slope).floor().max(0.0)
     });
+    let limit = limit_requests.map(|r| (r / scale.unwrap_or(1.0)).floor() as u64);
     let growth_line = format!(
         "workers grow {slope:.1} KiB per request they serve (leaks and pages unshared), from {:.0} KiB fresh",
         fresh
     );
     let fitting: Vec<u64> = candidates.iter().copied().filter(|&c| limit.is_none_or(|l| c <= l)).collect();
-    let limit_line = match limit {
-        Some(l) => format!("{} workers stay within the budget for {l} requests each", mem.workers),
-        None => "no memory budget given: the largest interval that costs little".into(),
+    let limit_line = match (limit, limit_requests) {
+        (Some(l), Some(r)) if here.recycles_per_connection => match scale {
+            Some(scale) => format!(
+                "{} workers stay within the budget for {r:.0} requests each; max_requests counts connections here, {l} of them at {scale:.1} requests a connection (as this load kept them alive)",
+                mem.workers
+            ),
+            None => format!(
+                "{} workers stay within the budget for {l} requests each (max_requests counts connections here: their requests were not counted, so one a connection is assumed)",
+                mem.workers
+            ),
+        },
+        (Some(l), _) => format!("{} workers stay within the budget for {l} requests each", mem.workers),
+        _ => "no memory budget given: the largest interval that costs little".into(),
     };
     let mut tried = Vec::new();
     let mut chosen = None;

@@ -19,12 +19,22 @@ struct Model<F: Fn(&Settings, usize) -> (f64, f64, u64)> {
     budget: Option<u64>,
     /// How long each trial takes (and is estimated to take).
     pace: Duration,
+    /// The server counts connections in `max_requests`, each carrying this many requests.
+    per_connection: Option<u64>,
 }
 
 impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
     /// A model whose trials each take `pace`, with no memory budget.
     fn paced(f: F, pace: Duration) -> Model<F> {
-        Model { f, measured: Vec::new(), connections: Vec::new(), taken: Default::default(), budget: None, pace }
+        Model {
+            f,
+            measured: Vec::new(),
+            connections: Vec::new(),
+            taken: Default::default(),
+            budget: None,
+            pace,
+            per_connection: None,
+        }
     }
 }
 
@@ -38,6 +48,7 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
             connections: Vec::new(),
             budget,
             pace: Duration::ZERO,
+            per_connection: None,
         }
     }
 }
@@ -62,7 +73,9 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
                     workers_fit: self.budget.map(|b| (b - 11_000) / uss.max(1)),
                     ..MemUse::default()
                 };
-                Sample { rps, p99_ms: p99, succeeded: (rps * 5.0) as u64, memory: Some(memory), ..Sample::default() }
+                let succeeded = (rps * 5.0) as u64;
+                let connections = self.per_connection.map(|n| succeeded.div_ceil(n));
+                Sample { rps, p99_ms: p99, succeeded, memory: Some(memory), connections, ..Sample::default() }
             })
             .collect();
         Point {
@@ -83,6 +96,7 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
             placement: None,
             client_share: None,
             launches: 1,
+            recycles_per_connection: self.per_connection.is_some(),
         }
     }
     fn estimate(&self, _load: &Load) -> Duration {
@@ -345,6 +359,37 @@ fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
     let chosen: u64 = found.recommended.get("max_requests").unwrap().parse().unwrap();
     assert_eq!(chosen, 500, "{:?}", found.evidence);
     assert!(found.evidence[0].why.contains("100.0 KiB per request"), "{}", found.evidence[0].why);
+}
+
+#[test]
+fn recycle_counts_connections_where_the_server_does() {
+    // The leak above, on a server whose max_requests counts connections (Apache's
+    // MaxConnectionsPerChild), each carrying 10 requests: a worker fits 700 requests, so 70
+    // connections, not 700. A fork every 500 requests costs 2%.
+    let mut m = Model::new(
+        |s: &Settings, r| {
+            let every: f64 = s.get("max_requests").unwrap().parse().unwrap();
+            let rps = if every == 0.0 { 500.0 } else { 500.0 * (1.0 - 1.0 / every).max(0.02) };
+            (rps, 10.0, 5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64)
+        },
+        None,
+    );
+    m.per_connection = Some(10);
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
+    let k = knobs("max_requests", &["5", "50", "100", "500"]);
+    let found = recycle(&mut t, &k, &Settings::default());
+    assert_eq!(found.recommended.get("max_requests"), Some("50"), "{:?}", found.evidence);
+    let e = &found.evidence[0].why;
+    assert!(
+        e.contains(
+            "for 700 requests each; max_requests counts connections here, 70 of them at 10.0 requests a connection"
+        ),
+        "{e}"
+    );
+    drop(t);
+    assert!(!m.measured.iter().any(|s| s == "max_requests=100" || s == "max_requests=500"), "{:?}", m.measured);
 }
 
 #[test]
