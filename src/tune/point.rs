@@ -153,8 +153,8 @@ pub struct Point {
     #[serde(default = "one_launch")]
     pub launches: usize,
     /// The server's `max_requests` counts the client's connections, not requests (Apache and
-    /// Starman with no front): a worker's life in requests is that many times the requests a
-    /// connection carried (`requests_per_connection`).
+    /// Starman with no front): a worker's life in requests is `max_requests` times the
+    /// requests a connection carried (`max_requests_scale`).
     #[serde(default)]
     pub recycles_per_connection: bool,
 }
