@@ -69,7 +69,7 @@ impl Strategy {
             // Each knob's values, the current one included, for the rounds of its comparison
             // (about --repeats windows each, as many as a point of the other strategies).
             Strategy::OneAtATime => knobs.iter().map(|(_, v)| v.len()).sum::<usize>().max(1),
-            // Halving from the largest count, then a bisection.
+            // Halving from the largest count, then a search between two counts.
             Strategy::Workers => {
                 let n = values("workers");
                 if n <= 5 {

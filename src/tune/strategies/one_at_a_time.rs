@@ -160,7 +160,7 @@ fn finer_values(
 /// only knob with values to compare, enough of them for coarse to fine, and throughput alone
 /// is the objective.
 /// Throughput against the pool rises then flattens, so the largest count, halving and a
-/// bisection (workers.rs) find where it flattens in a fraction of the windows that judging
+/// search between two counts (workers.rs) find where it flattens in a fraction of the windows that judging
 /// every count against the current one takes: on gunicorn's 11 counts 10 windows against 22
 /// (bench/README.md). An SLO or a least-memory objective is judged value by value.
 pub fn pool_alone(knobs: &Knobs, objective: &Objective) -> bool {

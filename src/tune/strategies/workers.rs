@@ -1,7 +1,9 @@
 //! How many workers: throughput and p99 against the pool size, at a concurrency above the
 //! pool. Throughput rises then flattens (the CPU, or whatever the workers wait on, is full):
 //! the largest count first, then halving down to the first count under the plateau, then a
-//! bisection between the two finds where the plateau starts. The memory
+//! search between the two, toward where the line through their readings meets the plateau,
+//! finds where it starts. Windows that scatter too widely for that to be read give the
+//! largest count that could be as good as the best. The memory
 //! budget caps the answer, from the workers' USS measured under load.
 
 use super::verdict::{Challenger, effect_text, judge_seeded};
@@ -35,7 +37,7 @@ pub fn pool_knee(t: &mut Tuner, knobs: &Knobs, start: &Settings, tolerance: f64)
     };
     for e in found.evidence.iter_mut().filter(|e| e.knob == "workers") {
         e.why.push_str(&format!(
-            "; the pool size alone is searched for its knee (the largest count, then halving and a bisection, as --strategy workers does, under the file's own load), not every count measured and judged{file}"
+            "; the pool size alone is searched for its knee (the largest count, then halving, then toward where the readings cross the knee's line, as --strategy workers does, under the file's own load), not every count measured and judged{file}"
         ));
     }
     found
@@ -44,17 +46,18 @@ pub fn pool_knee(t: &mut Tuner, knobs: &Knobs, start: &Settings, tolerance: f64)
 fn knee_search(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64, load: Load) -> Found {
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
     let unchanged = |why: &str| Evidence::new("workers", value(base, "workers"), why);
-    let Some(mut sweep) = Sweep::of(knobs, base, tolerance, load) else {
+    let Some(mut sweep) = Sweep::of(knobs, base, tolerance, load, t.repeats) else {
         found.evidence.push(unchanged("no worker counts to try in [knobs] workers"));
         return found;
     };
     sweep.coarse(t);
     sweep.refine(t);
     // The contenders' windows up to --repeats, in rounds across them (drift hits all alike);
-    // with their medians the knee may move, and the bisection goes on from there.
+    // with their medians the knee may move, and the search goes on from there.
     sweep.confirm(t);
     sweep.refine(t);
     sweep.confirm(t);
+    sweep.read_the_largest_again(t);
     let Some(pick) = Pick::within_memory(&sweep) else {
         found.evidence.push(unchanged("no worker count served a request"));
         return found;
@@ -102,18 +105,20 @@ struct Sweep<'a> {
     /// The counts listed in [knobs], in order, each once.
     counts: Vec<u64>,
     tolerance: f64,
+    /// The windows each contender gets (--repeats).
+    repeats: usize,
     /// The counts measured, in order, each with its point.
     measured: Vec<(u64, Point)>,
 }
 
 impl<'a> Sweep<'a> {
     /// The counts listed in [knobs] workers, met with `load`; None when there is none.
-    fn of(knobs: &Knobs, base: &'a Settings, tolerance: f64, load: Load) -> Option<Sweep<'a>> {
+    fn of(knobs: &Knobs, base: &'a Settings, tolerance: f64, load: Load, repeats: usize) -> Option<Sweep<'a>> {
         let counts = counts(knobs);
         if counts.is_empty() {
             return None;
         }
-        Some(Sweep { base, load, counts, tolerance, measured: Vec::new() })
+        Some(Sweep { base, load, counts, tolerance, repeats: repeats.max(1), measured: Vec::new() })
     }
 
     /// Each count first gets one window: a count far below the best needs no more. The
@@ -143,27 +148,34 @@ impl<'a> Sweep<'a> {
     }
 
     /// Refine: while the knee is the smallest count measured, halve below it; once a count
-    /// below the knee is measured, bisect the file's counts between the two. A knee read in
+    /// below the knee is measured, search the file's counts between the two, toward where
+    /// their readings cross the knee's line (`toward_the_crossing`). A knee read in
     /// one window nearer the tolerance's edge than its middle is confirmed (`confirm`) before
     /// any count below it is launched: gunicorn's 12 workers read 1.9% under 24 in one window
     /// and 4.7% under in three, and the counts searched below that misread knee were launched
     /// for nothing (16 windows where 12 did).
     fn refine(&mut self, t: &mut Tuner) {
         while let Some(mut knee) = knee(&self.measured, self.tolerance) {
-            if self.near_the_edge(t, knee) {
+            if self.too_scattered().is_some() {
+                break;
+            }
+            if self.near_the_edge(knee) {
                 self.confirm(t);
                 let Some(again) = self::knee(&self.measured, self.tolerance) else { break };
                 knee = again;
+            } else if self.reads_over_the_count_above(knee) {
+                // The knee read again before any count below it is launched on its reading.
+                if !self.once_more(t, knee) {
+                    break;
+                }
+                continue;
             }
             if t.stopped.is_some() {
                 break;
             }
             let below = self.measured.iter().map(|(n, _)| *n).filter(|&n| n < knee).max();
             let next = match below {
-                Some(below) => {
-                    let between: Vec<u64> = self.counts.iter().copied().filter(|&n| n > below && n < knee).collect();
-                    between.get(between.len() / 2).copied()
-                }
+                Some(below) => self.toward_the_crossing(below, knee),
                 None => {
                     let smaller = self.counts.iter().copied().filter(|&n| n < knee);
                     smaller.clone().filter(|&n| 2 * n <= knee).max().or_else(|| smaller.max())
@@ -176,11 +188,66 @@ impl<'a> Sweep<'a> {
         }
     }
 
+    /// The count listed between `below` and `knee` nearest where the curve crosses the knee's
+    /// line (the best less the tolerance), on the line through the two counts' readings: a
+    /// pool rises about linearly until it flattens. The middle count when the readings do
+    /// not rise. On gunicorn, 12 workers read 4.9% under 24's plateau: the crossing is near
+    /// 16, where the middle of 16 and 20 measured 20 first, a launch for nothing.
+    fn toward_the_crossing(&self, below: u64, knee: u64) -> Option<u64> {
+        let between: Vec<u64> = self.counts.iter().copied().filter(|&n| n > below && n < knee).collect();
+        let middle = between.get(between.len() / 2).copied();
+        let (Some(low), Some(high)) = (self.at(below), self.at(knee)) else { return middle };
+        let (rise, line) = (high.rps() - low.rps(), best_rps(&self.measured) * (1.0 - self.tolerance));
+        if rise <= 0.0 {
+            return middle;
+        }
+        let crossing = below as f64 + (knee - below) as f64 * (line - low.rps()) / rise;
+        between.into_iter().min_by(|a, b| (*a as f64 - crossing).abs().total_cmp(&(*b as f64 - crossing).abs()))
+    }
+
     /// Whether `knee` has fewer windows than --repeats and reads under the best by more than
     /// half the tolerance: one window more or less could move it out.
-    fn near_the_edge(&self, t: &Tuner, knee: u64) -> bool {
+    fn near_the_edge(&self, knee: u64) -> bool {
         let Some(p) = self.at(knee) else { return false };
-        p.samples.len() < t.repeats.max(1) && p.rps() < best_rps(&self.measured) * (1.0 - self.tolerance / 2.0)
+        p.samples.len() < self.repeats && p.rps() < best_rps(&self.measured) * (1.0 - self.tolerance / 2.0)
+    }
+
+    /// Whether the count just above `knee` reads under the knee by more than half the
+    /// tolerance while no count has two windows: on a curve that rises then flattens, more
+    /// workers serving less is a disturbed window or a wide scatter, not yet told apart (on
+    /// php-fpm 8 workers read 5% over 16 in one window each, and the counts halved below 8
+    /// were launched on that reading).
+    fn reads_over_the_count_above(&self, knee: u64) -> bool {
+        let (Some(p), None) = (self.at(knee), Scatter::pooled(self.measured.iter())) else { return false };
+        self.measured
+            .iter()
+            .find(|(n, q)| *n > knee && q.ok())
+            .is_some_and(|(_, q)| q.rps() < p.rps() * (1.0 - self.tolerance / 2.0))
+    }
+
+    /// Where the windows scatter too widely to read the knee, the largest count measured is
+    /// the answer unless its windows say it falls short: one window is not enough to say so
+    /// (on php-fpm, 16 workers read 515 req/s in their one window, 19% under 8's two, and
+    /// the search kept 8, which serves 93% of 16 over 75 windows each).
+    fn read_the_largest_again(&mut self, t: &mut Tuner) {
+        let Some((n, p)) = self.measured.last() else { return };
+        if self.too_scattered().is_some() && p.ok() && p.samples.len() < 2.min(self.repeats) {
+            let n = *n;
+            self.once_more(t, n);
+        }
+    }
+
+    /// One more window of `n`: its second reading, and the windows' scatter known. False
+    /// when the run stopped.
+    fn once_more(&mut self, t: &mut Tuner, n: u64) -> bool {
+        let Some(i) = self.measured.iter().position(|(m, _)| *m == n) else { return true };
+        let round = self.measured[i].1.samples.len();
+        top_up(t, self.base, &self.load, &mut self.measured[i], round)
+    }
+
+    /// The windows' scatter when it is too wide for the knee to be read (`too_scattered`).
+    fn too_scattered(&self) -> Option<Scatter> {
+        too_scattered(&self.measured, self.repeats, self.tolerance)
     }
 
     /// The windows of the counts that decide the knee, up to --repeats (`confirm`).
@@ -207,13 +274,20 @@ struct Pick {
     chosen: u64,
     /// What sets the limit: "memory" or "throughput".
     limit: &'static str,
+    /// The windows' scatter, when it was too wide to read the knee from: then `knee` is the
+    /// largest count that could be as good as the best (`largest_as_good`).
+    scattered: Option<Scatter>,
 }
 
 impl Pick {
     /// None when no count served a request.
     fn within_memory(sweep: &Sweep) -> Option<Pick> {
         let (counts, measured) = (&sweep.counts, &sweep.measured);
-        let knee = knee(measured, sweep.tolerance)?;
+        let scattered = sweep.too_scattered();
+        let knee = match scattered {
+            Some(scatter) => largest_as_good(measured, sweep.tolerance, scatter)?,
+            None => knee(measured, sweep.tolerance)?,
+        };
         let best = measured.iter().filter(|(_, p)| p.ok()).max_by(|a, b| a.1.rps().total_cmp(&b.1.rps())).unwrap();
         // The memory figures of the largest pool measured are the most telling.
         let fit =
@@ -226,7 +300,7 @@ impl Pick {
             _ => (knee, "throughput"),
         };
         let knee_point = sweep.at(knee).unwrap();
-        Some(Pick { knee, knee_point, best: best.clone(), fit, chosen, limit })
+        Some(Pick { knee, knee_point, best: best.clone(), fit, chosen, limit, scattered })
     }
 
     /// The evidence line: the knee's throughput against the best, what fits the memory, what
@@ -256,6 +330,17 @@ impl Pick {
                 "throughput (CPU or what the workers wait on)".to_string()
             }
         );
+        if let Some(scatter) = self.scattered {
+            line += &format!(
+                "; but the windows scatter by {:.1}% (one window's standard deviation, pooled over {} degrees of freedom): {} windows of a count and {} of the best could not show it within {}% of the best ({:.0}% one-sided), so the knee of these readings is chance and the largest count that could be as good as the best is recommended (more workers serve no less where the curve flattens); longer windows or more --repeats would narrow it",
+                scatter.sd * 100.0,
+                scatter.df,
+                sweep.repeats,
+                sweep.repeats,
+                sweep.tolerance * 100.0,
+                KNEE_CONFIDENCE * 100.0
+            );
+        }
         if let Some(pl) = &knee_point.placement
             && let Some(server) = &pl.server
         {
@@ -288,10 +373,12 @@ impl Pick {
         })
     }
 
-    /// Throughput sets the limit, the best is another count than the knee, and it fits the
-    /// memory budget.
+    /// Throughput sets the limit, the knee was read (not too scattered: the check could not
+    /// settle it either), the best is another count than the knee, and it fits the memory
+    /// budget.
     fn best_is_worth_checking(&self) -> bool {
         self.limit == "throughput"
+            && self.scattered.is_none()
             && self.best.0 != self.knee
             && self.fit.as_ref().is_none_or(|(f, _)| *f >= self.best.0)
     }
@@ -415,6 +502,10 @@ fn confirm(t: &mut Tuner, base: &Settings, load: &Load, measured: &mut [(u64, Po
         measured.iter().position(|(m, p)| *m == n && p.ok() && p.samples.len() <= round)
     };
     for round in 1..t.repeats.max(1) {
+        // At a scatter no --repeats windows could read the knee through, more cannot help.
+        if too_scattered(measured, t.repeats, tolerance).is_some() {
+            return;
+        }
         let mut due: Vec<usize> = decisive.iter().filter_map(|&n| due_in(measured, n, round)).collect();
         due.sort_unstable();
         due.dedup();
@@ -454,31 +545,86 @@ fn top_up(t: &mut Tuner, base: &Settings, load: &Load, at: &mut (u64, Point), ro
 /// their one window where 12 and 24 scattered by 1% between theirs: its two more windows
 /// (2 s of a 15 s tune) could not have moved the knee.
 fn could_reach_the_knee(measured: &[(u64, Point)], n: u64, others: &[u64], tolerance: f64) -> bool {
-    let logs = |p: &Point| p.samples.iter().map(|s| s.rps).filter(|&r| r > 0.0).map(f64::ln).collect::<Vec<f64>>();
-    let (mut squares, mut df) = (0.0, 0);
-    for (_, p) in measured.iter().filter(|(m, p)| others.contains(m) && p.ok()) {
-        let l = logs(p);
-        if l.len() >= 2 {
-            squares += crate::stats::stdev(&l).powi(2) * (l.len() - 1) as f64;
-            df += l.len() - 1;
-        }
-    }
+    let Some(scatter) = Scatter::pooled(measured.iter().filter(|(m, _)| others.contains(m))) else { return true };
     let Some((_, below)) = measured.iter().find(|(m, _)| *m == n) else { return false };
     let (best, best_windows) = measured
         .iter()
         .filter(|(_, p)| p.ok())
         .max_by(|a, b| a.1.rps().total_cmp(&b.1.rps()))
         .map_or((0.0, 1), |(_, p)| (p.rps(), p.samples.len()));
-    let own = logs(below);
-    if df == 0 || own.is_empty() || best <= 0.0 {
+    let own = log_windows(below);
+    if own.is_empty() || best <= 0.0 {
         return true;
     }
-    let scatter = (squares / df as f64).sqrt().max(MIN_SCATTER);
     let gap = (best * (1.0 - tolerance)).ln() - crate::stats::mean(&own);
-    let margin = crate::stats::t_quantile(BELOW_CONFIDENCE, df)
-        * scatter
-        * (1.0 / own.len() as f64 + 1.0 / best_windows as f64).sqrt();
-    gap < margin
+    gap < scatter.margin(BELOW_CONFIDENCE, own.len(), best_windows)
+}
+
+/// How sure a count must be shown within the tolerance of the best (one-sided) for its
+/// reading to be the knee, when the windows scatter (`too_scattered`).
+const KNEE_CONFIDENCE: f64 = 0.8;
+
+/// The scatter of one window's throughput, in logs (a relative standard deviation), pooled
+/// over the counts measured more than once.
+#[derive(Clone, Copy, Debug)]
+struct Scatter {
+    sd: f64,
+    df: usize,
+}
+
+impl Scatter {
+    /// Pooled over `points`' ok windows; None while none has two. At least `MIN_SCATTER`.
+    fn pooled<'p>(points: impl Iterator<Item = &'p (u64, Point)>) -> Option<Scatter> {
+        let (mut squares, mut df) = (0.0, 0);
+        for (_, p) in points.filter(|(_, p)| p.ok()) {
+            let l = log_windows(p);
+            if l.len() >= 2 {
+                squares += crate::stats::stdev(&l).powi(2) * (l.len() - 1) as f64;
+                df += l.len() - 1;
+            }
+        }
+        (df > 0).then(|| Scatter { sd: (squares / df as f64).sqrt().max(MIN_SCATTER), df })
+    }
+
+    /// How far, in logs, the difference of two means of `a` and `b` windows may miss at
+    /// `confidence` (one-sided, Student's t).
+    fn margin(&self, confidence: f64, a: usize, b: usize) -> f64 {
+        crate::stats::t_quantile(confidence, self.df) * self.sd * (1.0 / a.max(1) as f64 + 1.0 / b.max(1) as f64).sqrt()
+    }
+}
+
+/// The scatter, when it is too wide for --repeats windows to read the knee: even a count
+/// reading the best's throughput, in `repeats` windows against the best's `repeats`, could
+/// not be shown within `tolerance` of it (`KNEE_CONFIDENCE`). The knee of such readings is
+/// chance: grid (d) in bench/verdicts.py, a PHP page whose 1 s windows scatter by 9.5%, put
+/// 8 workers at 93.2% of 16 over 75 windows each, and its first windows read 8 within the
+/// 3% tolerance often enough for a search to keep it.
+fn too_scattered(measured: &[(u64, Point)], repeats: usize, tolerance: f64) -> Option<Scatter> {
+    let scatter = Scatter::pooled(measured.iter())?;
+    (scatter.margin(KNEE_CONFIDENCE, repeats, repeats) >= -(1.0 - tolerance).ln()).then_some(scatter)
+}
+
+/// The largest count whose windows could be within `tolerance` of the best's at this
+/// scatter (`KNEE_CONFIDENCE`): on a curve that rises then flattens more workers serve no
+/// less, so where the knee cannot be read it is the count that cannot fall short.
+fn largest_as_good(measured: &[(u64, Point)], tolerance: f64, scatter: Scatter) -> Option<u64> {
+    let mean_log = |p: &Point| crate::stats::mean(&log_windows(p));
+    let (_, best) = measured
+        .iter()
+        .filter(|(_, p)| p.ok() && !log_windows(p).is_empty())
+        .max_by(|a, b| mean_log(&a.1).total_cmp(&mean_log(&b.1)))?;
+    let line = mean_log(best) + (1.0 - tolerance).ln();
+    measured
+        .iter()
+        .filter(|(_, p)| p.ok() && !log_windows(p).is_empty())
+        .filter(|(_, p)| mean_log(p) + scatter.margin(KNEE_CONFIDENCE, p.samples.len(), best.samples.len()) >= line)
+        .map(|(n, _)| *n)
+        .max()
+}
+
+/// The logs of a point's windows' throughput (those that served).
+fn log_windows(p: &Point) -> Vec<f64> {
+    p.samples.iter().map(|s| s.rps).filter(|&r| r > 0.0).map(f64::ln).collect()
 }
 
 /// Each window of a point as a point of its own (a round of a comparison).
