@@ -228,7 +228,7 @@ impl<'a> Sweep<'a> {
     /// Where the windows scatter too widely to read the knee, the largest count measured is
     /// the answer unless its windows say it falls short: one window is not enough to say so
     /// (on php-fpm, 16 workers read 515 req/s in their one window, 19% under 8's two, and
-    /// the search kept 8, which serves 93% of 16 over 75 windows each).
+    /// the search kept 8, which serves 93.2% of 16 over 87 windows each).
     fn read_the_largest_again(&mut self, t: &mut Tuner) {
         let Some((n, p)) = self.measured.last() else { return };
         if self.too_scattered().is_some() && p.ok() && p.samples.len() < 2.min(self.repeats) {
@@ -597,7 +597,7 @@ impl Scatter {
 /// reading the best's throughput, in `repeats` windows against the best's `repeats`, could
 /// not be shown within `tolerance` of it (`KNEE_CONFIDENCE`). The knee of such readings is
 /// chance: grid (d) in bench/verdicts.py, a PHP page whose 1 s windows scatter by 9.5%, put
-/// 8 workers at 93.2% of 16 over 75 windows each, and its first windows read 8 within the
+/// 8 workers at 93.2% of 16 over 87 windows each, and its first windows read 8 within the
 /// 3% tolerance often enough for a search to keep it.
 fn too_scattered(measured: &[(u64, Point)], repeats: usize, tolerance: f64) -> Option<Scatter> {
     let scatter = Scatter::pooled(measured.iter())?;
