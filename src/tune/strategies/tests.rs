@@ -1209,7 +1209,7 @@ fn a_knee_too_scattered_to_read_gives_the_largest_count_as_good_as_the_best() {
     // windows cannot show any count within 3% of the best: the largest count that could be as
     // good is recommended (16, or 12 where 16's one window read 14% under 12's two), and the
     // search stops once the scatter is known: at most 6 windows on 3 launches (the search
-    // before this rule took 7 to 13, 9.9 on average over the 27, and picked 12).
+    // before this rule took up to 13, 9.9 on average over the 27, and picked 12).
     let curve = |w: f64| match w as u64 {
         12.. => 680.0,
         8 => 636.0,
