@@ -608,17 +608,20 @@ fn too_scattered(measured: &[(u64, Point)], repeats: usize, tolerance: f64) -> O
 /// scatter (`KNEE_CONFIDENCE`): on a curve that rises then flattens more workers serve no
 /// less, so where the knee cannot be read it is the count that cannot fall short.
 fn largest_as_good(measured: &[(u64, Point)], tolerance: f64, scatter: Scatter) -> Option<u64> {
-    let mean_log = |p: &Point| crate::stats::mean(&log_windows(p));
-    let (_, best) = measured
+    // Each count that served: its mean log throughput and its windows, read once.
+    let read: Vec<(u64, f64, usize)> = measured
         .iter()
-        .filter(|(_, p)| p.ok() && !log_windows(p).is_empty())
-        .max_by(|a, b| mean_log(&a.1).total_cmp(&mean_log(&b.1)))?;
-    let line = mean_log(best) + (1.0 - tolerance).ln();
-    measured
-        .iter()
-        .filter(|(_, p)| p.ok() && !log_windows(p).is_empty())
-        .filter(|(_, p)| mean_log(p) + scatter.margin(KNEE_CONFIDENCE, p.samples.len(), best.samples.len()) >= line)
-        .map(|(n, _)| *n)
+        .filter(|(_, p)| p.ok())
+        .filter_map(|(n, p)| {
+            let logs = log_windows(p);
+            (!logs.is_empty()).then(|| (*n, crate::stats::mean(&logs), p.samples.len()))
+        })
+        .collect();
+    let &(_, best, best_windows) = read.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let line = best + (1.0 - tolerance).ln();
+    read.iter()
+        .filter(|(_, mean, windows)| mean + scatter.margin(KNEE_CONFIDENCE, *windows, best_windows) >= line)
+        .map(|(n, _, _)| *n)
         .max()
 }
 
