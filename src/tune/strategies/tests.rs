@@ -1314,3 +1314,21 @@ fn the_search_between_two_counts_goes_where_their_readings_cross_the_knees_line(
     let launched: Vec<&str> = m.measured.iter().filter(|s| !s.contains('#')).map(String::as_str).collect();
     assert_eq!(launched, ["workers=24", "workers=12", "workers=16"], "{:?}", m.measured);
 }
+
+#[test]
+fn a_knee_confirmed_into_a_scatter_too_wide_launches_nothing_more() {
+    // The windows of a real run (bench/verdicts.py, grid (d)): 8 read within 3% of 16 after
+    // 16's second window, near the tolerance's edge; its second window showed the scatter, 8.4%,
+    // and the search still launched 12 from the readings it had just called chance.
+    let real = |w: u64, r: usize| match w {
+        16 => [699.0, 673.0, 690.0][r % 3],
+        8 => [669.0, 568.0, 633.0][r % 3],
+        12 => [631.0, 749.0, 635.0][r % 3],
+        n => 70.0 * n as f64,
+    };
+    let mut m = Model::new(move |s: &Settings, r| (real(workers_of(s) as u64, r), 10.0, 3000), None);
+    let found = search_workers(&mut m, &["1", "2", "3", "4", "6", "8", "12", "16"]);
+    assert_eq!(found.recommended.get("workers"), Some("16"), "{:?}", found.evidence);
+    assert!(found.evidence[0].why.contains("but the windows scatter by 8.4%"), "{}", found.evidence[0].why);
+    assert_eq!(m.measured, ["workers=16", "workers=8", "workers=16 #2", "workers=8 #2"]);
+}

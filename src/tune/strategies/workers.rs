@@ -161,6 +161,10 @@ impl<'a> Sweep<'a> {
             }
             if self.near_the_edge(knee) {
                 self.confirm(t);
+                // Its windows may have shown the scatter too wide: no launch could settle it.
+                if self.too_scattered().is_some() {
+                    break;
+                }
                 let Some(again) = self::knee(&self.measured, self.tolerance) else { break };
                 knee = again;
             }
