@@ -917,7 +917,7 @@ def report_grid(res, label, rounds, draws=RANDOM_DRAWS, seed=1):
     if base:
         print(f"its first {res.base_rounds} rounds ({len(base.windows)} windows, {grid_s:.0f} s measuring, "
               f"{base_wall_s:.0f} s wall) are the grid the time bars compare with; {res.rounds - res.base_rounds} "
-              f"more were measured while its own noise could not judge a pick against the score bar "
+              f"more round(s) measured while its own noise could not judge a pick against the score bar "
               f"(cleared in {100 * UNSURE[0]:.0f}-{100 * UNSURE[1]:.0f}% of its resamples); the scores are over all "
               f"{res.rounds}")
     keys = list(res.knobs)
