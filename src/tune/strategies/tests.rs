@@ -116,6 +116,18 @@ fn workers_of(s: &Settings) -> f64 {
     s.get("workers").unwrap().parse().unwrap()
 }
 
+/// A server whose counts read, window after window, the windows a real run read of them (in
+/// turn, from the first), and 70 req/s a worker where it read none.
+fn replay(read: &'static [(u64, [f64; 3])]) -> Model<impl Fn(&Settings, usize) -> (f64, f64, u64)> {
+    Model::new(
+        move |s: &Settings, r| {
+            let w = workers_of(s) as u64;
+            (read.iter().find(|(n, _)| *n == w).map_or(70.0 * w as f64, |(_, x)| x[r % 3]), 10.0, 3000)
+        },
+        None,
+    )
+}
+
 /// The workers search over `counts` at the 3% tolerance, with the defaults otherwise.
 fn search_workers<M: Measure>(m: &mut M, counts: &[&str]) -> Found {
     let mut save = |_: &Point| {};
@@ -398,6 +410,28 @@ fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
     let chosen: u64 = found.recommended.get("max_requests").unwrap().parse().unwrap();
     assert_eq!(chosen, 500, "{:?}", found.evidence);
     assert!(found.evidence[0].why.contains("100.0 KiB per request"), "{}", found.evidence[0].why);
+}
+
+#[test]
+fn recycle_reads_never_recycling_again_before_rejecting_a_drift_as_a_cost() {
+    // The leak above; never recycling reads 10% high in its first three windows (the machine
+    // drifted between it and the candidates), and a fork every 500 requests truly costs 2%.
+    let mut m = Model::new(
+        |s: &Settings, r| {
+            let every: f64 = s.get("max_requests").unwrap().parse().unwrap();
+            let rps = if every == 0.0 { if r < 3 { 550.0 } else { 500.0 } } else { 500.0 * (1.0 - 10.0 / every) };
+            (rps, 10.0, 5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64)
+        },
+        None,
+    );
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
+    let found = recycle(&mut t, &knobs("max_requests", &["100", "500"]), &Settings::default());
+    // Read against the first three windows alone, 500 cost 10.9% and 100 18.2%: both rejected.
+    assert_eq!(found.recommended.get("max_requests"), Some("500"), "{:?}", found.evidence);
+    let e = &found.evidence[0].why;
+    assert!(e.contains("never recycling measured again after 500 read 10.9% under it (525.0 req/s"), "{e}");
 }
 
 #[test]
@@ -1290,13 +1324,7 @@ fn a_knee_too_scattered_to_read_gives_the_largest_count_as_good_as_the_best() {
     }
     // The windows of a real run (bench/verdicts.py, grid (d)): 16's first read 515, 19%
     // under 8's two. One window cannot say the largest count falls short: it is read again.
-    let real = |w: u64, r: usize| match w {
-        16 => [515.0, 690.0, 694.0][r % 3],
-        8 => [613.0, 656.0, 633.0][r % 3],
-        12 => [832.0, 749.0, 635.0][r % 3],
-        n => 70.0 * n as f64,
-    };
-    let mut m = Model::new(move |s: &Settings, r| (real(workers_of(s) as u64, r), 10.0, 3000), None);
+    let mut m = replay(&[(16, [515.0, 690.0, 694.0]), (8, [613.0, 656.0, 633.0]), (12, [832.0, 749.0, 635.0])]);
     let found = search_workers(&mut m, &counts);
     assert_eq!(found.recommended.get("workers"), Some("16"), "{:?} {:?}", found.evidence, m.measured);
     assert_eq!(m.measured, ["workers=16", "workers=8", "workers=8 #2", "workers=16 #2"]);
@@ -1320,13 +1348,7 @@ fn a_knee_confirmed_into_a_scatter_too_wide_launches_nothing_more() {
     // The windows of a real run (bench/verdicts.py, grid (d)): 8 read within 3% of 16 after
     // 16's second window, near the tolerance's edge; its second window showed the scatter, 8.4%,
     // and the search still launched 12 from the readings it had just called chance.
-    let real = |w: u64, r: usize| match w {
-        16 => [699.0, 673.0, 690.0][r % 3],
-        8 => [669.0, 568.0, 633.0][r % 3],
-        12 => [631.0, 749.0, 635.0][r % 3],
-        n => 70.0 * n as f64,
-    };
-    let mut m = Model::new(move |s: &Settings, r| (real(workers_of(s) as u64, r), 10.0, 3000), None);
+    let mut m = replay(&[(16, [699.0, 673.0, 690.0]), (8, [669.0, 568.0, 633.0]), (12, [631.0, 749.0, 635.0])]);
     let found = search_workers(&mut m, &["1", "2", "3", "4", "6", "8", "12", "16"]);
     assert_eq!(found.recommended.get("workers"), Some("16"), "{:?}", found.evidence);
     assert!(found.evidence[0].why.contains("but the windows scatter by 8.4%"), "{}", found.evidence[0].why);
