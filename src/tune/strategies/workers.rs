@@ -230,7 +230,7 @@ impl<'a> Sweep<'a> {
         if Scatter::pooled(self.measured.iter()).is_some_and(|s| s.df >= 2) {
             return None;
         }
-        let best = self.measured.iter().filter(|(_, p)| p.ok()).max_by(|a, b| a.1.rps().total_cmp(&b.1.rps()))?.0;
+        let best = best_of(&self.measured)?.0;
         let above = self.measured.iter().map(|(n, _)| *n).find(|&n| n > knee);
         let partner = if best != knee { best } else { below.or(above)? };
         [knee, partner]
@@ -304,7 +304,7 @@ impl Pick {
             Some(scatter) => largest_as_good(measured, sweep.tolerance, scatter)?,
             None => knee(measured, sweep.tolerance)?,
         };
-        let best = measured.iter().filter(|(_, p)| p.ok()).max_by(|a, b| a.1.rps().total_cmp(&b.1.rps())).unwrap();
+        let best = best_of(measured).unwrap();
         // The memory figures of the largest pool measured are the most telling.
         let fit =
             measured.iter().rev().filter_map(|(_, p)| p.memory()).find_map(|m| m.workers_fit.map(|f| (f, m.clone())));
@@ -582,11 +582,7 @@ fn could_reach_the_knee(measured: &[(u64, Point)], n: u64, others: &[u64], toler
 /// (`could_reach_the_knee`).
 fn could_reach_at(measured: &[(u64, Point)], n: u64, scatter: Scatter, tolerance: f64) -> bool {
     let Some((_, below)) = measured.iter().find(|(m, _)| *m == n) else { return false };
-    let (best, best_windows) = measured
-        .iter()
-        .filter(|(_, p)| p.ok())
-        .max_by(|a, b| a.1.rps().total_cmp(&b.1.rps()))
-        .map_or((0.0, 1), |(_, p)| (p.rps(), p.samples.len()));
+    let (best, best_windows) = best_of(measured).map_or((0.0, 1), |(_, p)| (p.rps(), p.samples.len()));
     let own = log_windows(below);
     if own.is_empty() || best <= 0.0 {
         return true;
@@ -700,6 +696,11 @@ fn log_windows(p: &Point) -> Vec<f64> {
 /// Each window of a point as a point of its own (a round of a comparison).
 fn windows_of(p: &Point) -> Vec<Point> {
     p.samples.iter().map(|s| Point { samples: vec![s.clone()], ..p.clone() }).collect()
+}
+
+/// The count that served the most, with its point.
+fn best_of(measured: &[(u64, Point)]) -> Option<&(u64, Point)> {
+    measured.iter().filter(|(_, p)| p.ok()).max_by(|a, b| a.1.rps().total_cmp(&b.1.rps()))
 }
 
 fn best_rps(measured: &[(u64, Point)]) -> f64 {
