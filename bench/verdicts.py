@@ -175,6 +175,7 @@ RANDOM_DRAWS = 200
 # the draws and fewer than the second is not yet judged: the grid measures another round.
 UNSURE = (0.1, 0.9)
 SURE_ROUNDS = 30
+REPLAY_SHUFFLES = 100  # --truth-rounds: shuffles of the rounds the stopping rule is replayed on
 
 
 # ---------------------------------------------------------------------------------------------
@@ -685,6 +686,7 @@ class GridResult:
     base_rounds: int = 0              # --grid-rounds: the grid the time bar compares with
     base_wall_s: float = 0.0
     rounds: int = 0                   # all measured: more while a pick was unsure (--sure-rounds)
+    replay: dict = None               # --truth-rounds: the stopping rule replayed (replay_sure_rule)
 
     def base_windows(self):
         return [w for w in self.windows if w.round < self.base_rounds]
@@ -722,17 +724,22 @@ def run_grid(ws, webtune, res, text_of, rounds, tuner_text):
     rounds, up to `rounds[1]` in all, while the grid's own noise cannot say whether a barred
     pick clears the score bar (`unsure_picks`). The fits under each budget are computed from
     each window's memory figures."""
-    base, most = rounds
+    base, most, truth = rounds
     res.base_rounds = base
     configs = res.configs()
     middle = (base + 1) // 2
     grid_s = 0.0
     r = 0
     while True:
-        unsure = unsure_picks(res) if base <= r < most else []
-        if r >= base and not unsure:
-            break
-        of = f"{r + 1}/{base}" if r < base else f"{r + 1} (up to {most}: the grid cannot yet judge {', '.join(unsure)})"
+        if truth:
+            if r >= max(truth, base):
+                break
+            of = f"{r + 1}/{max(truth, base)}"
+        else:
+            unsure = unsure_picks(res) if base <= r < most else []
+            if r >= base and not unsure:
+                break
+            of = f"{r + 1}/{base}" if r < base else f"{r + 1} (up to {most}: the grid cannot yet judge {', '.join(unsure)})"
         order = configs if r % 2 == 0 else list(reversed(configs))
         start = time.monotonic()
         for i, c in enumerate(order):
@@ -753,6 +760,62 @@ def run_grid(ws, webtune, res, text_of, rounds, tuner_text):
         r += 1
     res.rounds = r
     res.grid_wall_s = grid_s
+
+
+def rounds_of(a):
+    """The grid's rounds: (the first rounds the time bar compares with, the cap of the rounds
+    measured while a pick is unsure, a fixed count measured instead when asked)."""
+    return a.grid_rounds, a.sure_rounds, a.truth_rounds
+
+
+def replay_sure_rule(res, most, shuffles, seed):
+    """How often the stopping rule of --sure-rounds would have judged each barred pick as all
+    of a fixed grid's rounds do (--truth-rounds): the rounds shuffled (seeded), the first
+    `base_rounds` of them taken, then one more while `unsure_picks` says so, up to `most`;
+    the pick's PASS or FAIL there against its PASS or FAIL over every round. The rule stops
+    as soon as the resamples leave 10-90%, so a streak of lucky rounds can end it on the
+    wrong side: this counts how often."""
+    bars = [t for t in res.tuners if t.memory == res.tuners[0].memory and not t.unavailable] if res.tuners else []
+    budget = bars[0].budget_kib if bars else None
+    picks = {t.label: t.recommended(res.knobs) for t in bars}
+    picks = {k: v for k, v in picks.items() if v}
+
+    def passes(r):
+        _, best = r.best(budget)
+        return {k: best > 0 and (r.score(c, budget) or 0) >= SCORE_BAR * best for k, c in picks.items()}
+
+    truth = passes(res)
+    rng = random.Random(f"{seed}/{res.name}/replay")
+    order = list(range(res.rounds))
+    agree = {k: 0 for k in picks}
+    stops = []
+    for _ in range(shuffles):
+        rng.shuffle(order)
+        k = res.base_rounds
+        while True:
+            taken = set(order[:k])
+            sub = replace(res, windows=[w for w in res.windows if w.round in taken])
+            if k >= min(most, res.rounds) or not unsure_picks(sub):
+                break
+            k += 1
+        stops.append(k)
+        for label, ok in passes(sub).items():
+            agree[label] += ok == truth[label]
+    return {"shuffles": shuffles, "most": min(most, res.rounds), "stops": stops,
+            "truth": truth, "agree": agree}
+
+
+def print_replay(res):
+    r = res.replay
+    stops = sorted(r["stops"])
+    print(f"\n-- the --sure-rounds rule replayed on {r['shuffles']} shuffles of these {res.rounds} rounds "
+          f"(the first {res.base_rounds}, then more while unsure, up to {r['most']}): it stopped after "
+          f"{stops[0]}-{stops[-1]} rounds (median {statistics.median(stops):g}; at the cap in "
+          f"{sum(k >= r['most'] for k in stops)})")
+    for label, ok in r["truth"].items():
+        print(f"shown: {res.name}, {label}: over all {res.rounds} rounds the pick "
+              f"{'PASSES' if ok else 'FAILS'} the score bar; the rule judged it so in "
+              f"{r['agree'][label]} of {r['shuffles']}")
 
 
 def unsure_picks(res, draws=RANDOM_DRAWS, seed=1):
@@ -882,15 +945,14 @@ def grid_noise(res, pick, budget_kib, draws, seed):
     times, seeded. On a page whose windows scatter +-15% (grid (d)), three windows a
     configuration put the share's own 90% range across the 95% bar: a pick's PASS or FAIL
     there is partly the grid's luck, and this says how much."""
-    configs = [c for c in res.configs() if res.of(c)]
-    if pick is None or not configs:
+    windows = {fmt_config(c): ws for c in res.configs() if (ws := res.of(c))}
+    if pick is None or not windows:
         return None
     rng = random.Random(seed)
     pick_key = fmt_config(pick)
     shares = []
     for _ in range(draws):
-        scores = {fmt_config(c): strict_score([rng.choice(res.of(c)) for _ in res.of(c)], budget_kib)
-                  for c in configs}
+        scores = {key: strict_score([rng.choice(ws) for _ in ws], budget_kib) for key, ws in windows.items()}
         best = max(scores.values())
         shares.append(scores.get(pick_key, 0.0) / best if best > 0 else 0.0)
     shares.sort()
@@ -1078,7 +1140,7 @@ def grid_lab(ws, webtune, a):
         return target_file("lab", dict(LAB_GRID_CONFIG, **c), {}, LOAD_1S)
 
     tuner_text = target_file("lab", LAB_GRID_CONFIG, res.knobs, LOAD_1S)
-    run_grid(ws, webtune, res, text_of, (a.grid_rounds, a.sure_rounds), tuner_text)
+    run_grid(ws, webtune, res, text_of, rounds_of(a), tuner_text)
     return res
 
 
@@ -1094,7 +1156,7 @@ def grid_real(ws, webtune, a, real):
         return target_file(real.adapter, dict(real.config, **config), knobs, load, app=real.app,
                            ready=real.ready)
 
-    run_grid(ws, webtune, res, lambda c: text(c, {}), (a.grid_rounds, a.sure_rounds), text({}, res.knobs))
+    run_grid(ws, webtune, res, lambda c: text(c, {}), rounds_of(a), text({}, res.knobs))
     return res
 
 
@@ -1134,7 +1196,7 @@ def grid_gunicorn(ws, webtune, a):
     def text(config, knobs):
         return target_file("gunicorn", config, knobs, load, app=app, ready="/")
 
-    run_grid(ws, webtune, res, lambda c: text(c, {}), (a.grid_rounds, a.sure_rounds), text({}, res.knobs))
+    run_grid(ws, webtune, res, lambda c: text(c, {}), rounds_of(a), text({}, res.knobs))
     return res
 
 
@@ -1191,7 +1253,7 @@ def grid_php(ws, webtune, a):
         return target_file("php-fpm", dict({"pm": "static"}, **config), knobs, load, app=app,
                            ready="/index.php")
 
-    run_grid(ws, webtune, res, lambda c: text(c, {}), (a.grid_rounds, a.sure_rounds), text({}, res.knobs))
+    run_grid(ws, webtune, res, lambda c: text(c, {}), rounds_of(a), text({}, res.knobs))
     return res
 
 
@@ -1218,7 +1280,7 @@ def grid_apache(ws, webtune, a):
     def text(config, knobs):
         return target_file("apache", config, knobs, load, app=APACHE_APP, ready="/hello")
 
-    run_grid(ws, webtune, res, lambda c: text(c, {}), (a.grid_rounds, a.sure_rounds), text({}, res.knobs))
+    run_grid(ws, webtune, res, lambda c: text(c, {}), rounds_of(a), text({}, res.knobs))
     return res
 
 
@@ -1266,6 +1328,10 @@ def parse_args(argv=None):
                     help="then more rounds, up to N in all, while the grid's own noise cannot judge a "
                          f"pick against the score bar; the time bar compares with the first --grid-rounds "
                          f"(default {SURE_ROUNDS}, --quick 0: none)")
+    ap.add_argument("--truth-rounds", type=int, metavar="N",
+                    help="measure exactly N rounds instead (the time bar still compares with the first "
+                         "--grid-rounds), then replay the --sure-rounds stopping rule on the N rounds "
+                         "shuffled and say how often it judges each pick as all N do")
     ap.add_argument("--lab-memory", default=LAB_MEMORY,
                     help="memory budgets of the lab grid, comma-separated: a tuner run for each; "
                          f"the first carries the bars (default {LAB_MEMORY})")
@@ -1296,7 +1362,7 @@ def parse_args(argv=None):
         a.grid_rounds = defaults[2]
     if a.sure_rounds is None:
         a.sure_rounds = 0 if a.quick else SURE_ROUNDS
-    if min(a.null, a.power, a.sure_rounds) < 0 or a.grid_rounds < 1 or a.random_draws < 1:
+    if min(a.null, a.power, a.sure_rounds, a.truth_rounds or 0) < 0 or a.grid_rounds < 1 or a.random_draws < 1:
         ap.error("counts must be positive")
     return a
 
@@ -1355,6 +1421,9 @@ def run(a):
             res.label = label
             grids.append(res)
             passed &= report_grid(res, label, a.grid_rounds, a.random_draws, a.seed)
+            if a.truth_rounds and res.rounds > res.base_rounds:
+                res.replay = replay_sure_rule(res, a.sure_rounds or SURE_ROUNDS, REPLAY_SHUFFLES, a.seed)
+                print_replay(res)
         print(f"\n{machine_note('end')}; {time.monotonic() - started:.0f} s in all")
         if a.save:
             with open(a.save, "w") as f:
@@ -1363,7 +1432,8 @@ def run(a):
                                       "windows": [asdict(w) for w in g.windows],
                                       "tuners": [asdict(t) for t in g.tuners],
                                       "grid_wall_s": g.grid_wall_s, "base_rounds": g.base_rounds,
-                                      "rounds": g.rounds, "base_wall_s": g.base_wall_s} for g in grids]},
+                                      "rounds": g.rounds, "base_wall_s": g.base_wall_s,
+                                      "replay": g.replay} for g in grids]},
                           f, indent=1)
         return passed
     finally:

@@ -215,6 +215,8 @@ fn recycling_keeps_a_leaking_pool_within_budget_and_never_every_request() {
     // windows, lengthened to hold 3 recycles of each worker, are twice as long).
     assert!((100..=1000).contains(&n), "max_requests {n}: {ev}");
     assert!(ev.contains("KiB per request"), "{ev}");
+    // Each interval tried sits between two readings of never recycling.
+    assert!(ev.contains("against never recycling read on the other side of it"), "{ev}");
 }
 
 #[test]

@@ -413,7 +413,7 @@ fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
 }
 
 #[test]
-fn recycle_reads_never_recycling_again_before_rejecting_a_drift_as_a_cost() {
+fn recycle_reads_never_recycling_on_both_sides_so_a_drift_is_not_a_cost() {
     // The leak above; never recycling reads 10% high in its first three windows (the machine
     // drifted between it and the candidates), and a fork every 500 requests truly costs 2%.
     let mut m = Model::new(
@@ -431,7 +431,52 @@ fn recycle_reads_never_recycling_again_before_rejecting_a_drift_as_a_cost() {
     // Read against the first three windows alone, 500 cost 10.9% and 100 18.2%: both rejected.
     assert_eq!(found.recommended.get("max_requests"), Some("500"), "{:?}", found.evidence);
     let e = &found.evidence[0].why;
-    assert!(e.contains("never recycling measured again after 500 read 10.9% under it (525.0 req/s"), "{e}");
+    assert!(
+        e.contains(
+            "recycling every 500 costs 2.0% throughput (500.0 -> 490.0 req/s; 10.9% against never recycling read on the other side of it, 550.0 req/s)"
+        ),
+        "{e}"
+    );
+    assert_eq!(found.steps[0].before.rps(), 500.0);
+}
+
+#[test]
+fn recycle_rejects_a_cost_read_on_both_sides_and_measures_never_between_candidates() {
+    // The leak above; a fork every 500 requests costs 8%, every 100 requests 40%: both over
+    // the bar against both readings of never recycling, which are measured between them.
+    let mut m = Model::new(
+        |s: &Settings, r| {
+            let every: f64 = s.get("max_requests").unwrap().parse().unwrap();
+            let rps = if every == 0.0 { 500.0 } else { 500.0 * (1.0 - 40.0 / every) };
+            (rps, 10.0, 5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64)
+        },
+        None,
+    );
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
+    let found = recycle(&mut t, &knobs("max_requests", &["10", "100", "500"]), &Settings::default());
+    assert_eq!(found.recommended.get("max_requests"), Some("0"), "{:?}", found.evidence);
+    let e = &found.evidence[0].why;
+    assert!(e.contains("no interval to try fits at a cost under 5%"), "{e}");
+    assert!(
+        e.contains(
+            "rejected: 500 costs 8.0% throughput (500.0 -> 460.0 req/s; 8.0% against never recycling read on the other side of it, 500.0 req/s), 100 costs 40.0%"
+        ),
+        "{e}"
+    );
+    drop(t);
+    // Two rejections in a row end the search: 10 is never measured.
+    assert_eq!(
+        m.measured,
+        [
+            "max_requests=0",
+            "max_requests=500",
+            "max_requests=0 after 500",
+            "max_requests=100",
+            "max_requests=0 after 100"
+        ]
+    );
 }
 
 #[test]
