@@ -106,7 +106,10 @@ Usage
     python3 bench/verdicts.py --grids e --strategies one-at-a-time,workers,joint
                                                 # several tuners on a grid, a row each
     python3 bench/verdicts.py --null --power    # the parts named, default counts
-    (--grid-rounds N, 3; --sure-rounds N, 30; --random-draws N, 200; --seed N;
+    python3 bench/verdicts.py --grids c,d --truth-rounds 30
+                                                # fixed grids of 30 rounds, and the --sure-rounds
+                                                # rule replayed on them (how often it agrees)
+    (--grid-rounds N, 3; --sure-rounds N, 30; --truth-rounds N; --random-draws N, 200; --seed N;
      --lab-memory 60MiB,132MiB; --save FILE)
 
     Time of a full grid, 3 rounds, with its tuners (estimates from 1-round smoke runs on a
