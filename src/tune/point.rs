@@ -286,9 +286,13 @@ impl Point {
 
     /// Relative spread of the throughput over the repeats.
     pub fn rps_spread(&self) -> f64 {
-        let v: Vec<f64> = self.samples.iter().map(|s| s.rps).collect();
-        let m = median(&v);
-        if m > 0.0 { crate::stats::spread(&v) / m } else { 0.0 }
+        let m = median(&self.samples.iter().map(|s| s.rps).collect::<Vec<_>>());
+        if m > 0.0 { self.rps_range() / m } else { 0.0 }
+    }
+
+    /// The repeats' highest throughput less their lowest, req/s.
+    pub fn rps_range(&self) -> f64 {
+        crate::stats::spread(&self.samples.iter().map(|s| s.rps).collect::<Vec<_>>())
     }
 
     /// The cause, for a failed point.

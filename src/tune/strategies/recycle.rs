@@ -198,9 +198,8 @@ impl Tried {
         let mut readings: Vec<&Point> = [Some(before), after].into_iter().flatten().collect();
         readings.sort_by(|a, b| cost(a).total_cmp(&cost(b)));
         let never = readings[0].clone();
-        let spread = |p: &Point| crate::stats::spread(&p.samples.iter().map(|s| s.rps).collect::<Vec<_>>());
         let noise = if point.ok() {
-            readings.iter().map(|r| spread(r)).fold(spread(&point), f64::max) / never.rps()
+            readings.iter().map(|r| r.rps_range()).fold(point.rps_range(), f64::max) / never.rps()
         } else {
             0.0
         };

@@ -223,9 +223,9 @@ impl<'a> Sweep<'a> {
     /// the count below it, else the one above; none while the knee is the only count), the
     /// first read in one window (when --repeats gives two at least). A launch costs a start
     /// and a window; two windows of each show the scatter, and where it is too wide to read
-    /// the knee the search stops before launching counts that could not change the answer. On php-fpm, 8 workers read within 3% of 16,
-    /// or 5-18% over it, in single windows, and the search launched 4 and 6 on that reading
-    /// before the scatter, 6.5%, was known.
+    /// the knee the search stops before launching counts that could not change the answer. On
+    /// php-fpm, 8 workers read within 3% of 16, or 5-18% over it, in single windows, and the
+    /// search launched 4 and 6 on that reading before the scatter, 6.5%, was known.
     fn read_once(&self, knee: u64, below: Option<u64>) -> Option<u64> {
         if Scatter::pooled(self.measured.iter()).is_some_and(|s| s.df >= 2) {
             return None;
