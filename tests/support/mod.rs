@@ -65,6 +65,11 @@ pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
 pub fn quick_tune(target: &std::path::Path, extra: &[&str]) -> Run {
     let mut args = vec!["tune", target.to_str().unwrap(), "--json", "--quiet", "--repeats", "1", "--max-rounds", "2"];
     args.extend_from_slice(extra);
+    // The journal beside the target, not in the directory the tests run in (the repository).
+    let journal = target.with_extension("tune.jsonl");
+    if !extra.contains(&"--journal") {
+        args.extend(["--journal", journal.to_str().unwrap()]);
+    }
     webtune_with_limit(&args, Duration::from_secs(300))
 }
 
