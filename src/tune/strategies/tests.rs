@@ -660,7 +660,7 @@ fn the_knee_is_checked_against_the_best_count_in_interleaved_rounds() {
             assert_eq!(found.steps.len(), 1, "{}", check.evidence);
             let e = &found.evidence[0].why;
             assert!(e.contains("4 workers against the knee's 2: +0.5%"), "{e}");
-            assert!(e.contains("over the sweep's 3 rounds, a gain under the 3% threshold: the knee stands"), "{e}");
+            assert!(e.contains("over the sweep's 3 rounds, a gain read under the 3% threshold: the knee stands, its interval not narrowed"), "{e}");
             // 1 once, 2 and 4 in 3 rounds each: nothing more.
             assert_eq!(m.measured.len(), 7, "{:?}", m.measured);
             continue;

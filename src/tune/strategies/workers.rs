@@ -285,8 +285,7 @@ impl<'a> Sweep<'a> {
     /// when the run stopped.
     fn once_more(&mut self, t: &mut Tuner, n: u64) -> bool {
         let Some(i) = self.measured.iter().position(|(m, _)| *m == n) else { return true };
-        let round = self.measured[i].1.samples.len();
-        top_up(t, self.base, &self.load, &mut self.measured[i], round)
+        top_up(t, self.base, &self.load, &mut self.measured[i])
     }
 
     /// The windows' scatter when it is too wide for the knee to be read (`too_scattered`).
@@ -476,7 +475,7 @@ fn gain_under_threshold(t: &Tuner, pick: &Pick, tolerance: f64) -> Option<String
     let threshold = check_threshold(t, tolerance);
     (e.pct < threshold).then(|| {
         format!(
-            "; {} workers against the knee's {}: {} (99% interval) over the sweep's {} rounds, a gain under the {}% threshold: the knee stands",
+            "; {} workers against the knee's {}: {} (99% interval) over the sweep's {} rounds, a gain read under the {}% threshold: the knee stands, its interval not narrowed (only a gain read over the threshold is judged in rounds of its own)",
             pick.best.0,
             pick.knee,
             effect_text(&e),
@@ -585,23 +584,25 @@ fn confirm(t: &mut Tuner, base: &Settings, load: &Load, measured: &mut [(u64, Po
             due.reverse();
         }
         for i in due {
-            if !top_up(t, base, load, &mut measured[i], round) {
+            if !top_up(t, base, load, &mut measured[i]) {
                 return;
             }
         }
         if let Some(i) = below.and_then(|b| due_in(measured, b, round))
             && could_reach_the_knee(measured, measured[i].0, &decisive, tolerance)
-            && !top_up(t, base, load, &mut measured[i], round)
+            && !top_up(t, base, load, &mut measured[i])
         {
             return;
         }
     }
 }
 
-/// One more window of a count measured (its `round + 1`th); false when the run stopped.
-fn top_up(t: &mut Tuner, base: &Settings, load: &Load, at: &mut (u64, Point), round: usize) -> bool {
+/// One more window of a count measured, named by its windows so far (a count behind by two
+/// rounds is topped up once a round, and its name says which window it is); false when the
+/// run stopped.
+fn top_up(t: &mut Tuner, base: &Settings, load: &Load, at: &mut (u64, Point)) -> bool {
     let n = at.0;
-    let name = format!("workers={n} #{}", round + 1);
+    let name = format!("workers={n} #{}", at.1.samples.len() + 1);
     let Some(p) = t.window(&name, &base.with("workers", &n.to_string()), load) else { return false };
     if let Some(both) = Point::combine(&format!("workers={n}"), &[at.1.clone(), p]) {
         at.1 = both;
