@@ -207,10 +207,11 @@ impl<'a> Sweep<'a> {
     }
 
     /// The count listed between `below` and `knee`, of those within reach (`within_reach`),
-    /// nearest where the curve crosses the knee's line (the best less the tolerance), on the line through the two counts' readings: a
-    /// pool rises about linearly until it flattens. The middle count when the readings do
-    /// not rise. On gunicorn, 12 workers read 4.9% under 24's plateau: the crossing is near
-    /// 16, where the middle of 16 and 20 measured 20 first, a launch for nothing.
+    /// nearest where the curve crosses the knee's line (the best less the tolerance), on the
+    /// line through the two counts' readings: a pool rises about linearly until it flattens.
+    /// The middle count when the readings do not rise. On gunicorn, 12 workers read 4.9% under
+    /// 24's plateau: the crossing is near 16, where the middle of 16 and 20 measured 20 first,
+    /// a launch for nothing.
     fn toward_the_crossing(&mut self, below: u64, knee: u64) -> Option<u64> {
         let between = self.within_reach(below, knee);
         let middle = between.get(between.len() / 2).copied();
@@ -233,8 +234,8 @@ impl<'a> Sweep<'a> {
         let Some(scatter) = Scatter::pooled(self.measured.iter()) else { return between.collect() };
         let (reach, spared): (Vec<u64>, Vec<u64>) =
             between.partition(|&n| could_reach_from(&self.measured, below, n, scatter, self.tolerance));
+        let from = self.at(below).map_or(0.0, |p| p.rps());
         for n in spared {
-            let from = self.at(below).map_or(0.0, |p| p.rps());
             if !self.spared.iter().any(|s| s.count == n) {
                 self.spared.push(Spared { count: n, from: (below, from), most: from * n as f64 / below as f64 });
             }
