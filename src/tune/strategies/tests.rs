@@ -1407,6 +1407,7 @@ fn a_count_the_one_below_could_not_scale_up_to_the_knee_is_not_launched() {
     // req/s, so 8 serve at most 631 (a worker serves no more for more company), 7% under the
     // knee's line (677 of the best's 698) where the windows scatter by 1.5%: 8 is never
     // launched, and 10 is the knee in 10 windows (the search launched 8 and took 11).
+    let counts = ["1", "2", "3", "4", "6", "8", "10", "12", "16", "20", "24"];
     let mut m = replay(&[
         (24, [712.0, 698.0, 695.0]),
         (12, [697.0, 675.0, 686.0]),
@@ -1414,7 +1415,7 @@ fn a_count_the_one_below_could_not_scale_up_to_the_knee_is_not_launched() {
         (8, [631.0, 640.0, 625.0]),
         (6, [473.0, 480.0, 470.0]),
     ]);
-    let found = search_workers(&mut m, &["1", "2", "3", "4", "6", "8", "10", "12", "16", "20", "24"]);
+    let found = search_workers(&mut m, &counts);
     assert_eq!(found.recommended.get("workers"), Some("10"), "{:?} {:?}", found.evidence, m.measured);
     assert_eq!(
         m.measured,
@@ -1446,7 +1447,7 @@ fn a_count_the_one_below_could_not_scale_up_to_the_knee_is_not_launched() {
         (8, [630.0, 640.0, 625.0]),
         (6, [495.0, 480.0, 470.0]),
     ]);
-    let found = search_workers(&mut m, &["1", "2", "3", "4", "6", "8", "10", "12", "16", "20", "24"]);
+    let found = search_workers(&mut m, &counts);
     assert_eq!(found.recommended.get("workers"), Some("10"), "{:?} {:?}", found.evidence, m.measured);
     assert!(m.measured.iter().any(|s| s == "workers=8"), "{:?}", m.measured);
     assert!(!found.evidence[0].why.contains("not launched"), "{}", found.evidence[0].why);

@@ -119,8 +119,13 @@ struct Spared {
     count: u64,
     /// The count below it, and its throughput (median of its windows).
     from: (u64, f64),
+}
+
+impl Spared {
     /// The most `count` workers could serve: `from`'s throughput scaled up by the counts.
-    most: f64,
+    fn most(&self) -> f64 {
+        self.from.1 * self.count as f64 / self.from.0 as f64
+    }
 }
 
 impl<'a> Sweep<'a> {
@@ -237,7 +242,7 @@ impl<'a> Sweep<'a> {
         let from = self.at(below).map_or(0.0, |p| p.rps());
         for n in spared {
             if !self.spared.iter().any(|s| s.count == n) {
-                self.spared.push(Spared { count: n, from: (below, from), most: from * n as f64 / below as f64 });
+                self.spared.push(Spared { count: n, from: (below, from) });
             }
         }
         reach
@@ -406,7 +411,7 @@ impl Pick {
                 s.from.0,
                 s.from.1,
                 s.count,
-                s.most,
+                s.most(),
                 best.1.rps() * (1.0 - sweep.tolerance),
                 BELOW_CONFIDENCE * 100.0
             );
