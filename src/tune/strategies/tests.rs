@@ -1020,23 +1020,65 @@ fn windows_too_noisy_for_a_verdict_are_lengthened_and_a_real_gain_found() {
     assert_eq!(found.recommended.get("backlog"), Some("511"), "{}", found.evidence[0].why);
 }
 
+/// Windows of 1000 req/s that scatter +-20% whatever their length (the machine's drift, not
+/// the requests' noise), the configuration where `late` holds one window behind the other's.
+fn drift(late: fn(&Settings) -> bool) -> impl Fn(&Settings, usize) -> (f64, f64, u64) {
+    move |s: &Settings, r: usize| {
+        let phase = usize::from(late(s));
+        (1000.0 * (1.0 + 0.2 * [1.0, -1.0, 0.5, -0.5, 0.8, -0.8][(r + phase) % 6]), 10.0, 1000)
+    }
+}
+
+/// One at a time over `knob`'s `values` in 1 s windows on `m`.
+fn tune_one(m: &mut impl Measure, knob: &str, values: &[&str]) -> Found {
+    let mut save = |_: &Point| {};
+    let mut t = Tuner::new(m, timed_load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    one_at_a_time(&mut t, &knobs(knob, values), &Settings::default())
+}
+
 #[test]
 fn longer_windows_that_do_not_narrow_the_scatter_stop_after_the_least_rounds() {
-    // A null change whose windows scatter +-20% whatever their length (the machine's drift,
-    // not the requests' noise): the 8 s windows get --min-rounds rounds, not up to the cap.
+    // A null change in drift: its pilot reads a gain (+9.6% over 3 rounds) that no number of
+    // rounds could settle, so it is measured in 8 s windows, which get --min-rounds rounds,
+    // not up to the cap.
     let window = std::cell::Cell::new(1.0_f64);
-    let drift = |s: &Settings, r: usize| {
-        let phase = usize::from(s.get("backlog") == Some("1024"));
-        (1000.0 * (1.0 + 0.2 * [1.0, -1.0, 0.5, -0.5, 0.8, -0.8][(r + phase) % 6]), 10.0, 1000)
+    let mut m = SeesTheLoad {
+        inner: Model::new(drift(|s| s.get("backlog") == Some("511")), None),
+        window_s: &window,
+        tail: None,
     };
-    let mut m = SeesTheLoad { inner: Model::new(drift, None), window_s: &window, tail: None };
-    let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, timed_load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
-    let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
-    drop(t);
+    let found = tune_one(&mut m, "backlog", &["511", "1024"]);
     assert_eq!(found.recommended.get("backlog"), Some("511"), "{}", found.evidence[0].why);
     let long = m.inner.measured.iter().filter(|s| s.contains("(8 s windows)")).count();
     assert_eq!(long, 2 * Judging::default().min_rounds, "{:?}", m.inner.measured);
+}
+
+#[test]
+fn a_loss_no_round_can_settle_is_measured_longer_only_where_keeping_the_cheaper_would_deploy_it() {
+    // The pilot reads a loss (-9.1% over 3 rounds) that no number of rounds could settle.
+    // backlog=1024 costs what 511 does: settled or not, 511 stays, so no longer windows.
+    let window = std::cell::Cell::new(1.0_f64);
+    let mut m = SeesTheLoad {
+        inner: Model::new(drift(|s| s.get("backlog") == Some("1024")), None),
+        window_s: &window,
+        tail: None,
+    };
+    let found = tune_one(&mut m, "backlog", &["511", "1024"]);
+    let e = &found.evidence[0].why;
+    assert_eq!(found.recommended.get("backlog"), Some("511"), "{e}");
+    assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided), "{e}");
+    assert!(e.contains("-9.1% [") && e.contains("no more rounds could settle it"), "{e}");
+    assert_eq!(m.inner.measured.len(), 2 * Judging::default().min_rounds, "{:?}", m.inner.measured);
+    // 12 workers cost less than 16: unsettled, the cheaper 12 would be kept, so whether the
+    // loss is real is worth the longer windows.
+    let mut m = SeesTheLoad {
+        inner: Model::new(drift(|s| s.get("workers") == Some("12")), None),
+        window_s: &window,
+        tail: None,
+    };
+    let found = tune_one(&mut m, "workers", &["16", "12"]);
+    assert!(m.inner.measured.iter().any(|s| s.contains("(8 s windows)")), "{:?}", m.inner.measured);
+    assert_eq!(found.recommended.get("workers"), Some("12"), "{}", found.evidence[0].why);
 }
 
 #[test]
