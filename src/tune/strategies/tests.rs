@@ -1104,8 +1104,13 @@ fn an_estimate_within_the_threshold_keeps_the_cheaper_without_longer_windows() {
 
 /// A latency histogram of 10,000 requests at 5 ms, `slow` of them at 900 ms.
 fn histogram(slow: u64) -> String {
+    histogram_of(10_000, slow)
+}
+
+/// A latency histogram of `requests` at 5 ms, `slow` of them at 900 ms.
+fn histogram_of(requests: u64, slow: u64) -> String {
     let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
-    h.record_n(5_000, 10_000 - slow).unwrap();
+    h.record_n(5_000, requests - slow).unwrap();
     if slow > 0 {
         h.record_n(900_000, slow).unwrap();
     }
@@ -1138,6 +1143,33 @@ fn a_few_percent_more_throughput_does_not_buy_a_tail_fifty_times_longer() {
         let found = one_at_a_time(&mut t, &knobs("keepalive", &[first, second]), &Settings::default());
         assert_eq!(found.recommended.get("keepalive"), Some("on"), "{}", found.evidence[0].why);
     }
+}
+
+#[test]
+fn a_tail_many_times_longer_over_as_many_requests_as_three_rounds_is_refused_in_one() {
+    // Recycling every 50 requests with keep-alive on: its windows run long enough to hold
+    // three recycles (40,000 requests to the incumbent's 10,000), and 0.5% of its requests
+    // wait 900 ms. Its first window holds more requests than three of the incumbent's.
+    let window = std::cell::Cell::new(1.0_f64);
+    let rps = |s: &Settings, _| (if s.get("max_requests") == Some("50") { 950.0 } else { 1000.0 }, 10.0, 1000);
+    let tail: fn(&Settings) -> String =
+        |s| if s.get("max_requests") == Some("50") { histogram_of(40_000, 200) } else { histogram(0) };
+    let mut m = SeesTheLoad { inner: Model::new(rps, None), window_s: &window, tail: Some(tail) };
+    let found = tune_one(&mut m, "max_requests", &["0", "50"]);
+    let e = &found.evidence[0].why;
+    assert_eq!(found.recommended.get("max_requests"), Some("0"), "{e}");
+    assert_eq!(found.steps[0].verdict, Some(Verdict::WorseTail), "{e}");
+    assert!(e.contains("p99.9 900.") && e.contains("over 40000 and 10000 requests"), "{e}");
+    let long = m.inner.measured.iter().filter(|s| s.starts_with("max_requests=50")).count();
+    assert_eq!(long, 1, "{:?}", m.inner.measured);
+    // A window of as many requests as the incumbent's: the tail waits for --min-rounds rounds.
+    let tail: fn(&Settings) -> String =
+        |s| if s.get("max_requests") == Some("50") { histogram_of(10_000, 50) } else { histogram(0) };
+    let mut m = SeesTheLoad { inner: Model::new(rps, None), window_s: &window, tail: Some(tail) };
+    let found = tune_one(&mut m, "max_requests", &["0", "50"]);
+    assert_eq!(found.steps[0].verdict, Some(Verdict::WorseTail), "{}", found.evidence[0].why);
+    let long = m.inner.measured.iter().filter(|s| s.starts_with("max_requests=50")).count();
+    assert_eq!(long, Judging::default().min_rounds, "{:?}", m.inner.measured);
 }
 
 /// Grid (a) of bench/verdicts.py: never recycled, a worker grows to 26 MiB and only one fits
