@@ -28,6 +28,13 @@ pub struct MemSnapshot {
     /// Pages swapped out (not resident, so not in `rss`).
     #[serde(rename = "swap_kib")]
     pub swap: u64,
+    /// The proportional set of its anonymous and shared-memory pages (the rollup's Pss_Anon
+    /// plus Pss_Shmem): anonymous pages only its own fork tree maps, and shared memory mostly
+    /// so, so unlike `pss` it does not shrink when other programs mapping the same files
+    /// start beside it. None
+    /// when the kernel does not say (full smaps, or an older kernel's rollup).
+    #[serde(skip)]
+    pub pss_own: Option<u64>,
 }
 
 impl MemSnapshot {
@@ -46,6 +53,7 @@ impl MemSnapshot {
     pub fn parse(text: &str) -> Option<MemSnapshot> {
         let mut m = MemSnapshot::default();
         let mut seen_rss = false;
+        let (mut anon, mut shmem) = (None::<u64>, 0);
         for line in text.lines() {
             let Some((key, rest)) = line.split_once(':') else { continue };
             // Mapping header lines ("5636a8281000-7ffe... rw-p ...") have no "Key:" form we
@@ -62,10 +70,13 @@ impl MemSnapshot {
                 "Private_Clean" => &mut m.private_clean,
                 "Private_Dirty" => &mut m.private_dirty,
                 "Swap" => &mut m.swap,
+                "Pss_Anon" => anon.get_or_insert(0),
+                "Pss_Shmem" => &mut shmem,
                 _ => continue,
             };
             *field += kib;
         }
+        m.pss_own = anon.map(|a| a + shmem);
         seen_rss.then_some(m)
     }
 }
@@ -115,6 +126,7 @@ mod tests {
         assert_eq!(m.shared(), 1084 + 65732);
         assert_eq!(m.uss(), 148);
         assert_eq!(m.swap, 0);
+        assert_eq!(m.pss_own, Some(22057 + 1));
     }
 
     #[test]
@@ -127,6 +139,60 @@ mod tests {
         // smaps truncates each mapping's Pss to whole KiB; the rollup truncates once.
         let mappings = include_str!("fixtures/small.smaps").lines().filter(|l| l.starts_with("Rss:")).count() as u64;
         assert!(full.pss <= rollup.pss && rollup.pss - full.pss <= mappings, "{} vs {}", full.pss, rollup.pss);
+        // Only the rollup splits the PSS by kind of page.
+        assert_eq!(full.pss_own, None);
+    }
+
+    /// Copies of one binary started here, killed when dropped (on a failed assertion too).
+    struct Copies(Vec<std::process::Child>);
+
+    impl Drop for Copies {
+        fn drop(&mut self) {
+            for c in &mut self.0 {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
+    impl Copies {
+        /// Starts one more, and waits until it runs the copy (exec done, its pages mapped).
+        fn start(&mut self, program: &std::path::Path) -> i32 {
+            let child = std::process::Command::new(program).arg("30").spawn().unwrap();
+            let pid = child.id() as i32;
+            self.0.push(child);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while std::fs::read_link(format!("/proc/{pid}/exe")).ok().as_deref() != Some(program) {
+                assert!(std::time::Instant::now() < deadline, "{} did not start", program.display());
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            // Past exec, the dynamic loader maps the libraries: let it finish.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            pid
+        }
+    }
+
+    /// The tuner compares servers measured beside different neighbours (the configurations
+    /// of a comparison kept running side by side): their own pages must read the same
+    /// whatever else maps the same files, where the whole PSS does not.
+    #[test]
+    fn own_pages_read_the_same_beside_other_copies_of_the_program() {
+        // A copy of sleep no other process maps: its file pages are shared only with the
+        // copies started here.
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("sleeper");
+        std::fs::copy("/bin/sleep", &program).unwrap();
+        let mut copies = Copies(Vec::new());
+        let pid = copies.start(&program);
+        let alone = read(pid).unwrap();
+        assert!(alone.pss_own.is_some(), "no Pss_Anon in smaps_rollup: an older kernel?");
+        for _ in 0..3 {
+            copies.start(&program);
+        }
+        let beside = read(pid).unwrap();
+        // The copy's file pages are now divided by four (a few hundred KiB for sleep).
+        assert!(beside.pss + 50 < alone.pss, "PSS {} KiB alone, {} beside three copies", alone.pss, beside.pss);
+        assert_eq!(beside.pss_own, alone.pss_own, "own pages beside three copies of the program");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::point::Point;
+use super::point::{Point, compared_memory};
 use crate::stats::median;
 
 /// What the tuner optimises: which of two configurations is better.
@@ -13,7 +13,8 @@ pub enum Objective {
     Throughput,
     /// The most requests per second with p99 at or under this many milliseconds.
     ThroughputWithin { p99_ms: f64 },
-    /// The least memory (PSS of the whole server) that serves at least this many requests/s.
+    /// The least memory that serves at least this many requests/s: the PSS of the server's
+    /// own pages (`point::compared_memory`), which other programs beside it do not move.
     LeastMemory { rps: f64 },
 }
 
@@ -30,7 +31,8 @@ impl Objective {
                 (p.median(|s| s.p99_ms) <= p99_ms).then(|| p.samples.iter().map(|s| s.rps).collect())
             }
             Objective::LeastMemory { rps } => (p.median(|s| s.rps) >= rps).then(|| {
-                p.samples.iter().map(|s| -(s.memory.as_ref().map_or(f64::MAX, |m| m.pss_total_kib as f64))).collect()
+                let figure = compared_memory(&[p]);
+                p.samples.iter().map(|s| -(s.memory.as_ref().map_or(f64::MAX, |m| figure(m) as f64))).collect()
             }),
         }
     }
@@ -59,11 +61,9 @@ impl Objective {
             }
             // Less memory is better: the ratio before/after, so that + is a saving.
             Objective::LeastMemory { .. } => {
+                let figure = compared_memory(&[before, after]);
                 let pss = |p: &Point| {
-                    p.samples
-                        .iter()
-                        .map(|s| s.memory.as_ref().map_or(0.0, |m| m.pss_total_kib as f64))
-                        .collect::<Vec<_>>()
+                    p.samples.iter().map(|s| s.memory.as_ref().map_or(0.0, |m| figure(m) as f64)).collect::<Vec<_>>()
                 };
                 (pss(after), pss(before))
             }

@@ -810,6 +810,7 @@ pub fn mem_use(
         parent_uss_kib: parent.uss,
         parent_shared_kib: parent.shared,
         pss_total_kib: procs.iter().map(|p| p.mem.pss).sum::<u64>() + front_pss.unwrap_or(0),
+        own_pss_kib: procs.iter().chain(front.unwrap_or_default()).map(|p| p.mem.pss_own).sum(),
         front_pss_kib: front_pss,
         workers_fit: budget_kib.and_then(|b| procmem::capacity::capacity(procs, b)).map(|c| c.workers_fit),
     })

@@ -954,6 +954,34 @@ fn a_value_far_below_takes_one_window_not_three() {
     assert!(e.contains("workers=1 100.0 req/s: far below, 12% of the incumbent's at best in 1 window"), "{e}");
 }
 
+/// Kept servers run beside the ones measured later: a server's whole PSS shrinks as more
+/// copies of its binary start (the red CI of a23ef49's parent read a null backlog 17% smaller),
+/// its own pages do not. "Cheaper" reads the own pages.
+#[test]
+fn a_server_is_cheaper_by_its_own_pages_not_by_the_files_its_neighbours_share() {
+    let with = |total: u64, own: Option<u64>| {
+        let mut p = crate::tune::point::tests::point(&[100.0, 100.0]);
+        for s in &mut p.samples {
+            s.memory = Some(MemUse { workers: 2, pss_total_kib: total, own_pss_kib: own, ..MemUse::default() });
+        }
+        p
+    };
+    let cheaper_by = super::verdict::cheaper_by;
+    // The challenger measured beside more servers: whole PSS 17% smaller, own pages alike.
+    assert_eq!(cheaper_by(&with(6476, Some(2100)), &with(7844, Some(2110))), None);
+    // Its own pages a quarter fewer: cheaper, by that figure.
+    assert_eq!(
+        cheaper_by(&with(7700, Some(1600)), &with(7844, Some(2100))).as_deref(),
+        Some("a server 24% smaller (PSS of its own pages 1600 KiB against 2100)")
+    );
+    // A window that did not split the PSS (stored before, or an older kernel): the whole PSS
+    // on both sides, never one figure against the other.
+    assert_eq!(
+        cheaper_by(&with(6476, None), &with(7844, Some(2110))).as_deref(),
+        Some("a server 17% smaller (PSS 6476 KiB against 7844)")
+    );
+}
+
 #[test]
 fn a_difference_no_round_can_settle_keeps_the_cheaper_configuration() {
     // 12 and 16 workers serve alike within +-3%, which 10 rounds could not resolve at 2%.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::stats::Effect;
 use crate::tune::objective::{Objective, fits};
-use crate::tune::point::Tail;
+use crate::tune::point::{Tail, compared_memory, own_pages_read};
 use crate::tune::trial::Load;
 use crate::tune::{Point, Settings, Tuner, Verdict};
 
@@ -772,7 +772,9 @@ fn by_cost(a: &Point, b: &Point) -> std::cmp::Ordering {
 }
 
 /// Whether `a` costs clearly less than `b`: fewer workers, or with as many a whole server
-/// (PSS) smaller by a tenth or more.
+/// smaller by a tenth or more (the PSS of its own pages, `compared_memory`: read beside
+/// different neighbours, the whole PSS of one server differed by 17% for a knob that changes
+/// no memory).
 pub fn cheaper(a: &Point, b: &Point) -> bool {
     cheaper_by(a, b).is_some()
 }
@@ -786,12 +788,15 @@ pub fn cheaper_by(a: &Point, b: &Point) -> Option<String> {
     {
         return (x < y).then(|| format!("{x} workers instead of {y}"));
     }
+    let figure = compared_memory(&[a, b]);
     let pss = |p: &Point| {
-        let v: Vec<f64> = p.samples.iter().filter_map(|s| s.memory.as_ref()).map(|m| m.pss_total_kib as f64).collect();
+        let v: Vec<f64> = p.samples.iter().filter_map(|s| s.memory.as_ref()).map(|m| figure(m) as f64).collect();
         (!v.is_empty()).then(|| crate::stats::median(&v))
     };
     let (x, y) = (pss(a)?, pss(b)?);
-    (x < 0.9 * y).then(|| format!("a server {:.0}% smaller (PSS {:.0} KiB against {:.0})", (1.0 - x / y) * 100.0, x, y))
+    let own = if own_pages_read(&[a, b]) { " of its own pages" } else { "" };
+    (x < 0.9 * y)
+        .then(|| format!("a server {:.0}% smaller (PSS{own} {:.0} KiB against {:.0})", (1.0 - x / y) * 100.0, x, y))
 }
 
 /// What the rounds so far say of one challenger against the incumbent.
