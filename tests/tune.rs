@@ -237,8 +237,9 @@ fn one_at_a_time_leaves_a_useless_knob_records_failures_and_resumes() {
         "",
     );
     // 1.5 s windows: in 1 s ones a clean clone's CI read the null backlog "cheaper" after 2
-    // rounds (-1.0%, projected to [-2.1%, +0.0%] at the cap) on a PSS 17% smaller, the fresh
-    // challenger's against the kept incumbent's.
+    // rounds (-1.0%, projected to [-2.1%, +0.0%] at the cap) on a whole PSS 17% smaller, the
+    // fresh challenger's against the kept incumbent's (since 8de3fba servers are compared by
+    // their own pages, which neighbours do not move; the windows stayed 1.5 s).
     let v = tune(&f, &[], dir.path());
     let steps = v["steps"].as_array().unwrap();
     assert_eq!(steps[0]["knob"], "workers");

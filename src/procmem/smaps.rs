@@ -30,9 +30,8 @@ pub struct MemSnapshot {
     pub swap: u64,
     /// The proportional set of its anonymous and shared-memory pages (the rollup's Pss_Anon
     /// plus Pss_Shmem): anonymous pages only its own fork tree maps, and shared memory mostly
-    /// so, so unlike `pss` it does not shrink when other programs mapping the same files
-    /// start beside it. None
-    /// when the kernel does not say (full smaps, or an older kernel's rollup).
+    /// so, so unlike `pss` it does not shrink when other programs mapping the same files start
+    /// beside it. None when the kernel does not say (full smaps, or an older kernel's rollup).
     #[serde(skip)]
     pub pss_own: Option<u64>,
 }

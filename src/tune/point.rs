@@ -22,12 +22,12 @@ pub struct MemUse {
     pub parent_shared_kib: u64,
     /// The whole server's real footprint: the sum of PSS (a front proxy's included).
     pub pss_total_kib: u64,
-    /// The part of it in anonymous and shared-memory pages, which programs outside the server
-    /// do not map (a front's included): what configurations are compared by, as it reads the same
-    /// whatever runs beside the server, where the whole PSS shrinks as other servers of the
-    /// same binary start (a lab parent read 3916 KiB alone and 1790 beside two more labs, its
-    /// anonymous pages 274 KiB both times). None when the kernel does not split the PSS
-    /// (older kernels), or in runs stored before it was read.
+    /// The part of it in anonymous and shared-memory pages, which programs outside the
+    /// server do not map (a front's included): what configurations are compared by, as it
+    /// reads the same whatever runs beside the server, where the whole PSS shrinks as other
+    /// servers of the same binary start (a lab parent read 3916 KiB alone and 1790 beside two
+    /// more labs, its anonymous pages 274 KiB both times). None when the kernel does not split
+    /// the PSS (older kernels), or in runs stored before it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_pss_kib: Option<u64>,
     /// A front proxy's share of it (the sum of its processes' PSS); None without a front.
