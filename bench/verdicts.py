@@ -68,12 +68,21 @@ What it measures
        to --sure-rounds in all (30): the scores are over all its rounds, the time bar compares
        with its first --grid-rounds (the grid a user would run), and both are printed. Grid (d)'s
        1 s windows scatter +-20%: with three a configuration 16 workers cleared 95% of the best
-       in 12 of 19 grids and 12 workers in 13, so a pick's PASS there was the grid's luck. --strategies runs the named
-       tuners on every grid asked for, one row each (default: the tuners named above); a
-       strategy this webtune refuses by name (exit 2, "invalid value ... for '--strategy'")
-       is reported as "not available in this binary" and the run goes on.
+       in 12 of 19 grids and 12 workers in 13, so a pick's PASS there was the grid's luck.
+       Then head to head: each barred pick that fits but is not the grid's best is measured
+       against that best again, in rounds of one 5 s window each (--head-to-head-window; the
+       order alternating), until the 95% interval of its share (the geometric mean of the
+       rounds' ratios, Student's t) clears the score bar on either side after 5 rounds, or
+       --head-to-head rounds (20). The grid's best is the largest of noisy scores, so it reads
+       high (the winner's curse): in (d)'s 30-round grid of stop 43, 16 workers read 94.3% of
+       12 by the medians, and the rounds' own ratios 97.3% (92.9-101.8%). Where it ran, the
+       score bar judges the head-to-head's share; the grid's share is printed beside.
+       --strategies runs the named tuners on every grid asked for, one row each (default: the
+       tuners named above); a strategy this webtune refuses by name (exit 2, "invalid value
+       ... for '--strategy'") is reported as "not available in this binary" and the run goes on.
        Reported for each grid and each tuner: the recommended configuration's true score (its
-       grid score) as % of the grid's best (target >= 95%), and the tuner's measuring time (the
+       grid score) as % of the grid's best and, where it ran, the head-to-head's share (target
+       >= 95%, on the head-to-head's share where it ran), and the tuner's measuring time (the
        sum of its points' seconds) as % of the grid's (target <= 25%); wall times beside them.
        Both bars apply to every tuner row of every grid (the first budget's for grid (a)).
        Beside each tuner row, random search at the same measuring time, computed from the
@@ -109,8 +118,9 @@ Usage
     python3 bench/verdicts.py --grids c,d --truth-rounds 30
                                                 # fixed grids of 30 rounds, and the --sure-rounds
                                                 # rule replayed on them (how often it agrees)
-    (--grid-rounds N, 3; --sure-rounds N, 30; --truth-rounds N; --random-draws N, 200; --seed N;
-     --lab-memory 60MiB,132MiB; --save FILE)
+    (--grid-rounds N, 3; --sure-rounds N, 30; --truth-rounds N; --head-to-head N, 20;
+     --head-to-head-window S, 5; --random-draws N, 200; --seed N; --lab-memory 60MiB,132MiB;
+     --save FILE)
 
     Time of a full grid, 3 rounds, with its tuners (estimates from 1-round smoke runs on a
     busy machine, configurations x rounds x seconds per window, not measurements): a window is
@@ -178,6 +188,11 @@ RANDOM_DRAWS = 200
 # the draws and fewer than the second is not yet judged: the grid measures another round.
 UNSURE = (0.1, 0.9)
 SURE_ROUNDS = 30
+# After the grid, a barred pick that is not its best is measured against it again, in up to
+# H2H_PAIRS rounds of one H2H_WINDOW_S-second window each (--head-to-head, --head-to-head-window):
+# (d)'s 1 s windows scatter 10% (sd); 5 s windows hold 5x the requests, a launch's cost once.
+H2H_PAIRS = 20
+H2H_WINDOW_S = 5.0
 REPLAY_SHUFFLES = 100  # --truth-rounds: shuffles of the rounds the stopping rule is replayed on
 
 
@@ -332,6 +347,11 @@ def target_file(adapter, config, knobs, load, app=None, ready=None):
 
 
 LOAD_1S = {"connections": 16, "duration": "1s"}
+
+
+def with_window(load, window_s):
+    """The [load] table with windows of `window_s` seconds (the head-to-head's), or as it is."""
+    return dict(load, duration=f"{window_s:g}s") if window_s else load
 LAB_NULL_CONFIG = {"workers": 2, "cpu": "1ms", "io_wait": "10ms"}
 POWER_CONFIG = {"workers": 4, "cpu": "0ms"}
 POWER_VALUES = ["10ms", "9.5ms"]
@@ -690,6 +710,7 @@ class GridResult:
     base_wall_s: float = 0.0
     rounds: int = 0                   # all measured: more while a pick was unsure (--sure-rounds)
     replay: dict = None               # --truth-rounds: the stopping rule replayed (replay_sure_rule)
+    h2h: dict = field(default_factory=dict)  # pick key -> HeadToHead (--head-to-head)
 
     def base_windows(self):
         return [w for w in self.windows if w.round < self.base_rounds]
@@ -721,13 +742,15 @@ class GridResult:
         return c, self.score(c, budget_kib, lenient) or 0.0
 
 
-def run_grid(ws, webtune, res, text_of, rounds, tuner_text):
+def run_grid(ws, webtune, res, text_of, plan, tuner_text):
     """The grid in interleaved rounds (order reversed on alternate rounds), the tuner runs
-    (res.tuners, one per budget) after the middle round of the first `rounds[0]`; then more
-    rounds, up to `rounds[1]` in all, while the grid's own noise cannot say whether a barred
-    pick clears the score bar (`unsure_picks`). The fits under each budget are computed from
-    each window's memory figures."""
-    base, most, truth = rounds
+    (res.tuners, one per budget) after the middle round of the first `plan.base`; then more
+    rounds, up to `plan.most` in all, while the grid's own noise cannot say whether a barred
+    pick clears the score bar (`unsure_picks`); then the barred picks that are not the grid's
+    best measured against it head to head (`head_to_head`). The fits under each budget are
+    computed from each window's memory figures. `text_of(config, window_s=None)`: the target
+    file of one configuration, with windows of `window_s` seconds when given."""
+    base, most, truth = plan.base, plan.most, plan.truth
     res.base_rounds = base
     configs = res.configs()
     middle = (base + 1) // 2
@@ -763,12 +786,105 @@ def run_grid(ws, webtune, res, text_of, rounds, tuner_text):
         r += 1
     res.rounds = r
     res.grid_wall_s = grid_s
+    if plan.pairs:
+        res.h2h = head_to_head(ws, webtune, res, text_of, plan.pairs, plan.window_s)
+
+
+@dataclass
+class GridPlan:
+    """How a grid is measured: its first rounds (the grid the time bar compares with), the cap
+    of the rounds measured while a pick is unsure, a fixed count measured instead when asked,
+    and the head-to-head's pairs at most per pick and its windows' seconds."""
+    base: int
+    most: int
+    truth: Optional[int]
+    pairs: int
+    window_s: float
 
 
 def rounds_of(a):
-    """The grid's rounds: (the first rounds the time bar compares with, the cap of the rounds
-    measured while a pick is unsure, a fixed count measured instead when asked)."""
-    return a.grid_rounds, a.sure_rounds, a.truth_rounds
+    return GridPlan(a.grid_rounds, a.sure_rounds, a.truth_rounds, a.head_to_head, a.head_to_head_window)
+
+
+# Two-sided 95% quantiles of Student's t by degrees of freedom, 1 to 30 (30's beyond).
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+       2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+       2.052, 2.048, 2.045, 2.042]
+H2H_MIN_PAIRS = 5        # before an interval clear of the bar may end a head-to-head
+
+
+@dataclass
+class HeadToHead:
+    """A barred pick that is not the grid's best, measured against that best after the grid:
+    rounds of one window each (longer than the grid's, the order alternating), the pick's
+    share of the best estimated from these fresh pairs. The grid's best is the largest of
+    noisy scores, so its score reads high (the winner's curse): against a plateau of equals a
+    pick reads a few percent short of a best that is no better. Chosen by the grid, measured
+    again here, the share is not biased by the choice."""
+    pick: dict
+    best: dict
+    window_s: float
+    pairs: list = field(default_factory=list)   # [pick window, best window] of one round
+    settled: bool = False                       # the interval cleared the bar (either side)
+
+    def ratios(self):
+        return [p.rps / b.rps for p, b in self.pairs if not p.error and not b.error and p.rps > 0 and b.rps > 0]
+
+    def share(self):
+        """(estimate, low, high) of the pick's requests/s over the best's: the geometric mean of
+        the pairs' ratios and its 95% t-interval; None under two pairs."""
+        logs = [math.log(x) for x in self.ratios()]
+        if len(logs) < 2:
+            return None
+        m = statistics.fmean(logs)
+        half = T95[min(len(logs) - 1, len(T95)) - 1] * statistics.stdev(logs) / math.sqrt(len(logs))
+        return math.exp(m), math.exp(m - half), math.exp(m + half)
+
+    def over_budget(self, budget_kib):
+        return sum(not p.error and not p.fits(budget_kib) for p, _ in self.pairs)
+
+
+def barred(res):
+    """The tuner rows that carry the bars: the first budget's (or none's), available ones."""
+    if not res.tuners:
+        return [], None
+    first = res.tuners[0].memory
+    rows = [t for t in res.tuners if t.memory == first and not t.unavailable]
+    return rows, res.tuners[0].budget_kib
+
+
+def head_to_head(ws, webtune, res, text_of, most_pairs, window_s):
+    """Each barred pick that fits but is not the grid's best, measured against the best in
+    rounds of `window_s`-second windows (the best and every open pick once per round, the
+    order reversed on alternate rounds) until the interval of its share clears the score bar
+    on either side (after H2H_MIN_PAIRS) or `most_pairs` rounds. Returns pick key -> HeadToHead."""
+    rows, budget = barred(res)
+    best_c, best = res.best(budget)
+    picks = {}
+    for t in rows:
+        rec = t.recommended(res.knobs)
+        if best > 0 and rec and not same(rec, best_c) and (res.score(rec, budget) or 0) > 0:
+            picks.setdefault(fmt_config(rec), HeadToHead(rec, best_c, window_s))
+    for r in range(most_pairs):
+        open_picks = [h for h in picks.values() if not h.settled]
+        if not open_picks:
+            break
+        order = [best_c] + [h.pick for h in open_picks]
+        if r % 2:
+            order.reverse()
+        seen = {}
+        for c in order:
+            w = measure_window(ws, webtune, text_of(c, window_s), r, c)
+            seen[fmt_config(c)] = w
+            progress(f"  {res.name} head to head {r + 1} (up to {most_pairs}) {fmt_config(c)}: "
+                     + (f"FAILED: {w.error}" if w.error else f"{w.rps:.0f} req/s, window {w.window_s:.1f} s")
+                     + f"; others' CPU up to {100 * w.interference:.0f}%")
+        for h in open_picks:
+            h.pairs.append([seen[fmt_config(h.pick)], seen[fmt_config(best_c)]])
+            s = h.share()
+            h.settled = (s is not None and len(h.ratios()) >= H2H_MIN_PAIRS
+                         and (s[1] >= SCORE_BAR or s[2] < SCORE_BAR))
+    return picks
 
 
 def replay_sure_rule(res, most, shuffles, seed):
@@ -778,8 +894,7 @@ def replay_sure_rule(res, most, shuffles, seed):
     the pick's PASS or FAIL there against its PASS or FAIL over every round. The rule stops
     as soon as the resamples leave 10-90%, so a streak of lucky rounds can end it on the
     wrong side: this counts how often."""
-    bars = [t for t in res.tuners if t.memory == res.tuners[0].memory and not t.unavailable] if res.tuners else []
-    budget = bars[0].budget_kib if bars else None
+    bars, budget = barred(res)
     picks = {t.label: t.recommended(res.knobs) for t in bars}
     picks = {k: v for k, v in picks.items() if v}
 
@@ -826,8 +941,7 @@ def unsure_picks(res, draws=RANDOM_DRAWS, seed=1):
     (grid_noise), it clears the score bar in more than 10% and fewer than 90% of the draws.
     Three windows a configuration at +-20% (grid (d)) put 16 workers over 95% of the best in
     12 of 19 grids, 12 workers in 13: a bar judged there is the grid's luck."""
-    bars = [t for t in res.tuners if t.memory == res.tuners[0].memory and not t.unavailable] if res.tuners else []
-    budget = bars[0].budget_kib if bars else None
+    bars, budget = barred(res)
     unsure = []
     for t in bars:
         noise = grid_noise(res, t.recommended(res.knobs), budget, draws, f"{seed}/{res.name}/{t.label}/sure")
@@ -1021,7 +1135,7 @@ def report_grid(res, label, rounds, draws=RANDOM_DRAWS, seed=1):
             print(f"tuner `{' '.join(t.args)}`:")
             if t.unavailable:
                 print(f"  not available in this binary ({t.unavailable})")
-                rows.append((t, None, None, best, None, None, "not available in this binary"))
+                rows.append((t, None, None, best, None, None, "not available in this binary", None))
                 continue
             if t.error:
                 print(f"  error: {t.error}")
@@ -1046,10 +1160,25 @@ def report_grid(res, label, rounds, draws=RANDOM_DRAWS, seed=1):
             score_text = (f"{res.name}, {t.label}: the pick {fmt_config(rec) if rec else '(none)'} "
                           f"scores {true or 0:.0f} req/s = {100 * (true or 0) / best if best else 0:.1f}% "
                           f"of the grid's best ({fmt_config(best_c)}, {best:.0f})")
+            h = res.h2h.get(fmt_config(rec)) if (rec and bi == 0) else None
+            share = h.share() if h else None
+            if share:
+                est, low, high = share
+                how = ("its interval clears the bar" if low >= SCORE_BAR or high < SCORE_BAR
+                       else "its interval still straddles the bar")
+                over = h.over_budget(budget) if budget is not None else 0
+                print(f"shown: head to head after the grid, the pick against the grid's best in "
+                      f"{len(h.ratios())} pairs of {h.window_s:g} s windows: {100 * est:.1f}% "
+                      f"(95% interval {100 * low:.1f}-{100 * high:.1f}%; {how})"
+                      + (f"; the pick over the budget in {over} of its windows" if over else ""))
+                score_text += f"; head to head {100 * est:.1f}% ({100 * low:.1f}-{100 * high:.1f}%)"
             time_text = (f"{res.name}, {t.label}: the tuner measured for {100 * ratio:.1f}% of the "
                          f"grid's time ({tuner_s:.0f} s vs {grid_s:.0f} s; wall {100 * wall_ratio:.1f}%)")
             if bi == 0:
-                ok_score = check(true is not None and best > 0 and true >= SCORE_BAR * best,
+                # The grid chose its best; where the pick was measured against it again, that
+                # share (unbiased by the choice) is judged, the pick still fitting the grid.
+                judged = share[0] if share else (true or 0) / best if best > 0 else 0.0
+                ok_score = check(true is not None and best > 0 and judged >= SCORE_BAR,
                                  f"{score_text} >= {100 * SCORE_BAR:.0f}%")
                 ok_time = check(bool(points) and ratio <= TIME_BAR, f"{time_text} <= {100 * TIME_BAR:.0f}%")
                 passed &= ok_score and ok_time
@@ -1077,7 +1206,7 @@ def report_grid(res, label, rounds, draws=RANDOM_DRAWS, seed=1):
                       f"grid's windows, {r['mean_windows']:.1f} windows, {r['mean_s']:.0f} s on average): "
                       f"its pick scores {r['median_pct']:.1f}% of the best (median), "
                       f"{r['p10_pct']:.1f}% (10th percentile)")
-            rows.append((t, rec, true, best, tuner_s, ratio, bars))
+            rows.append((t, rec, true, best, tuner_s, ratio, bars, share))
             if budget is not None:
                 lenient_c, lenient_best = res.best(budget, lenient=True)
                 if not same(lenient_c, best_c):
@@ -1095,21 +1224,23 @@ def print_summary(res, label, rows):
             if res.rounds > res.base_rounds else "")
     print(f"\n-- summary of 3{label}, {res.name} (bars: pick >= {100 * SCORE_BAR:.0f}% of the best, "
           f"time <= {100 * TIME_BAR:.0f}% of the grid's{over})")
-    head = f"{'tuner':<28} {'pick':<40} {'% best':>7} {'meas. s':>8} {'% grid':>7}  score / time bars"
+    head = (f"{'tuner':<28} {'pick':<40} {'% best':>7} {'h2h %':>7} {'meas. s':>8} {'% grid':>7}  "
+            f"score / time bars")
     print(head)
     print("-" * len(head))
-    for t, rec, true, best, tuner_s, ratio, bars in rows:
+    for t, rec, true, best, tuner_s, ratio, bars, share in rows:
         if tuner_s is None:
             print(f"{t.label:<28} {bars}")
             continue
         pct = 100 * (true or 0) / best if best else 0.0
-        print(f"{t.label:<28} {(fmt_config(rec) if rec else '(none)')[:40]:<40} {pct:>6.1f}% "
+        h2h = f"{100 * share[0]:.1f}%" if share else "-"
+        print(f"{t.label:<28} {(fmt_config(rec) if rec else '(none)')[:40]:<40} {pct:>6.1f}% {h2h:>7} "
               f"{tuner_s:>8.0f} {100 * ratio:>6.1f}%  {bars}")
         if t.random:
             r = t.random
             what = f"median of {r['draws']} draws; 10th pct"
-            print(f"{'  random, same time':<28} {what:<40} {r['median_pct']:>6.1f}% {r['mean_s']:>8.0f}"
-                  f"{'':>9}{r['p10_pct']:.1f}% (10th percentile)")
+            print(f"{'  random, same time':<28} {what:<40} {r['median_pct']:>6.1f}% {'':>7} "
+                  f"{r['mean_s']:>8.0f}{'':>9}{r['p10_pct']:.1f}% (10th percentile)")
 
 
 # Strategies that search the pool alone: on a grid of several knobs their pick leaves the
@@ -1139,8 +1270,8 @@ def grid_lab(ws, webtune, a):
     res.tuners = tuners_for(a, "a", res.knobs, budgets)
     res.connections = LOAD_1S["connections"]
 
-    def text_of(c):
-        return target_file("lab", dict(LAB_GRID_CONFIG, **c), {}, LOAD_1S)
+    def text_of(c, window_s=None):
+        return target_file("lab", dict(LAB_GRID_CONFIG, **c), {}, with_window(LOAD_1S, window_s))
 
     tuner_text = target_file("lab", LAB_GRID_CONFIG, res.knobs, LOAD_1S)
     run_grid(ws, webtune, res, text_of, rounds_of(a), tuner_text)
@@ -1154,12 +1285,12 @@ def grid_real(ws, webtune, a, real):
     conns = max(LOAD_1S["connections"], 2 * max(REAL_GRID_WORKERS))
     res.connections = conns
 
-    def text(config, knobs):
-        load = dict(LOAD_1S, connections=conns, path=real.path)
+    def text(config, knobs, window_s=None):
+        load = with_window(dict(LOAD_1S, connections=conns, path=real.path), window_s)
         return target_file(real.adapter, dict(real.config, **config), knobs, load, app=real.app,
                            ready=real.ready)
 
-    run_grid(ws, webtune, res, lambda c: text(c, {}), rounds_of(a), text({}, res.knobs))
+    run_grid(ws, webtune, res, lambda c, w=None: text(c, {}, w), rounds_of(a), text({}, res.knobs))
     return res
 
 
@@ -1196,10 +1327,10 @@ def grid_gunicorn(ws, webtune, a):
     res.connections = GUNICORN_CONNECTIONS
     load = {"connections": GUNICORN_CONNECTIONS, "duration": "1s", "path": "/"}
 
-    def text(config, knobs):
-        return target_file("gunicorn", config, knobs, load, app=app, ready="/")
+    def text(config, knobs, window_s=None):
+        return target_file("gunicorn", config, knobs, with_window(load, window_s), app=app, ready="/")
 
-    run_grid(ws, webtune, res, lambda c: text(c, {}), rounds_of(a), text({}, res.knobs))
+    run_grid(ws, webtune, res, lambda c, w=None: text(c, {}, w), rounds_of(a), text({}, res.knobs))
     return res
 
 
@@ -1252,11 +1383,11 @@ def grid_php(ws, webtune, a):
     res.connections = PHP_CONNECTIONS
     load = {"connections": PHP_CONNECTIONS, "duration": "1s", "path": "/index.php"}
 
-    def text(config, knobs):
-        return target_file("php-fpm", dict({"pm": "static"}, **config), knobs, load, app=app,
-                           ready="/index.php")
+    def text(config, knobs, window_s=None):
+        return target_file("php-fpm", dict({"pm": "static"}, **config), knobs,
+                           with_window(load, window_s), app=app, ready="/index.php")
 
-    run_grid(ws, webtune, res, lambda c: text(c, {}), rounds_of(a), text({}, res.knobs))
+    run_grid(ws, webtune, res, lambda c, w=None: text(c, {}, w), rounds_of(a), text({}, res.knobs))
     return res
 
 
@@ -1280,10 +1411,11 @@ def grid_apache(ws, webtune, a):
     res.connections = APACHE_CONNECTIONS
     load = {"connections": APACHE_CONNECTIONS, "duration": "1s", "path": APACHE_PATH}
 
-    def text(config, knobs):
-        return target_file("apache", config, knobs, load, app=APACHE_APP, ready="/hello")
+    def text(config, knobs, window_s=None):
+        return target_file("apache", config, knobs, with_window(load, window_s), app=APACHE_APP,
+                           ready="/hello")
 
-    run_grid(ws, webtune, res, lambda c: text(c, {}), rounds_of(a), text({}, res.knobs))
+    run_grid(ws, webtune, res, lambda c, w=None: text(c, {}, w), rounds_of(a), text({}, res.knobs))
     return res
 
 
@@ -1335,6 +1467,13 @@ def parse_args(argv=None):
                     help="measure exactly N rounds instead (the time bar still compares with the first "
                          "--grid-rounds), then replay the --sure-rounds stopping rule on the N rounds "
                          "shuffled and say how often it judges each pick as all N do")
+    ap.add_argument("--head-to-head", type=int, metavar="N",
+                    help="after each grid, measure every barred pick that is not the grid's best against "
+                         "that best, in rounds of one longer window each, until the interval of its share "
+                         f"clears the score bar or N rounds (default {H2H_PAIRS}, --quick 2; 0: none); the "
+                         "score bar judges that share")
+    ap.add_argument("--head-to-head-window", type=float, metavar="S",
+                    help=f"seconds of the head-to-head's windows (default {H2H_WINDOW_S:g}, --quick 1)")
     ap.add_argument("--lab-memory", default=LAB_MEMORY,
                     help="memory budgets of the lab grid, comma-separated: a tuner run for each; "
                          f"the first carries the bars (default {LAB_MEMORY})")
@@ -1365,8 +1504,15 @@ def parse_args(argv=None):
         a.grid_rounds = defaults[2]
     if a.sure_rounds is None:
         a.sure_rounds = 0 if a.quick else SURE_ROUNDS
-    if min(a.null, a.power, a.sure_rounds, a.truth_rounds or 0) < 0 or a.grid_rounds < 1 or a.random_draws < 1:
+    if a.head_to_head is None:
+        a.head_to_head = 2 if a.quick else H2H_PAIRS
+    if a.head_to_head_window is None:
+        a.head_to_head_window = 1.0 if a.quick else H2H_WINDOW_S
+    if min(a.null, a.power, a.sure_rounds, a.truth_rounds or 0, a.head_to_head) < 0 or a.grid_rounds < 1 \
+            or a.random_draws < 1:
         ap.error("counts must be positive")
+    if not 0.5 <= a.head_to_head_window <= 60:
+        ap.error("--head-to-head-window: between 0.5 and 60 seconds")
     return a
 
 
@@ -1436,7 +1582,9 @@ def run(a):
                                       "tuners": [asdict(t) for t in g.tuners],
                                       "grid_wall_s": g.grid_wall_s, "base_rounds": g.base_rounds,
                                       "rounds": g.rounds, "base_wall_s": g.base_wall_s,
-                                      "replay": g.replay} for g in grids]},
+                                      "replay": g.replay,
+                                      "head_to_head": {k: dict(asdict(h), share=h.share())
+                                                       for k, h in g.h2h.items()}} for g in grids]},
                           f, indent=1)
         return passed
     finally:
