@@ -90,13 +90,24 @@ pub fn rows(before: &Stored, after: &Stored) -> Result<Vec<Row>, Incomparable> {
             let (Some(x), Some(y)) = (before.standing_point(), after.standing_point()) else {
                 return Err(Incomparable::NoPoint);
             };
-            let spread = |p: &Point| crate::stats::spread(&p.samples.iter().map(|s| s.rps).collect::<Vec<_>>());
+            // One repeat has no range: a run of one says nothing of the noise.
+            let spread = |p: &Point| {
+                (p.samples.len() >= 2)
+                    .then(|| crate::stats::spread(&p.samples.iter().map(|s| s.rps).collect::<Vec<_>>()))
+            };
             let mem = |p: &Point| p.memory().map_or(f64::NAN, |m| m.pss_total_kib as f64);
-            vec![
-                row("requests/s", x.rps(), y.rps(), Some(spread(x).max(spread(y)))),
+            let mut rows = vec![
+                row("requests/s", x.rps(), y.rps(), spread(x).zip(spread(y)).map(|(a, b)| a.max(b))),
                 row("p99 (ms)", x.p99(), y.p99(), None),
                 row("server PSS (KiB)", mem(x), mem(y), None),
-            ]
+            ];
+            // Runs measured at different times read their binaries' pages shared with whatever
+            // else ran then: the pages only the server has are what a change of it changed.
+            if crate::tune::point::own_pages_read(&[x, y]) {
+                let own = |p: &Point| p.memory().and_then(|m| m.own_pss_kib).map_or(f64::NAN, |k| k as f64);
+                rows.push(row("server PSS, own pages (KiB)", own(x), own(y), None));
+            }
+            rows
         }
         _ => return Err(Incomparable::Kinds),
     })
@@ -106,7 +117,7 @@ pub fn rows(before: &Stored, after: &Stored) -> Result<Vec<Row>, Incomparable> {
 pub fn write_text(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
     let (before, after, rows) = (c.before, c.after, &c.rows);
     writeln!(out, "Run {before} -> run {after}")?;
-    writeln!(out, "  {:<24} {:>12} {:>12} {:>9}  beyond the spread", "metric", "before", "after", "change")?;
+    writeln!(out, "  {:<28} {:>12} {:>12} {:>9}  beyond the spread", "metric", "before", "after", "change")?;
     for r in rows {
         let change = r.change_pct.map_or(String::new(), |c| format!("{c:+.1}%"));
         let beyond = match r.beyond_spread {
@@ -114,7 +125,53 @@ pub fn write_text(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
             Some(false) => "no (within the noise)",
             None => "-",
         };
-        writeln!(out, "  {:<24} {:>12.2} {:>12.2} {change:>9}  {beyond}", r.metric, r.before, r.after)?;
+        writeln!(out, "  {:<28} {:>12.2} {:>12.2} {change:>9}  {beyond}", r.metric, r.before, r.after)?;
     }
     super::text::thresholds(&c.thresholds, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::RunRow;
+    use crate::tune::point::MemUse;
+
+    fn tune_run(total: u64, own: Option<u64>) -> Stored {
+        let mut p = crate::tune::point::tests::point(&[100.0, 100.0]);
+        for s in &mut p.samples {
+            s.memory = Some(MemUse { workers: 2, pss_total_kib: total, own_pss_kib: own, ..MemUse::default() });
+        }
+        let row = RunRow {
+            id: 1,
+            kind: "tune".into(),
+            started_at: String::new(),
+            target: String::new(),
+            summary: String::new(),
+            status: "done".into(),
+        };
+        Stored::Tune { row, strategy: "one-at-a-time".into(), points: vec![p], outcome: None }
+    }
+
+    #[test]
+    fn tune_runs_are_compared_by_their_own_pages_too_when_both_read_them() {
+        let both = rows(&tune_run(7844, Some(2100)), &tune_run(6476, Some(2110))).unwrap();
+        let metrics: Vec<_> = both.iter().map(|r| (r.metric.as_str(), r.before, r.after)).collect();
+        assert_eq!(
+            metrics[2..],
+            [("server PSS (KiB)", 7844.0, 6476.0), ("server PSS, own pages (KiB)", 2100.0, 2110.0)]
+        );
+        // One run stored before the split (or on an older kernel): the whole PSS alone.
+        let one = rows(&tune_run(7844, None), &tune_run(6476, Some(2110))).unwrap();
+        assert_eq!(one.last().map(|r| r.metric.as_str()), Some("server PSS (KiB)"));
+    }
+
+    #[test]
+    fn a_tune_run_of_one_repeat_cannot_say_a_change_is_beyond_its_noise() {
+        let (two, mut one) = (tune_run(7844, None), tune_run(7844, None));
+        if let Stored::Tune { points, .. } = &mut one {
+            points[0].samples.truncate(1);
+        }
+        assert_eq!(rows(&two, &two).unwrap()[0].beyond_spread, Some(false));
+        assert_eq!(rows(&two, &one).unwrap()[0].beyond_spread, None);
+    }
 }
