@@ -1167,8 +1167,10 @@ def report_grid(res, label, rounds, draws=RANDOM_DRAWS, seed=1):
                 how = ("its interval clears the bar" if low >= SCORE_BAR or high < SCORE_BAR
                        else "its interval still straddles the bar")
                 over = h.over_budget(budget) if budget is not None else 0
+                spent = sum(w.seconds for pair in h.pairs for w in pair)
                 print(f"shown: head to head after the grid, the pick against the grid's best in "
-                      f"{len(h.ratios())} pairs of {h.window_s:g} s windows: {100 * est:.1f}% "
+                      f"{len(h.ratios())} pairs of {h.window_s:g} s windows ({spent:.0f} s measuring, "
+                      f"the best's windows shared by every pick): {100 * est:.1f}% "
                       f"(95% interval {100 * low:.1f}-{100 * high:.1f}%; {how})"
                       + (f"; the pick over the budget in {over} of its windows" if over else ""))
                 score_text += f"; head to head {100 * est:.1f}% ({100 * low:.1f}-{100 * high:.1f}%)"
