@@ -1174,6 +1174,9 @@ def report_grid(res, label, rounds, draws=RANDOM_DRAWS, seed=1):
                       f"(95% interval {100 * low:.1f}-{100 * high:.1f}%; {how})"
                       + (f"; the pick over the budget in {over} of its windows" if over else ""))
                 score_text += f"; head to head {100 * est:.1f}% ({100 * low:.1f}-{100 * high:.1f}%)"
+            elif h:
+                print(f"shown: head to head after the grid: {len(h.ratios())} of its {len(h.pairs)} rounds "
+                      f"measured both windows, under the two an interval needs; the grid's share is judged")
             time_text = (f"{res.name}, {t.label}: the tuner measured for {100 * ratio:.1f}% of the "
                          f"grid's time ({tuner_s:.0f} s vs {grid_s:.0f} s; wall {100 * wall_ratio:.1f}%)")
             if bi == 0:
