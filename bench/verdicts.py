@@ -190,7 +190,7 @@ UNSURE = (0.1, 0.9)
 SURE_ROUNDS = 30
 # After the grid, a barred pick that is not its best is measured against it again, in up to
 # H2H_PAIRS rounds of one H2H_WINDOW_S-second window each (--head-to-head, --head-to-head-window):
-# (d)'s 1 s windows scatter 10% (sd); 5 s windows hold 5x the requests, a launch's cost once.
+# (d)'s 1 s windows scatter 7-11% (sd); 5 s windows hold 5x the requests, a launch's cost once.
 H2H_PAIRS = 20
 H2H_WINDOW_S = 5.0
 REPLAY_SHUFFLES = 100  # --truth-rounds: shuffles of the rounds the stopping rule is replayed on
