@@ -7,6 +7,23 @@ import sys
 import time
 
 
+# Student's t, two-sided, for 1 to 30 degrees of freedom (standard tables); 30's beyond.
+T_TWO_SIDED = {
+    0.95: [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+           2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+           2.060, 2.056, 2.052, 2.048, 2.045, 2.042],
+    0.99: [63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106, 3.055,
+           3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807, 2.797,
+           2.787, 2.779, 2.771, 2.763, 2.756, 2.750],
+}
+
+
+def t_quantile(level, df):
+    """Student's t of a two-sided `level` interval (0.95 or 0.99) at `df` >= 1 degrees of freedom."""
+    table = T_TWO_SIDED[level]
+    return table[min(df, len(table)) - 1]
+
+
 class Interrupted(Exception):
     """Raised from the SIGINT/SIGTERM/SIGHUP handler so that every finally block runs."""
 

@@ -45,12 +45,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import SetupError, progress, run_main, stop_group  # noqa: E402
+from benchlib import SetupError, progress, run_main, stop_group, t_quantile  # noqa: E402
 
-# Student's t at 0.995 for 1..30 degrees of freedom (standard tables): a 99% interval.
-T995 = [63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106, 3.055,
-        3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831, 2.819, 2.807, 2.797,
-        2.787, 2.779, 2.771, 2.763, 2.756, 2.750]
 LAUNCH_TIMEOUT_S = 60
 WINDOW_TIMEOUT_S = 30
 
@@ -138,7 +134,7 @@ def main():
         started = []
         try:
             file, path = target(tmp, a.server)
-            t = T995[a.rounds - 2]
+            t = t_quantile(0.99, a.rounds - 1)
             means, ses, sure = [], [], 0
             for k in range(a.pairs):
                 progress(f"pair {k + 1}/{a.pairs} ...")

@@ -150,7 +150,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
-from benchlib import SetupError, check, progress, run_main, signal_group, stop_group
+from benchlib import SetupError, check, progress, run_main, signal_group, stop_group, t_quantile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BODY_BYTES = 1024
@@ -806,10 +806,6 @@ def rounds_of(a):
     return GridPlan(a.grid_rounds, a.sure_rounds, a.truth_rounds, a.head_to_head, a.head_to_head_window)
 
 
-# Two-sided 95% quantiles of Student's t by degrees of freedom, 1 to 30 (30's beyond).
-T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-       2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-       2.052, 2.048, 2.045, 2.042]
 H2H_MIN_PAIRS = 5        # before an interval clear of the bar may end a head-to-head
 
 
@@ -837,7 +833,7 @@ class HeadToHead:
         if len(logs) < 2:
             return None
         m = statistics.fmean(logs)
-        half = T95[min(len(logs) - 1, len(T95)) - 1] * statistics.stdev(logs) / math.sqrt(len(logs))
+        half = t_quantile(0.95, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
         return math.exp(m), math.exp(m - half), math.exp(m + half)
 
     def over_budget(self, budget_kib):

@@ -91,10 +91,7 @@ pub fn rows(before: &Stored, after: &Stored) -> Result<Vec<Row>, Incomparable> {
                 return Err(Incomparable::NoPoint);
             };
             // One repeat has no range: a run of one says nothing of the noise.
-            let spread = |p: &Point| {
-                (p.samples.len() >= 2)
-                    .then(|| crate::stats::spread(&p.samples.iter().map(|s| s.rps).collect::<Vec<_>>()))
-            };
+            let spread = |p: &Point| (p.samples.len() >= 2).then(|| p.rps_range());
             let mem = |p: &Point| p.memory().map_or(f64::NAN, |m| m.pss_total_kib as f64);
             let mut rows = vec![
                 row("requests/s", x.rps(), y.rps(), spread(x).zip(spread(y)).map(|(a, b)| a.max(b))),
