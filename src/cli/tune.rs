@@ -13,6 +13,7 @@ use crate::input::{self, InputError};
 use crate::procmem::capacity::Budget;
 use crate::report::format::Tuned;
 use crate::server::TargetFile;
+use crate::tune::baseline::Baseline;
 use crate::tune::journal::{Header, Journal};
 use crate::tune::kept::Kept;
 use crate::tune::launcher::TargetLauncher;
@@ -61,7 +62,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut store = open_store(a, db, &spec, &text);
     let mut observer = Progress { quiet: a.quiet, journal: &mut journal, store: store.as_mut(), save_error: None };
     let mut t = spec.tuner(&mut measure, &mut observer, reused, interrupt, plan);
-    let found = a.strategy.run(&mut t, &spec.knobs, &spec.base, spec.knee);
+    let found = a.strategy.run(&mut t, &spec.knobs, &spec.baseline, spec.knee);
     let stopped = t.stopped.clone();
     let points = std::mem::take(&mut t.points);
     drop(t);
@@ -69,7 +70,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     // and panics drop them too).
     drop(measure);
     let config = launcher.render(&found.recommended);
-    let diffs = launcher.diffs(&found.recommended)?;
+    let diffs = launcher.diffs(&spec.baseline.changes(&found.recommended))?;
     let mut outcome = found.into_outcome(a.strategy.name(), spec.objective.describe(), stopped, config, diffs, points);
     let knobs = &spec.knobs;
     let grid = (!knobs.is_empty()).then(|| knobs.iter().map(|(_, values)| values.len() as u64).product());
@@ -90,8 +91,9 @@ struct TuneSpec {
     knee: f64,
     judging: Judging,
     repeats: usize,
-    /// The file's configuration with --set applied.
-    base: Settings,
+    /// What the user runs: the file's configuration with --set applied, and every swept
+    /// knob's starting value and where it comes from.
+    baseline: Baseline,
     /// The knobs to sweep: the file's, less those fixed by --set.
     knobs: Knobs,
     load: Load,
@@ -131,9 +133,9 @@ impl TuneSpec {
             ..Judging::default()
         };
         let sets = super::launch::parse_sets(&file, &a.set)?;
-        let base = file.settings(&sets);
         // A knob fixed by --set is not swept.
-        let knobs: Knobs = file.knobs.iter().filter(|(k, _)| !sets.iter().any(|(s, _)| s == k)).cloned().collect();
+        let mut knobs: Knobs = file.knobs.iter().filter(|(k, _)| !sets.iter().any(|(s, _)| s == k)).cloned().collect();
+        let baseline = Baseline::of(&file, &sets, &mut knobs).map_err(|e| InputError(format!("{e:#}")))?;
         if let Some(why) = a.strategy.refuses(&knobs) {
             return Err(InputError(why).into());
         }
@@ -160,7 +162,7 @@ impl TuneSpec {
             knee,
             judging,
             repeats: a.repeats,
-            base,
+            baseline,
             knobs,
             load,
             load_from,
@@ -241,6 +243,9 @@ fn announce(a: &TuneArgs, spec: &TuneSpec, plan: Plan, per_window: Duration, jou
         spec.time_budget.map_or(String::new(), |b| format!(" (budget {})", fmt_secs(b))),
         journal_path.display()
     );
+    if !spec.baseline.origins.is_empty() {
+        eprintln!("tune: baseline {}", spec.baseline.describe());
+    }
     if let Some(log) = &file.load.loaded_log {
         eprintln!("tune: the load is the access log {}: {}", log.0.summary.files.join(", "), log.0.account());
     }

@@ -2,6 +2,7 @@
 //! configuration, warms it, loads it and samples its memory; strategies choose which trials
 //! to run and what the evidence says; every point is saved as soon as it is measured.
 
+pub mod baseline;
 pub mod evidence;
 pub mod journal;
 pub mod kept;

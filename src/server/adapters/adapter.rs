@@ -70,6 +70,11 @@ pub trait Adapter: Sync {
     fn name(&self) -> &'static str;
     /// The native name of a canonical knob, when the server has it.
     fn native(&self, knob: &str) -> Option<&'static str>;
+    /// The server's own default for a canonical knob (what runs where the configuration is
+    /// silent), as the knob's value; None when it has none or it depends on other settings.
+    fn default_value(&self, _knob: &str) -> Option<&'static str> {
+        None
+    }
     /// Whether its `max_requests` counts connections rather than requests (Apache's
     /// MaxConnectionsPerChild, Starman's --max-requests): a worker then serves as many requests
     /// as its kept-alive connections carry, many times the knob's value.

@@ -122,6 +122,21 @@ impl Adapter for Apache {
         Ok(())
     }
 
+    fn default_value(&self, knob: &str) -> Option<&'static str> {
+        // The prefork MPM's and core's defaults (httpd 2.4 documentation).
+        Some(match knob {
+            "workers" => "256",
+            "max_requests" => "0",
+            "start_workers" => "5",
+            "min_spare" => "5",
+            "max_spare" => "10",
+            "keepalive" => "on",
+            "keepalive_timeout" => "5",
+            "backlog" => "511",
+            _ => return None,
+        })
+    }
+
     fn native(&self, knob: &str) -> Option<&'static str> {
         Some(match knob {
             "workers" => "MaxRequestWorkers",

@@ -82,6 +82,17 @@ impl Adapter for Gunicorn {
         "gunicorn"
     }
 
+    fn default_value(&self, knob: &str) -> Option<&'static str> {
+        // gunicorn's settings reference: --workers 1, --max-requests 0, --keep-alive 2, --backlog 2048.
+        Some(match knob {
+            "workers" => "1",
+            "max_requests" => "0",
+            "keepalive_timeout" => "2",
+            "backlog" => "2048",
+            _ => return None,
+        })
+    }
+
     fn native(&self, knob: &str) -> Option<&'static str> {
         Some(match knob {
             "workers" => "--workers",

@@ -58,6 +58,19 @@ impl Adapter for Lab {
         "lab"
     }
 
+    fn default_value(&self, knob: &str) -> Option<&'static str> {
+        // `webtune lab`'s own flag defaults (cli/args.rs LabArgs).
+        Some(match knob {
+            "workers" => "4",
+            "max_requests" => "0",
+            "min_spare" => "1",
+            "keepalive" => "on",
+            "keepalive_timeout" => "5s",
+            "backlog" => "511",
+            _ => return None,
+        })
+    }
+
     fn native(&self, knob: &str) -> Option<&'static str> {
         NATIVE.iter().find(|(k, _)| *k == knob).map(|(_, f)| *f)
     }

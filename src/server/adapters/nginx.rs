@@ -63,6 +63,15 @@ impl Adapter for Nginx {
         &[';', '{', '}']
     }
 
+    fn default_value(&self, knob: &str) -> Option<&'static str> {
+        // nginx: worker_processes 1, keepalive_timeout 75s (ngx_core_module, ngx_http_core_module).
+        Some(match knob {
+            "workers" => "1",
+            "keepalive_timeout" => "75s",
+            _ => return None,
+        })
+    }
+
     fn native(&self, knob: &str) -> Option<&'static str> {
         Some(match knob {
             "workers" => "worker_processes",

@@ -73,6 +73,11 @@ impl Adapter for PhpFpm {
         ]
     }
 
+    fn default_value(&self, knob: &str) -> Option<&'static str> {
+        // pm.max_requests 0; pm.max_children and the spares have no default (php-fpm refuses a pool without them).
+        (knob == "max_requests").then_some("0")
+    }
+
     fn native(&self, knob: &str) -> Option<&'static str> {
         NATIVE.iter().find(|(k, _)| *k == knob).map(|(_, n)| *n)
     }

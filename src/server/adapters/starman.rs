@@ -41,6 +41,16 @@ impl Adapter for Starman {
         true
     }
 
+    fn default_value(&self, knob: &str) -> Option<&'static str> {
+        // Starman: --workers 5, --max-requests 1000, --backlog 1024.
+        Some(match knob {
+            "workers" => "5",
+            "max_requests" => "1000",
+            "backlog" => "1024",
+            _ => return None,
+        })
+    }
+
     fn native(&self, knob: &str) -> Option<&'static str> {
         Some(match knob {
             "workers" => "--workers",

@@ -39,6 +39,16 @@ impl Adapter for Uwsgi {
         "uwsgi"
     }
 
+    fn default_value(&self, knob: &str) -> Option<&'static str> {
+        // uWSGI: one process, never recycled, listen queue 100.
+        Some(match knob {
+            "workers" => "1",
+            "max_requests" => "0",
+            "backlog" => "100",
+            _ => return None,
+        })
+    }
+
     fn native(&self, knob: &str) -> Option<&'static str> {
         Some(match knob {
             "workers" => "--processes",

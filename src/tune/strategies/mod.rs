@@ -16,6 +16,7 @@ pub use recycle::recycle;
 pub use spares::spares;
 pub use workers::workers;
 
+use super::baseline::{Baseline, guard};
 use super::objective::Objective;
 
 use super::{Evidence, Point, Settings, Step, Tuner};
@@ -141,12 +142,15 @@ impl Strategy {
         }
     }
 
-    /// Runs the search from `base`; `knee` is the workers strategy's tolerance.
-    pub fn run(self, t: &mut Tuner, knobs: &Knobs, base: &Settings, knee: f64) -> Found {
+    /// Runs the search from `baseline`; `knee` is the workers strategy's tolerance. Whatever
+    /// the strategy found, a knob whose baseline is the user's moves only where a verdict
+    /// adopted the new value (`baseline::guard`).
+    pub fn run(self, t: &mut Tuner, knobs: &Knobs, baseline: &Baseline, knee: f64) -> Found {
+        let base = &baseline.settings;
         let method = self.method(knobs, &t.objective);
         let mut found = match self {
             Strategy::OneAtATime | Strategy::Joint if method == Strategy::Workers => {
-                workers::pool_knee(t, knobs, &one_at_a_time::starting_point(knobs, base), knee)
+                workers::pool_knee(t, knobs, base, knee)
             }
             Strategy::OneAtATime => one_at_a_time(t, knobs, base),
             Strategy::Workers => workers(t, knobs, base, knee),
@@ -165,6 +169,10 @@ impl Strategy {
                 ));
                 line.cut_short = true;
             }
+        }
+        let undone = guard(baseline, &found.steps, &mut found.recommended, &mut found.evidence);
+        if !undone.is_empty() {
+            t.note(&format!("kept as you run them, no verdict adopted another value: {}", undone.join(", ")));
         }
         found
     }

@@ -644,21 +644,25 @@ fn judged_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Str
             here.tail().map_or("-".into(), |t| format!("{:.1} ms", t.p999_ms)),
             tried.join("; ")
         ),
-        (Verdict::Cheaper, Some(i)) => format!(
-            "{knob} {before} -> {}: no number of rounds up to {} could settle the change, and {} costs less ({}): kept as the cheaper, over {rounds}{again} [{}]",
-            j.challengers[i].value,
-            cx.max_rounds,
-            j.challengers[i].value,
-            cheaper_by(&j.challengers[i].point, here).unwrap_or_default(),
-            tried.join("; ")
-        ),
-        (Verdict::Cheaper, None) => format!(
-            "{knob} stays {before} ({:.1} req/s): no number of rounds up to {} could settle the change, and {before} costs less{}: kept as the cheaper, over {rounds}{again} [{}]",
-            here.rps(),
-            cx.max_rounds,
-            j.lead().and_then(|c| cheaper_by(here, &c.point)).map_or(String::new(), |why| format!(" ({why})")),
-            tried.join("; ")
-        ),
+        (Verdict::Cheaper, _) => {
+            let cheaper_one = j.challengers.iter().find_map(|c| Some((c, cheaper_by(&c.point, here)?)));
+            match cheaper_one {
+                Some((c, why)) => format!(
+                    "{knob} stays {before} ({:.1} req/s): {} costs less ({why}), but no number of rounds up to {} could show it serves as well, and a move from the current value needs a verdict: kept, over {rounds}{again} [{}]",
+                    here.rps(),
+                    c.value,
+                    cx.max_rounds,
+                    tried.join("; ")
+                ),
+                None => format!(
+                    "{knob} stays {before} ({:.1} req/s): no number of rounds up to {} could settle the change, and {before} costs less{}: kept as the cheaper, over {rounds}{again} [{}]",
+                    here.rps(),
+                    cx.max_rounds,
+                    j.lead().and_then(|c| cheaper_by(here, &c.point)).map_or(String::new(), |why| format!(" ({why})")),
+                    tried.join("; ")
+                ),
+            }
+        }
         (Verdict::NoEffect, _) => format!(
             "{knob} stays {before} ({:.1} req/s): no effect, no value within the objective can gain {threshold}% (99% intervals over {rounds}){again} [{}]",
             here.rps(),

@@ -54,8 +54,7 @@ pub struct Judgement {
     /// The incumbent's windows as one point.
     pub incumbent: Point,
     pub challengers: Vec<Judged>,
-    /// The adopted challenger (the best score among those adopted; or the cheaper one, when
-    /// no number of rounds could settle the gain).
+    /// The adopted challenger (the best score among those adopted).
     pub chosen: Option<usize>,
     /// The step's verdict: adopted; worse when every challenger is a sure loss; no effect
     /// when no challenger can gain the threshold; cheaper when the rounds could not settle it
@@ -268,12 +267,12 @@ fn judge_rounds(
     let mut incumbent_point = pilot.incumbent(incumbent_name)?;
     let mut rounds = pilot.rounds;
     let mut lengthened = None;
-    let longer = if seeded { None } else { lengthen(t, &load, &judged, &incumbent_point) };
+    let longer = if seeded { None } else { lengthen(t, &load, &judged) };
     if let Some(longer) = &longer {
         let again: Vec<Challenger> = pilot
             .challengers
             .iter()
-            .filter(|c| judged.iter().any(|j| j.value == c.value && worth_lengthening(t, j, &incumbent_point)))
+            .filter(|c| judged.iter().any(|j| j.value == c.value && worth_lengthening(t, j)))
             .cloned()
             .collect();
         let secs = longer.duration().as_secs_f64();
@@ -447,12 +446,10 @@ fn is_unsettleable(j: &Judged) -> bool {
     matches!(j.shortcut, Some(Shortcut::CannotSettle { .. }))
 }
 
-/// Unsettleable, and its estimate a gain over the threshold, or a loss under it where the
-/// challenger costs less than `incumbent` (see `lengthen`).
-fn worth_lengthening(t: &Tuner, j: &Judged, incumbent: &Point) -> bool {
-    let threshold = t.judging.threshold_pct;
-    is_unsettleable(j)
-        && j.effect.is_some_and(|e| e.pct > threshold || (e.pct < -threshold && cheaper(&j.point, incumbent)))
+/// Unsettleable, and its estimate a gain over the threshold (see `lengthen`): only a gain can
+/// move the configuration, so only a gain is worth the longer windows.
+fn worth_lengthening(t: &Tuner, j: &Judged) -> bool {
+    is_unsettleable(j) && j.effect.is_some_and(|e| e.pct > t.judging.threshold_pct)
 }
 
 /// The longer windows to judge again with, when nothing was adopted and a challenger could
@@ -460,16 +457,13 @@ fn worth_lengthening(t: &Tuner, j: &Judged, incumbent: &Point) -> bool {
 /// (noise, not a mean sitting at the threshold, which longer windows would not move); None
 /// when the load is not a steady, time-bound one or the windows are long already.
 ///
-/// Only a challenger whose estimate lies beyond the threshold (a gain worth having, or a loss
-/// that keeping the cheaper one would deploy) is worth the longer windows: within it, whichever
-/// is kept serves as well as anyone could tell, so the cheaper one stands (`conclude`). The
-/// joint search's final judgement spent 66-123 s of 8 s windows on 8 against 12 workers, and
-/// nginx nulls a minute each, settling differences that could not change the deployment. A
-/// loss read for a challenger that costs no less than the incumbent is not either: settled or
-/// not, the incumbent stays (Apache's max_requests=1000 against 0 read -5.6% over 3 rounds,
-/// one window 12% low, and took 6 windows of 8 s to end undecided: 48 s under load, 7.4% of
-/// its grid's time).
-fn lengthen(t: &Tuner, load: &Load, judged: &[Judged], incumbent: &Point) -> Option<Load> {
+/// Only a challenger whose estimate is a gain beyond the threshold is worth the longer
+/// windows: below it, settled or not, the incumbent stays (a move needs a verdict), so they
+/// could not change the deployment. The joint search's final judgement spent 66-123 s of 8 s
+/// windows on 8 against 12 workers, and nginx nulls a minute each, settling such differences;
+/// Apache's max_requests=1000 against 0 read -5.6% over 3 rounds, one window 12% low, and
+/// took 6 windows of 8 s to end undecided: 48 s under load, 7.4% of its grid's time.
+fn lengthen(t: &Tuner, load: &Load, judged: &[Judged]) -> Option<Load> {
     if judged.iter().any(|j| j.verdict == Verdict::Adopted) || t.stopped.is_some() {
         return None;
     }
@@ -483,7 +477,7 @@ fn lengthen(t: &Tuner, load: &Load, judged: &[Judged], incumbent: &Point) -> Opt
     // The widest projected half-width, in log ratio.
     let widest = judged
         .iter()
-        .filter(|j| worth_lengthening(t, j, incumbent))
+        .filter(|j| worth_lengthening(t, j))
         .filter_map(|j| match j.shortcut {
             Some(Shortcut::CannotSettle { projected }) => {
                 Some(((projected.high_pct / 100.0).ln_1p() - (projected.low_pct / 100.0).ln_1p()) / 2.0)
@@ -679,7 +673,7 @@ fn conclude(t: &Tuner, incumbent: Point, judged: Vec<Judged>, rounds: usize, len
     // incumbent, and a slow incumbent window inflates its gain (10 workers read +1303%
     // against 16's +1148% while serving 747 req/s to 16's 806).
     let gain = |c: &Judged| (c.effect.is_some() as u8, t.objective.score(&c.point).unwrap_or(f64::MIN));
-    let mut chosen = judged
+    let chosen = judged
         .iter()
         .enumerate()
         .filter(|(_, c)| c.verdict == Verdict::Adopted)
@@ -701,17 +695,13 @@ fn conclude(t: &Tuner, incumbent: Point, judged: Vec<Judged>, rounds: usize, len
     } else if !judged.is_empty() && judged.iter().all(decided) {
         Verdict::NoEffect
     } else if !judged.is_empty() && judged.iter().all(|c| decided(c) || is_unsettleable(c)) {
-        // No number of rounds could tell them apart: the cheaper configuration serves as well
-        // as far as anyone can measure, so it is the one to deploy.
+        // No number of rounds could tell them apart, and one costs less. The incumbent stays
+        // even when a challenger is the cheaper: its interval still allows a loss, and a
+        // move from what the user runs needs a verdict (tune::baseline).
         let unsettled: Vec<usize> = (0..judged.len()).filter(|&i| is_unsettleable(&judged[i])).collect();
-        let cheapest = unsettled
-            .iter()
-            .copied()
-            .filter(|&i| cheaper(&judged[i].point, &incumbent))
-            .min_by(|&a, &b| by_cost(&judged[a].point, &judged[b].point));
+        let cheapest = unsettled.iter().any(|&i| cheaper(&judged[i].point, &incumbent));
         let incumbent_cheaper = unsettled.iter().all(|&i| cheaper(&incumbent, &judged[i].point));
-        chosen = cheapest;
-        if cheapest.is_some() || incumbent_cheaper { Verdict::Cheaper } else { Verdict::Undecided }
+        if cheapest || incumbent_cheaper { Verdict::Cheaper } else { Verdict::Undecided }
     } else {
         Verdict::Undecided
     };

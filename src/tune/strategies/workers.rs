@@ -7,7 +7,7 @@
 //! could be as good as the best. The memory budget caps the answer, from the workers' USS
 //! measured under load.
 
-use super::verdict::{Challenger, effect_text, judge_seeded};
+use super::verdict::{Challenger, effect_text, judge, judge_seeded};
 use super::{Found, Knobs, value};
 use crate::tune::point::MemUse;
 use crate::tune::trial::Load;
@@ -18,16 +18,23 @@ use crate::tune::{Evidence, Point, Settings, Step, Tuner, Verdict};
 pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) -> Found {
     let most = counts(knobs).last().copied().unwrap_or(0);
     let load = Load { tail_counts: false, ..t.load.with_connections(t.load.connections().max(2 * most)) };
-    knee_search(t, knobs, base, tolerance, load)
+    let current = users_count(base);
+    knee_search(t, knobs, base, tolerance, load, current)
+}
+
+/// The pool size the user's configuration sets (base settings carry only the user's values).
+fn users_count(base: &Settings) -> Option<u64> {
+    base.get("workers").and_then(|w| w.parse().ok())
 }
 
 /// The same search when the pool size alone is searched by another strategy (one at a time,
 /// joint: `Strategy::method`), from `start`, the file's starting point, under the file's own
 /// load (the knee for the clients the user described, not for as many as the largest pool
 /// could serve); the evidence says how the counts were chosen.
-pub fn pool_knee(t: &mut Tuner, knobs: &Knobs, start: &Settings, tolerance: f64) -> Found {
+pub fn pool_knee(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) -> Found {
     let load = t.load.clone();
-    let mut found = knee_search(t, knobs, start, tolerance, load);
+    let start = &super::one_at_a_time::starting_point(knobs, base);
+    let mut found = knee_search(t, knobs, start, tolerance, load, users_count(base));
     // Where the file's pool stood, when the search measured it: the gain the user gets.
     let current = value(start, "workers");
     let file = match t.points.iter().find(|p| p.ok() && p.settings == *start) {
@@ -44,7 +51,15 @@ pub fn pool_knee(t: &mut Tuner, knobs: &Knobs, start: &Settings, tolerance: f64)
     found
 }
 
-fn knee_search(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64, load: Load) -> Found {
+/// `current`: the count the user's configuration sets, which the pick must beat by a verdict.
+fn knee_search(
+    t: &mut Tuner,
+    knobs: &Knobs,
+    base: &Settings,
+    tolerance: f64,
+    load: Load,
+    current: Option<u64>,
+) -> Found {
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
     let unchanged = |why: &str| Evidence::new("workers", value(base, "workers"), why);
     let Some(mut sweep) = Sweep::of(knobs, base, tolerance, load, t.repeats) else {
@@ -82,8 +97,69 @@ fn knee_search(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64, lo
             found.steps.push(step);
         }
     }
+    // What the user runs now is the baseline: the search's pick replaces it only on a verdict.
+    if let Some(current) = current.filter(|&c| c != chosen)
+        && t.stopped.is_none()
+    {
+        match against_current(t, &sweep, current, chosen) {
+            Some(step) => {
+                if !step.adopted {
+                    chosen = current;
+                    found.recommended = base.with("workers", &chosen.to_string());
+                }
+                line += &format!("; {}", step.evidence);
+                found.steps.push(step);
+            }
+            None => {
+                chosen = current;
+                found.recommended = base.clone();
+                line += &format!(
+                    "; the run stopped before {chosen} (your configuration's) could be judged against it: kept"
+                );
+            }
+        }
+    }
     found.evidence.push(Evidence::new("workers", chosen.to_string(), line));
     found
+}
+
+/// The search's pick against the count the user's configuration sets, in interleaved rounds
+/// under the search's load: the pick is adopted only with a verdict (a gain settled by its
+/// interval, or the memory budget the current count misses). None when the run stopped first.
+fn against_current(t: &mut Tuner, sweep: &Sweep, current: u64, pick: u64) -> Option<Step> {
+    let j = t.judging;
+    t.plan.add(2 * j.min_rounds, 2 * j.max_rounds.max(j.min_rounds));
+    let name_of = |v: &str| format!("workers={v} (against your configuration)");
+    let more = [Challenger { value: pick.to_string(), settings: sweep.base.with("workers", &pick.to_string()) }];
+    let current_settings = sweep.base.with("workers", &current.to_string());
+    let j =
+        judge(t, &sweep.load, &format!("workers={current} (your configuration)"), &current_settings, &more, &name_of)?;
+    let effect = j.lead().and_then(|c| c.effect);
+    let said = effect.as_ref().map_or("no interval".to_string(), effect_text);
+    let adopted = j.chosen.is_some();
+    let evidence = format!(
+        "{pick} workers against your configuration's {current}: {said} (99% interval) over {}: {}",
+        j.rounds_text(),
+        if adopted {
+            format!("{} adopted", j.verdict.word())
+        } else {
+            format!("{}, so your {current} stays (a change needs a verdict)", j.verdict.word())
+        }
+    );
+    Some(Step {
+        knob: "workers".into(),
+        before_value: current.to_string(),
+        after_value: if adopted { pick } else { current }.to_string(),
+        adopted,
+        verdict: Some(j.verdict),
+        effect,
+        rounds: j.rounds,
+        before: j.incumbent.clone(),
+        after: j.chosen.map_or(j.incumbent.clone(), |i| j.challengers[i].point.clone()),
+        candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
+        challenger: (!adopted).then(|| j.lead_index()).flatten(),
+        evidence,
+    })
 }
 
 /// The counts listed in [knobs] workers, ascending, each once.
@@ -520,9 +596,7 @@ fn check_the_knee(t: &mut Tuner, sweep: &Sweep, pick: &Pick) -> Option<Step> {
             Verdict::NoEffect => "no effect, the knee stands",
             Verdict::Worse => "worse, the knee stands",
             Verdict::WorseTail => "a tail many times longer, the knee stands",
-            Verdict::Cheaper if j.chosen.is_none() =>
-                "no number of rounds could settle it, the knee is kept as the cheaper",
-            Verdict::Cheaper => "no number of rounds could settle it, the cheaper kept",
+            Verdict::Cheaper => "no number of rounds could settle it, the knee is kept as the cheaper",
             Verdict::Undecided => "undecided, the knee is kept",
         }
     );
