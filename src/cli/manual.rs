@@ -15,6 +15,7 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ("1", "the run failed: nothing succeeded, a server did not start, storing failed"),
     ("2", "bad input (one line on stderr)"),
     ("3", "a --fail-if threshold held (bench, compare, merge)"),
+    ("4", "tune judged nothing before its time budget ran out: keep your configuration (no diff written)"),
     ("130", "tune interrupted by Ctrl-C; other commands stop cleanly and exit as above"),
 ];
 

@@ -118,6 +118,10 @@ impl args::ServerArgs {
 /// Exit status of a run that completed but failed a `--fail-if` threshold.
 pub const THRESHOLD_FAILED: u8 = 3;
 
+/// Exit status of a tune that judged nothing (its time budget ran out first): the user's
+/// configuration stays, and no diff is written.
+pub const NOTHING_JUDGED: u8 = 4;
+
 /// The `--fail-if` flags, parsed (all of them, before any load runs).
 pub fn thresholds(texts: &[String]) -> Result<Vec<Threshold>, InputError> {
     texts.iter().map(|t| t.parse().map_err(|e: InputError| e.at("--fail-if"))).collect()

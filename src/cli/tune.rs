@@ -71,7 +71,11 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     drop(measure);
     let config = launcher.render(&found.recommended);
     let diffs = launcher.diffs(&spec.baseline.changes(&found.recommended))?;
+    let unjudged = found.unjudged(&spec.knobs);
     let mut outcome = found.into_outcome(a.strategy.name(), spec.objective.describe(), stopped, config, diffs, points);
+    outcome.baseline_values = spec.baseline.origins.clone();
+    outcome.unjudged = unjudged;
+    outcome.threshold_pct = Some(spec.judging.threshold_pct);
     let knobs = &spec.knobs;
     let grid = (!knobs.is_empty()).then(|| knobs.iter().map(|(_, values)| values.len() as u64).product());
     outcome.cost = crate::tune::Cost::of(&outcome.points, grid, spec.repeats);
@@ -240,7 +244,15 @@ fn announce(a: &TuneArgs, spec: &TuneSpec, plan: Plan, per_window: Duration, jou
         file.placement.describe(),
         spec.objective.describe(),
         spec.load_from,
-        spec.time_budget.map_or(String::new(), |b| format!(" (budget {})", fmt_secs(b))),
+        match spec.time_budget {
+            Some(b) if b < per_window * plan.most as u32 => format!(
+                " (budget {}: it ends the run sooner, after ~{} windows; what it does not reach stays as you run it)",
+                fmt_secs(b),
+                (b.as_secs_f64() / per_window.as_secs_f64().max(0.001)) as usize
+            ),
+            Some(b) => format!(" (budget {})", fmt_secs(b)),
+            None => String::new(),
+        },
         journal_path.display()
     );
     if !spec.baseline.origins.is_empty() {
@@ -310,6 +322,13 @@ fn report(
         eprintln!("webtune: every trial failed (see the causes above); nothing was measured to recommend");
         return Ok(ExitCode::from(1));
     }
+    if outcome.judged_nothing() {
+        eprintln!(
+            "webtune: nothing was judged ({}): keep your configuration",
+            outcome.stopped.as_deref().unwrap_or("the run stopped")
+        );
+        return Ok(ExitCode::from(super::NOTHING_JUDGED));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -321,7 +340,7 @@ fn write_diffs(dir: &Path, diffs: &std::collections::BTreeMap<String, String>) -
         crate::output::replace(&dir.join(format!("{tree}.diff")), diff.as_bytes())?;
     }
     if diffs.is_empty() {
-        eprintln!("tune: none of your configuration files changes: nothing written to {}", dir.display());
+        eprintln!("tune: keep your configuration: none of your files changes, nothing written to {}", dir.display());
     } else {
         let names: Vec<String> = diffs.keys().map(|t| format!("{t}.diff")).collect();
         eprintln!("tune: wrote {} in {} (patch -p1 -d YOUR_CONFIG_DIR < FILE)", names.join(", "), dir.display());

@@ -500,6 +500,10 @@ mod tests {
             cost: Default::default(),
             points: points.clone(),
             placement: None,
+            baseline_values: Vec::new(),
+            unjudged: Vec::new(),
+            noise: None,
+            threshold_pct: None,
         };
         let row = RunRow {
             id: 7,

@@ -296,10 +296,8 @@ impl Store {
 
     /// Records the experiment's conclusion.
     pub fn finish_tune(&mut self, run: i64, o: &Outcome) -> anyhow::Result<()> {
-        let status = match o.stopped.as_deref() {
-            Some("interrupted") => "interrupted",
-            _ => "done",
-        };
+        // Stopped by the time budget or Ctrl-C, or with knobs not judged: not a finished tune.
+        let status = if o.cut_short() { "interrupted" } else { "done" };
         let summary = format!(
             "{}: {}",
             o.strategy,

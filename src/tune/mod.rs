@@ -7,6 +7,7 @@ pub mod evidence;
 pub mod journal;
 pub mod kept;
 pub mod launcher;
+pub mod noise;
 pub mod objective;
 pub mod point;
 pub mod strategies;
@@ -57,14 +58,33 @@ pub struct Eta {
     pub most_windows: usize,
     pub least: Duration,
     pub most: Duration,
+    /// The time budget cut the plan short: `most` is what is left of it.
+    pub capped: bool,
 }
 
 impl Eta {
     /// "~40s left", or "at least ~40s, at most ~3m10s left" when the rounds still to come are
-    /// uncertain.
+    /// uncertain; "(the budget)" when the budget ends the run before the plan would.
     pub fn describe(&self) -> String {
         let (least, most) = (fmt_secs(self.least), fmt_secs(self.most));
-        if least == most { format!("~{most} left") } else { format!("at least ~{least}, at most ~{most} left") }
+        let budget = if self.capped { " (the time budget's end)" } else { "" };
+        if least == most {
+            format!("~{most} left{budget}")
+        } else {
+            format!("at least ~{least}, at most ~{most} left{budget}")
+        }
+    }
+
+    /// The same, with neither bound past `left` (what remains of a time budget).
+    pub fn within(mut self, left: Option<Duration>) -> Eta {
+        if let Some(left) = left
+            && self.most > left
+        {
+            self.most = left;
+            self.least = self.least.min(left);
+            self.capped = true;
+        }
+        self
     }
 }
 
@@ -145,7 +165,17 @@ pub struct Tuner<'a> {
     pub repeats: usize,
     /// How decisions are judged: rounds, threshold, confidence.
     pub judging: Judging,
+    /// The noise was said (`say_noise`): once when others' CPU is first seen high, once
+    /// when the windows' scatter is first known.
+    said_busy: bool,
+    said_noise: bool,
+    /// Seconds under load so far, over every window (the rest of `seconds_done` is launches,
+    /// warm-ups and stops).
+    load_seconds_done: f64,
 }
+
+/// A window in which others took more than this share of the CPU is said at once.
+const BUSY: f64 = 0.10;
 
 /// How a comparison between configurations is judged.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -196,17 +226,95 @@ impl<'a> Tuner<'a> {
             seconds_done: 0.0,
             repeats: 3,
             judging: Judging::default(),
+            said_busy: false,
+            said_noise: false,
+            load_seconds_done: 0.0,
         }
     }
 
-    /// The expected length of the next trial: the mean of those measured, else the estimate.
-    fn trial_time(&self, load: &Load) -> Duration {
-        let done: Vec<f64> = self.points.iter().filter(|p| p.seconds > 0.0).map(|p| p.seconds).collect();
-        if done.is_empty() {
-            self.measure.estimate(load)
-        } else {
-            Duration::from_secs_f64(done.iter().sum::<f64>() / done.len() as f64)
+    /// What is left of the time budget, if one was given.
+    pub fn time_left(&self) -> Option<Duration> {
+        self.deadline.map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// The noise of the windows so far.
+    pub fn noise(&self) -> noise::Noise {
+        noise::Noise::of(&self.points)
+    }
+
+    /// Says the noise as soon as it is known: others' CPU at the first busy window, and the
+    /// windows' scatter once two windows of one configuration show it, with what that costs a
+    /// verdict against the rounds and the time allowed, and the remedies when it is too much.
+    fn say_noise(&mut self) {
+        let noise = self.noise();
+        if !self.said_busy && !self.said_noise && noise.others_cpu > BUSY {
+            self.said_busy = true;
+            self.note(&format!(
+                "busy machine: others took {:.0}% of the CPU during the windows so far; disturbed windows are measured again, and the noise is said once two windows of one configuration show it",
+                noise.others_cpu * 100.0
+            ));
         }
+        if self.said_noise || noise.df < 2 {
+            return;
+        }
+        self.said_noise = true;
+        let j = self.judging;
+        let Some(rounds) = noise.rounds_to_settle(j.threshold_pct, j.confidence) else { return };
+        let per_window = self.seconds_per_window().unwrap_or_default();
+        // A comparison of two values: a window of each per round.
+        let round = per_window * 2;
+        let affordable = self.time_left().map(|left| (left.as_secs_f64() / round.as_secs_f64().max(0.001)) as usize);
+        let allowed = j.max_rounds.min(affordable.unwrap_or(usize::MAX));
+        let cost = fmt_secs(round * rounds.min(100_000) as u32);
+        let head = format!(
+            "noise: {}: judging a {}% change takes {} interleaved rounds of two values (~{cost} at {:.1} s a window)",
+            noise.describe(),
+            j.threshold_pct,
+            noise::Noise::rounds_text(rounds),
+            per_window.as_secs_f64()
+        );
+        if rounds <= allowed {
+            self.note(&format!("{head}: within the rounds and the time allowed"));
+            return;
+        }
+        let limit = match affordable {
+            Some(a) if a < j.max_rounds => {
+                format!("the time budget has {} left, {a} rounds", fmt_secs(self.time_left().unwrap_or_default()))
+            }
+            _ => format!("--max-rounds allows {}", j.max_rounds),
+        };
+        let smallest = (1..=100)
+            .map(|p| p as f64)
+            .find(|&p| noise.rounds_to_settle(p, j.confidence).is_some_and(|r| r <= allowed.max(2)));
+        let judgeable =
+            smallest.map_or("no change at all".to_string(), |p| format!("only changes of ~{p:.0}% or more"));
+        self.note(&format!(
+            "{head}, but {limit}: at this noise {judgeable} can be judged, and an undecided value keeps your configuration's. To judge {}%: {}",
+            j.threshold_pct,
+            noise::REMEDIES
+        ));
+    }
+
+    /// The seconds a window has taken, launches, warm-ups and re-measurements included.
+    pub fn seconds_per_window(&self) -> Option<Duration> {
+        (self.windows_done > 0).then(|| Duration::from_secs_f64(self.seconds_done / self.windows_done as f64))
+    }
+
+    /// The expected length of the next trial of `windows` windows under `load`: what a window
+    /// has cost so far (launches, warm-ups, stops, windows measured again included), longer
+    /// by as much as `load`'s windows are longer than those measured (lengthened windows);
+    /// before any, the estimate.
+    fn trial_time(&self, load: &Load, windows: usize) -> Duration {
+        if self.windows_done == 0 {
+            return self.measure.estimate(load) * windows as u32 / self.repeats.max(1) as u32;
+        }
+        let per_window = self.seconds_done / self.windows_done as f64;
+        let longer = if self.load_seconds_done > 0.0 {
+            (load.duration().as_secs_f64() - self.load_seconds_done / self.windows_done as f64).max(0.0)
+        } else {
+            0.0
+        };
+        Duration::from_secs_f64((per_window + longer) * windows as f64)
     }
 
     /// Measures (or reuses) one point; None when time is up or the user interrupted, and
@@ -249,7 +357,7 @@ impl<'a> Tuner<'a> {
             self.stopped = Some("interrupted".into());
             return None;
         }
-        let need = self.trial_time(load);
+        let need = self.trial_time(load, repeats);
         if let Some(d) = self.deadline
             && Instant::now() + need > d
         {
@@ -276,18 +384,17 @@ impl<'a> Tuner<'a> {
         self.plan.spend(repeats);
         self.windows_done += repeats;
         self.seconds_done += p.seconds;
+        self.load_seconds_done += p.samples.iter().filter_map(|s| s.window_s).sum::<f64>();
         self.points.push(p.clone());
+        self.say_noise();
         Some(p)
     }
 
     /// What is left, from the seconds per window measured so far (before any, the estimate)
-    /// and the windows still planned (at least the `repeats` about to be measured).
+    /// and the windows still planned (at least the `repeats` about to be measured), never
+    /// past the time budget.
     fn eta(&self, load: &Load, repeats: usize) -> Eta {
-        let per_window = if self.windows_done > 0 {
-            Duration::from_secs_f64(self.seconds_done / self.windows_done as f64)
-        } else {
-            self.measure.estimate(load) / self.repeats.max(1) as u32
-        };
+        let per_window = self.trial_time(load, 1);
         let least_windows = self.plan.least.max(repeats);
         let most_windows = self.plan.most.max(least_windows);
         Eta {
@@ -295,7 +402,9 @@ impl<'a> Tuner<'a> {
             most_windows,
             least: per_window * least_windows as u32,
             most: per_window * most_windows as u32,
+            capped: false,
         }
+        .within(self.time_left())
     }
 
     /// Whether the run was asked to stop.
@@ -431,6 +540,19 @@ pub struct Outcome {
     /// Where the server and the client ran (every point records its own too).
     #[serde(default)]
     pub placement: Option<crate::sys::cpus::Placement>,
+    /// Every swept knob's baseline (what the user runs) and where it came from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub baseline_values: Vec<baseline::Origin>,
+    /// The knobs the run stopped before judging in full (time budget, Ctrl-C): they stay as
+    /// the baseline has them, unless a verdict adopted a value before the stop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unjudged: Vec<String>,
+    /// The noise of the windows measured: their scatter and the CPU others took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<noise::Noise>,
+    /// The smallest change worth adopting, % (--threshold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_pct: Option<f64>,
 }
 
 impl Step {
@@ -515,6 +637,34 @@ impl Cost {
 }
 
 impl Outcome {
+    /// The knobs recommended at another value than their baseline, with both values.
+    pub fn changes(&self) -> Vec<(String, String, String)> {
+        self.baseline_values
+            .iter()
+            .filter_map(|o| {
+                let now = self.recommended.get(&o.knob)?;
+                (!baseline::same_value(now, &o.value)).then(|| (o.knob.clone(), o.value.clone(), now.to_string()))
+            })
+            .collect()
+    }
+
+    /// Whether the run ended before its plan: stopped (time budget, Ctrl-C) or with knobs
+    /// not judged. Stored as "interrupted".
+    pub fn cut_short(&self) -> bool {
+        self.stopped.is_some() || !self.unjudged.is_empty()
+    }
+
+    /// Whether no knob was judged at all (each swept knob was cut short).
+    pub fn judged_nothing(&self) -> bool {
+        !self.unjudged.is_empty()
+            && self.unjudged.len() >= self.baseline_values.iter().filter(|o| self.swept(&o.knob)).count()
+    }
+
+    /// Whether `knob` was swept (it has a step or an evidence line).
+    fn swept(&self, knob: &str) -> bool {
+        self.evidence.iter().any(|e| e.knob == knob) || self.steps.iter().any(|s| s.knob == knob)
+    }
+
     /// The point that stands for the recommendation: the last adopted step's, else the
     /// baseline, else the first point that was measured at all.
     pub fn best(&self) -> Option<&Point> {

@@ -211,7 +211,10 @@ pub fn report(o: &Outcome) -> String {
         out += &before_after("\nStart to finish", first, last);
     }
     if let Some(why) = &o.stopped {
-        let _ = writeln!(out, "\nStopped early ({why}): the recommendation is the best found so far.");
+        let _ = writeln!(
+            out,
+            "\nStopped early ({why}): what was judged before the stop stands; the rest stays as the baseline has it."
+        );
     }
     let _ = writeln!(out, "\nRecommended configuration:");
     for line in o.config.lines() {
@@ -231,7 +234,52 @@ pub fn report(o: &Outcome) -> String {
     if o.cost.launches > 0 {
         let _ = writeln!(out, "\nCost: {}", o.cost.describe());
     }
+    out += &answer(o);
     out
+}
+
+/// The last lines: what to do with the answer (keep, or change what and by how much), and
+/// what was not judged, with what it would take.
+pub fn answer(o: &Outcome) -> String {
+    let mut out = String::from("\n");
+    let changes = o.changes();
+    if changes.is_empty() {
+        let _ = writeln!(
+            out,
+            "Answer: keep your configuration: no value was adopted{}.",
+            if o.diffs.is_empty() { "" } else { " (nothing of yours changes)" }
+        );
+    } else {
+        let moved: Vec<String> = changes.iter().map(|(k, from, to)| format!("{k} {from} -> {to}")).collect();
+        let effect = o
+            .steps
+            .iter()
+            .rev()
+            .find(|s| s.adopted)
+            .and_then(|s| s.effect)
+            .map_or(String::new(), |e| format!(" ({:+.1}% [{:+.1}%, {:+.1}%], 99%)", e.pct, e.low_pct, e.high_pct));
+        let _ = writeln!(out, "Answer: change {}{effect}.", moved.join(", "));
+    }
+    if !o.unjudged.is_empty() {
+        let _ = writeln!(out, "Not judged (kept as you run them): {}; {}", o.unjudged.join(", "), to_judge(o));
+    }
+    out
+}
+
+/// What judging the knobs left unjudged would take, at the noise measured.
+fn to_judge(o: &Outcome) -> String {
+    let per_window = if o.cost.windows > 0 { o.cost.trials_s / o.cost.windows as f64 } else { 0.0 };
+    let threshold = o.threshold_pct.unwrap_or(2.0);
+    match o.noise.and_then(|n| Some((n, n.rounds_to_settle(threshold, 0.99)?))) {
+        Some((n, rounds)) => format!(
+            "at the noise measured ({}), a {threshold}% change takes {} interleaved rounds of two values, about {} a knob at {per_window:.1} s a window; or {}",
+            n.describe(),
+            super::noise::Noise::rounds_text(rounds),
+            super::fmt_secs(std::time::Duration::from_secs_f64(rounds as f64 * 2.0 * per_window)),
+            super::noise::REMEDIES
+        ),
+        None => format!("too few windows to know the noise; give it {}", super::noise::REMEDIES),
+    }
 }
 
 impl Found {
@@ -257,7 +305,11 @@ impl Found {
             diffs,
             cost: Default::default(),
             placement: points.iter().find_map(|p| p.placement.clone()),
+            noise: (!points.is_empty()).then(|| super::noise::Noise::of(&points)),
             points,
+            baseline_values: Vec::new(),
+            unjudged: Vec::new(),
+            threshold_pct: None,
         }
     }
 }

@@ -32,6 +32,19 @@ pub struct Found {
     pub evidence: Vec<Evidence>,
 }
 
+impl Found {
+    /// The knobs of `knobs` with values to compare whose evidence says the run stopped before
+    /// judging them in full, or that have no evidence at all.
+    pub fn unjudged(&self, knobs: &Knobs) -> Vec<String> {
+        knobs
+            .iter()
+            .filter(|(_, v)| v.len() > 1)
+            .filter(|(k, _)| self.evidence.iter().find(|e| e.knob == *k).is_none_or(|e| e.cut_short))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+}
+
 /// How the tuner searches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -801,8 +801,12 @@ fn the_eta_counts_the_rounds_still_to_come_and_bounds_them() {
         most_windows: 30,
         least: Duration::from_secs(40),
         most: Duration::from_secs(190),
+        capped: false,
     };
     assert_eq!(eta.describe(), "at least ~40s, at most ~3m10s left");
+    // A time budget of a minute left caps both the plan and what the line says.
+    let capped = eta.within(Some(Duration::from_secs(60)));
+    assert_eq!(capped.describe(), "at least ~40s, at most ~1m00s left (the time budget's end)");
 }
 
 /// A model that sees the load: it tells the inner model's closure each window's length (so
