@@ -198,7 +198,7 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     std::fs::write(
         &file,
         format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\ncpu = \"1ms\"\nio_wait = \"2ms\"\n\
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 1\ncpu = \"1ms\"\nio_wait = \"2ms\"\n\
              [knobs]\nworkers = [1, 4]\nkeepalive = [\"on\", \"off\"]\n[load]\nconnections = 8\nduration = \"500ms\"\n",
             env!("CARGO_BIN_EXE_webtune")
         ),

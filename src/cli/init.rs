@@ -332,6 +332,15 @@ fn target_text(found: &Found, how: &str) -> Result<String, InputError> {
         let set: Vec<String> = current.iter().map(|(k, v)| format!("{k} = {v}")).collect();
         let _ = writeln!(t, "# Your configuration sets: {}", set.join(", "));
     }
+    // Values read from the command line are the base a tune starts from: without a file of
+    // the server's own to hold them, the target file's [target.config] does.
+    if found.config.is_none() && !found.given.is_empty() {
+        let _ = writeln!(t, "\n[target.config]");
+        for (k, v) in &found.given {
+            let value = if v.parse::<f64>().is_ok() { v.clone() } else { quoted(v) };
+            let _ = writeln!(t, "{k} = {value}");
+        }
+    }
     let workers = around(get("workers").and_then(|v| v.parse().ok()), &[2, 4, 8, 16]);
     let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
     let _ = writeln!(t, "\n[knobs]\nworkers = [{}]", list(&workers));
