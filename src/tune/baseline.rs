@@ -140,18 +140,24 @@ pub fn guard(
     recommended: &mut Settings,
     evidence: &mut Vec<Evidence>,
 ) -> Vec<String> {
+    let unadopted = |o: &Origin, recommended: &Settings| {
+        let now = recommended.get(&o.knob)?.to_string();
+        (!same_value(&now, &o.value) && !adopted_by_verdict(steps, &o.knob, &now)).then_some(now)
+    };
+    // A knob of the user's moved without a verdict: the whole unadopted change goes back,
+    // the knobs picked with it included, so the answer is a configuration that was measured
+    // (the user's), not half of one.
+    let any = baseline.users().any(|o| unadopted(o, recommended).is_some());
     let mut undone = Vec::new();
-    for o in baseline.users() {
-        let Some(now) = recommended.get(&o.knob).map(str::to_string) else { continue };
-        if same_value(&now, &o.value) || adopted_by_verdict(steps, &o.knob, &now) {
-            continue;
-        }
+    for o in baseline.origins.iter().filter(|_| any) {
+        let Some(now) = unadopted(o, recommended) else { continue };
         *recommended = recommended.with(&o.knob, &o.value);
         let why = evidence.iter().find(|e| e.knob == o.knob).map_or(String::new(), |e| e.why.clone());
         let line = format!(
-            "{} stays {} (your configuration): no verdict adopted {now}, and nothing moves from what you run without one{}",
+            "{} stays {} ({}): no verdict adopted {now}, and nothing moves from what you run without one{}",
             o.knob,
             o.value,
+            if o.is_users() { "your configuration" } else { "the baseline, with the knobs of your configuration" },
             if why.is_empty() { String::new() } else { format!(" [the search said: {why}]") }
         );
         let cut_short = evidence.iter().any(|e| e.knob == o.knob && e.cut_short);

@@ -285,7 +285,11 @@ pub fn joint(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let knobs: Knobs = knobs.iter().filter(|(_, v)| !v.is_empty()).cloned().collect();
     let budget = search_windows(&knobs, &t.judging, t.repeats);
     let mut s = Search::new(t, &knobs, base, budget);
-    let baseline_at = vec![0; knobs.len()];
+    // The baseline: the values the base (the user's configuration) sets, else the first listed.
+    let baseline_at: Vec<usize> = knobs
+        .iter()
+        .map(|(k, values)| base.get(k).and_then(|b| values.iter().position(|v| v == b)).unwrap_or(0))
+        .collect();
     let mut empty =
         Found { baseline: None, steps: Vec::new(), recommended: s.settings(&baseline_at), evidence: Vec::new() };
 
@@ -299,7 +303,9 @@ pub fn joint(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut rest: Vec<&Vec<usize>> = all.iter().filter(|at| !first.contains(at)).collect();
     rng.shuffle(&mut rest);
     first.extend(rest.into_iter().cloned());
-    first.dedup();
+    // Each once, in this order (the baseline, where the grid's order meets it again, is not).
+    let mut seen = std::collections::HashSet::new();
+    first.retain(|at| seen.insert(at.clone()));
     for (n, at) in first.iter().take(rung0.max(1)).enumerate() {
         if !s.window(t, at, (n == 0).then_some("baseline")) {
             return stopped(t, s, empty);
@@ -325,7 +331,13 @@ pub fn joint(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         empty.baseline = s.configs[0].point("baseline");
         empty.evidence = knobs
             .iter()
-            .map(|(k, v)| Evidence::new(k, &v[0], "kept: no configuration measured met the objective"))
+            .map(|(k, _)| {
+                Evidence::new(
+                    k,
+                    super::value(&empty.recommended, k),
+                    "kept: no configuration measured met the objective",
+                )
+            })
             .collect();
         return empty;
     };
@@ -486,8 +498,12 @@ fn finish(t: &mut Tuner, s: Search, knobs: &Knobs) -> Found {
             )
         }
         None => {
+            // Not judged in rounds because the baseline misses the objective (a constraint the
+            // winner meets) or every window of it fell far below the leader's: the same kind
+            // of evidence a verdict's shortcuts take, so the move is adopted by it.
             if let Some(p) = &base_point {
-                steps.push(step(knobs, p, &rec, None, None, chosen != baseline, &[]));
+                let verdict = (chosen != baseline).then_some(Verdict::Adopted);
+                steps.push(step(knobs, p, &rec, verdict, None, chosen != baseline, &[]));
             }
             match &base_point {
                 Some(p) if chosen == baseline => {

@@ -143,12 +143,16 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         Some(tr) => {
             let line = format!("{growth_line}; {limit_line}; recycling every {}{rejected}", tr.cost_text());
             let c = tr.every;
+            // The memory budget is a constraint: where the user's interval (never, unless the
+            // base sets one) lets the pool outgrow it, the one chosen alone meets it.
+            let current = base.get(knob).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            let outgrows = limit.is_some_and(|l| current == 0 || current > l);
             found.steps.push(Step {
                 knob: knob.into(),
                 before_value: "0".into(),
                 after_value: c.to_string(),
                 adopted: true,
-                verdict: None,
+                verdict: outgrows.then_some(crate::tune::Verdict::Adopted),
                 effect: None,
                 rounds: 0,
                 before: tr.never.clone(),

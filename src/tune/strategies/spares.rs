@@ -97,12 +97,19 @@ pub fn spares(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                     ));
                 }
             }
+            // Against the user's own spares (those the base sets): a setting that starves the
+            // burst is a constraint only the chosen one meets, a verdict; one that absorbs it
+            // keeps them (the cheaper setting saves memory, but gains nothing measured).
+            let sets_any = SPARE_KNOBS.iter().any(|k| base.get(k).is_some());
+            let users = |s: &Settings| SPARE_KNOBS.iter().all(|k| base.get(k).is_none_or(|v| s.get(k) == Some(v)));
+            let users_starve =
+                results.iter().filter(|(_, s, _)| users(s)).all(|(_, _, p)| !absorbed(p)) && !users(settings);
             found.steps.push(Step {
                 knob: "spares".into(),
                 before_value: "steady".into(),
                 after_value: format!("{cost} idle"),
                 adopted: true,
-                verdict: None,
+                verdict: (sets_any && users_starve).then_some(crate::tune::Verdict::Adopted),
                 effect: None,
                 rounds: 0,
                 before: steady.clone(),
