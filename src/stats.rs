@@ -101,6 +101,15 @@ pub struct Effect {
     pub high_pct: f64,
 }
 
+impl Effect {
+    /// "+5.1% [+3.2%, +7.0%]"; a bound past +999% reads "+999%+" (two rounds at 99% give
+    /// bounds of many digits that say only "unknown").
+    pub fn text(&self) -> String {
+        let bound = |x: f64| if x > 999.0 { "+999%+".to_string() } else { format!("{x:+.1}%") };
+        format!("{:+.1}% [{}, {}]", self.pct, bound(self.low_pct), bound(self.high_pct))
+    }
+}
+
 /// The change from `before` to `after` measured in pairs (round i of each, taken side by side
 /// so that drift between rounds cancels), with a two-sided interval at `level` (e.g. 0.99).
 /// Computed on log ratios, so +10% and -9.1% are the same size of change; None with fewer
@@ -130,6 +139,13 @@ pub fn paired_effect(before: &[f64], after: &[f64], counts: Option<(&[f64], &[f6
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_interval_of_two_rounds_reads_as_unknown_past_999_percent() {
+        let e = super::Effect { pct: 14.9, low_pct: -100.0, high_pct: 43196067390667.0 };
+        assert_eq!(e.text(), "+14.9% [-100.0%, +999%+]");
+        assert_eq!(super::Effect { pct: 5.1, low_pct: 3.2, high_pct: 7.0 }.text(), "+5.1% [+3.2%, +7.0%]");
+    }
+
     use super::*;
 
     #[test]

@@ -197,10 +197,8 @@ pub fn report(o: &Outcome) -> String {
                 .map_or(String::new(), |c| format!(" of {}", changes(&step.before.settings, &c.settings)));
             let _ = writeln!(
                 out,
-                "  Effect{of} {:+.1}%, 99% interval [{:+.1}%, {:+.1}%], over {} interleaved rounds: {}",
-                e.pct,
-                e.low_pct,
-                e.high_pct,
+                "  Effect{of} {} (99% interval), over {} interleaved rounds: {}",
+                e.text(),
                 step.rounds,
                 step_verdict(step)
             );
@@ -257,7 +255,7 @@ pub fn answer(o: &Outcome) -> String {
             .rev()
             .find(|s| s.adopted)
             .and_then(|s| s.effect)
-            .map_or(String::new(), |e| format!(" ({:+.1}% [{:+.1}%, {:+.1}%], 99%)", e.pct, e.low_pct, e.high_pct));
+            .map_or(String::new(), |e| format!(" ({}, 99%)", e.text()));
         let _ = writeln!(out, "Answer: change {}{effect}.", moved.join(", "));
     }
     if !o.unjudged.is_empty() {

@@ -980,7 +980,7 @@ fn paired(a: &[Option<Point>], b: &[Option<Point>]) -> (Vec<Point>, Vec<Point>) 
 
 /// "+5.1% [+3.2%, +7.0%]".
 pub fn effect_text(e: &Effect) -> String {
-    format!("{:+.1}% [{:+.1}%, {:+.1}%]", e.pct, e.low_pct, e.high_pct)
+    e.text()
 }
 
 /// What a challenger's windows said, for the evidence: "workers=4 812.0 req/s +5.1% [+3.2%,
