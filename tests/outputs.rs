@@ -283,3 +283,39 @@ fn merge_reads_bench_reports_of_schema_v1_and_v2_and_writes_v2() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("has schema \"webtune.bench.v9\", not webtune.bench.v1 or webtune.bench.v2"), "{err}");
 }
+
+/// `--diff DIR` is checked before the first launch, as `-o` is: a path that is not a
+/// directory, or a diff that is a symlink, ends the tune at once with one line, exit 2.
+#[test]
+fn tune_checks_its_diff_directory_before_the_first_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let target = dir.path().join("lab.toml");
+    std::fs::write(
+        &target,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2]\n[load]\nduration = \"300ms\"\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    let a_file = dir.path().join("file");
+    std::fs::write(&a_file, "mine").unwrap();
+    let linked = dir.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    std::os::unix::fs::symlink(&a_file, linked.join("nginx.diff")).unwrap();
+    let journal = dir.path().join("j.jsonl");
+    for (out, said) in [
+        ("/dev/null", "--diff: /dev/null is not a directory"),
+        (a_file.to_str().unwrap(), "is not a directory"),
+        (linked.to_str().unwrap(), "nginx.diff is a symlink; webtune writes no diff through one"),
+    ] {
+        let started = std::time::Instant::now();
+        let t = target.to_str().unwrap();
+        let (code, _, err) = wt(&db, &["tune", t, "--diff", out, "--journal", journal.to_str().unwrap()]);
+        assert_eq!(code, 2, "{out}: {err}");
+        assert!(err.contains(said) && err.lines().count() == 1, "{out}: {err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "{out}: a launch ran first");
+    }
+    assert_eq!(std::fs::read_to_string(&a_file).unwrap(), "mine");
+}

@@ -35,6 +35,10 @@ const DISTURBED: f64 = 0.10;
 pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     crate::store::check_path(&crate::store::default_path(db))?;
     let files = a.output.files::<Tuned>()?;
+    // --diff DIR is checked now, as -o is: a tune is not run to be lost at its last write.
+    if let Some(dir) = &a.diff {
+        check_diff_dir(dir)?;
+    }
     let spec = TuneSpec::of(a)?;
     let interrupt = crate::sys::interrupt_flag();
     let opts = TrialOptions {
@@ -330,6 +334,28 @@ fn report(
         return Ok(ExitCode::from(super::NOTHING_JUDGED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--diff DIR` before any launch: a directory of this user's (made when missing), and every
+/// diff it may hold a file that can be replaced (not a symlink elsewhere, a FIFO, another's).
+fn check_diff_dir(dir: &Path) -> anyhow::Result<()> {
+    if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        let why = format!("--diff: {} is not a directory: give the directory the diffs go in", dir.display());
+        return Err(InputError(why).into());
+    }
+    crate::output::directory(dir).map_err(|e| e.at("--diff"))?;
+    for name in crate::server::tree::DIFF_NAMES {
+        let path = dir.join(format!("{name}.diff"));
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(InputError(format!(
+                "--diff: {} is a symlink; webtune writes no diff through one",
+                path.display()
+            ))
+            .into());
+        }
+        crate::output::check(&path).map_err(|e| e.at("--diff"))?;
+    }
+    Ok(())
 }
 
 /// `--diff DIR`: one file per tree that changes (`apache2.diff`...); a tree that does not

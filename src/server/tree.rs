@@ -24,6 +24,10 @@ pub struct TreeFile {
     pub text: String,
 }
 
+/// Every name a tree's diff can have (`UserTree::name`), so that `--diff DIR` can be checked
+/// before the first launch.
+pub const DIFF_NAMES: [&str; 4] = ["apache2", "nginx", "php-fpm", "uwsgi"];
+
 /// The files a server reads, main file first, in the order it reads them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserTree {
