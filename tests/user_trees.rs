@@ -222,6 +222,9 @@ fn a_debian_tree_with_a_mod_perl_site_is_tuned_and_its_diff_applies() {
         .unwrap_or_else(|| panic!("no workers recommended: {v:#}"))
         .to_string();
     assert_eq!(workers, "4", "{:#}", v["evidence"]);
+    // The command that applies it names the real directory.
+    let apply = format!("apply it with: patch -p1 -d {} < {}/apache2.diff", conf.display(), diffs.display());
+    assert!(run.stderr.contains(&apply), "{}", run.stderr);
     // Every trial ran the user's tree with the site on the port loaded (its own listener:
     // Debian's 000-default is the default host of *:80), each launch as the one above.
     let points = v["points"].as_array().unwrap();

@@ -84,7 +84,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let grid = (!knobs.is_empty()).then(|| knobs.iter().map(|(_, values)| values.len() as u64).product());
     outcome.cost = crate::tune::Cost::of(&outcome.points, grid, spec.repeats);
     if let Some(dir) = &a.diff {
-        write_diffs(dir, &outcome.diffs)?;
+        write_diffs(dir, &outcome.diffs, &spec.file)?;
     }
     let save_error = observer.save_error.take();
     report(a, &outcome, store, save_error, &files)
@@ -360,7 +360,11 @@ fn check_diff_dir(dir: &Path) -> anyhow::Result<()> {
 
 /// `--diff DIR`: one file per tree that changes (`apache2.diff`...); a tree that does not
 /// change gets none, and an old one of its name is removed so the directory says what is true.
-fn write_diffs(dir: &Path, diffs: &std::collections::BTreeMap<String, String>) -> anyhow::Result<()> {
+fn write_diffs(
+    dir: &Path,
+    diffs: &std::collections::BTreeMap<String, String>,
+    file: &TargetFile,
+) -> anyhow::Result<()> {
     crate::output::directory(dir)?;
     for (tree, diff) in diffs {
         crate::output::replace(&dir.join(format!("{tree}.diff")), diff.as_bytes())?;
@@ -368,10 +372,30 @@ fn write_diffs(dir: &Path, diffs: &std::collections::BTreeMap<String, String>) -
     if diffs.is_empty() {
         eprintln!("tune: keep your configuration: none of your files changes, nothing written to {}", dir.display());
     } else {
-        let names: Vec<String> = diffs.keys().map(|t| format!("{t}.diff")).collect();
-        eprintln!("tune: wrote {} in {} (patch -p1 -d YOUR_CONFIG_DIR < FILE)", names.join(", "), dir.display());
+        for tree in diffs.keys() {
+            let diff = dir.join(format!("{tree}.diff"));
+            match file.diff_dir(tree) {
+                Some(at) => eprintln!(
+                    "tune: wrote {}: apply it with: patch -p1 -d {} < {}",
+                    diff.display(),
+                    shell_word(&at),
+                    shell_word(&diff)
+                ),
+                None => eprintln!("tune: wrote {}", diff.display()),
+            }
+        }
     }
     Ok(())
+}
+
+/// A path as one shell word, quoted when it holds anything but letters, digits and `/._-+`.
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 fn objective(a: &TuneArgs) -> Result<Objective, InputError> {

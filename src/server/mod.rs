@@ -63,6 +63,16 @@ impl TargetFile {
         Ok(self.adapter().diffs(self, &front::back_values(values))?.into_iter().collect())
     }
 
+    /// The directory `patch -p1 -d` applies tree `tree`'s diff in: its main file's (the
+    /// front's, for the nginx before a php-fpm pool).
+    pub fn diff_dir(&self, tree: &str) -> Option<std::path::PathBuf> {
+        let main = match &self.front_config {
+            Some(front) if tree == "nginx" && self.adapter != file::AdapterName::Nginx => front,
+            _ => self.config.file()?,
+        };
+        main.path.parent().map(std::path::Path::to_path_buf)
+    }
+
     /// The configuration lines for these values, in the server's own syntax.
     pub fn recommend(&self, values: &[(String, String)]) -> String {
         let server = self.adapter().recommend(self, &front::back_values(values));
