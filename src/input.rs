@@ -236,12 +236,23 @@ pub fn is_on(text: &str) -> bool {
 /// file is refused, not read until memory runs out.
 pub const MAX_INPUT_FILE: u64 = 64 * 1024 * 1024;
 
-/// Reads a file of at most `MAX_INPUT_FILE` bytes.
+/// Reads a regular file of at most `MAX_INPUT_FILE` bytes. Opened without blocking, and
+/// refused unless it is a regular file: a FIFO (`Include fifo.conf`, a target file that is
+/// one) would hold the open until a writer came, a device would never end.
 pub fn read_bounded(path: &Path, what: &str) -> Result<Vec<u8>, InputError> {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let cannot = |e: std::io::Error| InputError(format!("cannot read {what} {}: {e}", path.display()));
+    let mut file =
+        std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    if !meta.is_file() {
+        let kind =
+            if meta.file_type().is_dir() { "a directory" } else { "not a regular file (a FIFO, a device, a socket)" };
+        return Err(InputError(format!("cannot read {what} {}: {kind}", path.display())));
+    }
     let mut bytes = Vec::new();
-    std::fs::File::open(path).map_err(cannot)?.take(MAX_INPUT_FILE + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    (&mut file).take(MAX_INPUT_FILE + 1).read_to_end(&mut bytes).map_err(cannot)?;
     if bytes.len() as u64 > MAX_INPUT_FILE {
         return Err(InputError(format!(
             "cannot read {what} {}: larger than the limit of {} MiB",

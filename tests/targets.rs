@@ -355,3 +355,59 @@ fn apache_serves_http2_with_its_knob() {
     let e = server::launch(&file, &[("http2".into(), "maybe".into())]).err().expect("refused");
     assert!(format!("{e:#}").contains("expected on or off"), "{e:#}");
 }
+
+/// Issue 50, class 1: every file read from a target, a tree or `init --config` is opened
+/// without blocking and refused unless it is a regular file: a FIFO as the target file, an
+/// nginx `include` of one (by name or by a pattern) and an Apache `Include` of one end in one
+/// line, exit 2, at once, instead of a process held in `fifo_open` until killed.
+#[test]
+fn a_fifo_anywhere_in_the_input_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = |p: &Path| {
+        let made = std::process::Command::new("mkfifo").arg(p).status().unwrap();
+        assert!(made.success(), "mkfifo {}", p.display());
+    };
+    let check = |args: &[&str], said: &str| {
+        let started = std::time::Instant::now();
+        let run = crate::support::webtune_with_limit(args, Duration::from_secs(20));
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(said) && run.stderr.trim().lines().count() == 1, "{args:?}: {}", run.stderr);
+        assert!(started.elapsed() < Duration::from_secs(5), "{args:?} took {:?}", started.elapsed());
+    };
+    let target = dir.path().join("fifo.toml");
+    fifo(&target);
+    check(&["tune", target.to_str().unwrap()], "not a regular file (a FIFO, a device, a socket)");
+    check(&["launch", target.to_str().unwrap()], "not a regular file");
+
+    // nginx: a file of its own including a FIFO by name, then by a pattern.
+    if have(&["nginx"]) {
+        let conf = dir.path().join("nginx.conf");
+        fifo(&dir.path().join("evil.conf"));
+        let t = dir.path().join("nginx.toml");
+        std::fs::write(&t, format!("[target]\nadapter = \"nginx\"\nconfig = \"{}\"\n", conf.display())).unwrap();
+        for include in ["evil.conf", "ev*.conf"] {
+            std::fs::write(
+                &conf,
+                format!("events {{}}\nhttp {{\n  include {include};\n  server {{ listen 80; }}\n}}\n"),
+            )
+            .unwrap();
+            check(&["launch", t.to_str().unwrap()], "evil.conf: not a regular file");
+            check(&["init", "--config", conf.to_str().unwrap()], "evil.conf: not a regular file");
+        }
+    } else {
+        missing("nginx");
+    }
+    // Apache: Include of a FIFO.
+    if have(&["apache2"]) {
+        let root = dir.path().join("apache2");
+        std::fs::create_dir(&root).unwrap();
+        fifo(&root.join("fifo.conf"));
+        std::fs::write(root.join("apache2.conf"), "Listen 80\nInclude fifo.conf\n").unwrap();
+        let t = dir.path().join("apache.toml");
+        let main = root.join("apache2.conf");
+        std::fs::write(&t, format!("[target]\nadapter = \"apache\"\nconfig = \"{}\"\n", main.display())).unwrap();
+        check(&["launch", t.to_str().unwrap()], "fifo.conf: not a regular file");
+    } else {
+        missing("apache2");
+    }
+}

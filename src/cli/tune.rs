@@ -50,7 +50,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         placement: Some(spec.file.placement.clone()),
     };
 
-    let text = std::fs::read_to_string(&a.file).unwrap_or_default();
+    let text = crate::input::read_text(&a.file, "target file").unwrap_or_default();
     let (journal_path, mut journal, reused) = open_journal(a, &spec, &text)?;
 
     let mut launcher = TargetLauncher { file: &spec.file, interrupt: interrupt.clone() };

@@ -31,8 +31,9 @@ pub fn expand(pattern: &Path) -> Result<Vec<PathBuf>, String> {
             (!n.starts_with('.') || name.starts_with('.')) && matches(name.as_bytes(), n.as_bytes())
         })
         .map(|e| e.path())
-        // A directory matched is nothing to read (symlinks to files are followed).
-        .filter(|p| p.is_file())
+        // A directory matched is nothing to read (symlinks are followed); anything else is
+        // read, and refused there unless it is a regular file (a FIFO would hold the server).
+        .filter(|p| !p.is_dir())
         .collect();
     found.sort();
     Ok(found)

@@ -609,7 +609,7 @@ pub fn check(main: &Path, file: &crate::server::TargetFile) -> Result<NginxTree,
 /// "FILE:LINE" of the first line that only Apache writes (`<VirtualHost`, `ServerRoot`,
 /// `Include`...), when the file is one of Apache's.
 fn apache_line(main: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(main).ok()?;
+    let text = crate::input::read_text(main, "configuration file").ok()?;
     let apache = [
         "<VirtualHost",
         "<IfModule",

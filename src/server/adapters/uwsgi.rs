@@ -228,7 +228,7 @@ const PID_FILES: [&str; 4] = ["pidfile", "pidfile2", "safe-pidfile", "safe-pidfi
 /// The options of an ini file's [uwsgi] section, the section uwsgi reads by default: line
 /// number, key, value (uwsgi ignores `http_socket`: keys are taken as written).
 fn ini_options(path: &Path) -> std::io::Result<Vec<(usize, String, String)>> {
-    let text = std::fs::read_to_string(path)?;
+    let text = crate::input::read_text(path, "uwsgi ini").map_err(|e| std::io::Error::other(e.0))?;
     let mut in_uwsgi = false;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
