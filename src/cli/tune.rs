@@ -344,7 +344,8 @@ fn check_diff_dir(dir: &Path) -> anyhow::Result<()> {
         return Err(InputError(why).into());
     }
     crate::output::directory(dir).map_err(|e| e.at("--diff"))?;
-    for name in crate::server::tree::DIFF_NAMES {
+    let suffixes = ["", crate::server::tree::ROOT_SUFFIX];
+    for name in crate::server::tree::DIFF_NAMES.iter().flat_map(|n| suffixes.map(|s| format!("{n}{s}"))) {
         let path = dir.join(format!("{name}.diff"));
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(InputError(format!(

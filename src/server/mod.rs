@@ -66,6 +66,9 @@ impl TargetFile {
     /// The directory `patch -p1 -d` applies tree `tree`'s diff in: its main file's (the
     /// front's, for the nginx before a php-fpm pool).
     pub fn diff_dir(&self, tree: &str) -> Option<std::path::PathBuf> {
+        if tree.ends_with(tree::ROOT_SUFFIX) {
+            return Some(std::path::PathBuf::from("/"));
+        }
         let main = match &self.front_config {
             Some(front) if tree == "nginx" && self.adapter != file::AdapterName::Nginx => front,
             _ => self.config.file()?,

@@ -109,23 +109,46 @@ impl UserTree {
 
     /// The unified diff from the user's files to `edited` (paths relative to the main file's
     /// directory, `a/` and `b/` prefixes: `patch -p1 -d BASE`), None when nothing changes.
+    /// Files outside the base are in it too, with `..` in their names: for reading (the
+    /// configuration shown with a trial); a patch refuses them, so `diffs` splits them off.
     pub fn diff(&self, edited: &Edits) -> Option<String> {
-        let mut out = String::new();
-        for f in &self.files {
-            let Some(new) = edited.get(&f.path).filter(|t| **t != f.text) else { continue };
-            let rel = self.relative(&f.path).display().to_string();
-            let diff = similar::TextDiff::from_lines(f.text.as_str(), new.as_str());
-            out.push_str(
-                &diff.unified_diff().context_radius(3).header(&format!("a/{rel}"), &format!("b/{rel}")).to_string(),
-            );
-            // A file without a final newline still ends its hunk on a line of its own.
-            if !out.ends_with('\n') {
-                out.push('\n');
-            }
-        }
+        let out: String = self.files.iter().filter_map(|f| self.file_diff(f, edited, &self.base)).collect();
         (!out.is_empty()).then_some(out)
     }
+
+    /// The diffs to write, each one that `patch -p1 -d DIR` applies (`diff_dir` names DIR):
+    /// the files under the main file's directory as `NAME`, and those an absolute include
+    /// reads from elsewhere as `NAME.root`, relative to `/` (patch refuses `..` in a name).
+    pub fn diffs(&self, edited: &Edits) -> Vec<(String, String)> {
+        let (inside, outside): (Vec<&TreeFile>, Vec<&TreeFile>) =
+            self.files.iter().partition(|f| f.path.starts_with(&self.base));
+        let root = Path::new("/");
+        let inside: String = inside.iter().filter_map(|f| self.file_diff(f, edited, &self.base)).collect();
+        let outside: String = outside.iter().filter_map(|f| self.file_diff(f, edited, root)).collect();
+        [(self.name.clone(), inside), (format!("{}{ROOT_SUFFIX}", self.name), outside)]
+            .into_iter()
+            .filter(|(_, d)| !d.is_empty())
+            .collect()
+    }
+
+    /// One file's part of a diff, its names relative to `base`; None when it is unchanged.
+    fn file_diff(&self, f: &TreeFile, edited: &Edits, base: &Path) -> Option<String> {
+        let new = edited.get(&f.path).filter(|t| **t != f.text)?;
+        let rel = relative_to(&f.path, base).display().to_string();
+        let diff = similar::TextDiff::from_lines(f.text.as_str(), new.as_str());
+        let mut out =
+            diff.unified_diff().context_radius(3).header(&format!("a/{rel}"), &format!("b/{rel}")).to_string();
+        // A file without a final newline still ends its hunk on a line of its own.
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        Some(out)
+    }
 }
+
+/// The suffix of a tree's diff of the files it reads from outside its main file's directory,
+/// applied in `/`.
+pub const ROOT_SUFFIX: &str = ".root";
 
 /// The files a diff changes, as it names them (`+++ b/PATH`).
 pub fn changed_files(diff: &str) -> Vec<&str> {
@@ -150,6 +173,52 @@ fn relative_to(path: &Path, base: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `patch -p1 -d DIR` of `diff`, not dry: its status and output.
+    fn patch(dir: &Path, diff: &str) -> (bool, String) {
+        use std::io::Write;
+        let mut c = std::process::Command::new("patch")
+            .args(["-p1", "-d"])
+            .arg(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("patch");
+        c.stdin.take().unwrap().write_all(diff.as_bytes()).unwrap();
+        let out = c.wait_with_output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    #[test]
+    fn a_file_outside_the_tree_gets_a_diff_of_its_own_that_applies_in_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(dir.path()).unwrap();
+        let (user, outside) = (dir.join("etc/apache2"), dir.join("srv/outside"));
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let (main, mpm) = (user.join("apache2.conf"), outside.join("mpm.conf"));
+        std::fs::write(&main, format!("Include {}\nTimeout 300\n", mpm.display())).unwrap();
+        std::fs::write(&mpm, "MaxRequestWorkers 150\n").unwrap();
+        let mut tree = UserTree::new("apache2", &main).unwrap();
+        tree.read(&mpm).unwrap();
+        let mut edits = Edits::new();
+        edits.insert(mpm.clone(), "MaxRequestWorkers 12\n".into());
+        edits.insert(main.clone(), format!("Include {}\nTimeout 60\n", mpm.display()));
+        let diffs = tree.diffs(&edits);
+        let names: Vec<&str> = diffs.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["apache2", "apache2.root"]);
+        assert_eq!(changed_files(&diffs[0].1), ["apache2.conf"]);
+        let rooted = mpm.strip_prefix("/").unwrap().display().to_string();
+        assert_eq!(changed_files(&diffs[1].1), [rooted.as_str()]);
+        assert!(!diffs.iter().any(|(_, d)| d.contains("..")), "{diffs:?}");
+        // Each applies with the command webtune prints: the tree's in its directory, the
+        // other in / (its files are the test's own, under the temporary directory).
+        assert!(patch(&user, &diffs[0].1).0);
+        let (ok, said) = patch(Path::new("/"), &diffs[1].1);
+        assert!(ok, "{said}");
+        assert_eq!(std::fs::read_to_string(&mpm).unwrap(), "MaxRequestWorkers 12\n");
+        assert!(std::fs::read_to_string(&main).unwrap().contains("Timeout 60"));
+    }
 
     #[test]
     fn a_diff_names_the_users_files_and_patch_applies_it() {

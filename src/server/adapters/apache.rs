@@ -163,7 +163,7 @@ impl Adapter for Apache {
         let Some(config) = file.config.file() else { return Ok(Vec::new()) };
         let tree = ApacheTree::read(&config.path).map_err(anyhow::Error::msg)?;
         let (ops, _) = tree.knob_ops(&tree_settings(&tree, values)?);
-        Ok(tree.tree.diff(&tree.edited(&ops)).map(|d| (tree.tree.name.clone(), d)).into_iter().collect())
+        Ok(tree.tree.diffs(&tree.edited(&ops)))
     }
 
     fn current(&self, file: &TargetFile) -> anyhow::Result<Vec<(String, String)>> {

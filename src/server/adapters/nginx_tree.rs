@@ -720,7 +720,7 @@ pub fn diffs(
 ) -> anyhow::Result<Vec<(String, String)>> {
     let t = NginxTree::read(main).map_err(anyhow::Error::msg)?;
     let knobs = t.knob_edits(values, t.site_for(file).as_deref())?;
-    Ok(t.tree.diff(&t.apply(&knobs)).map(|d| (t.tree.name.clone(), d)).into_iter().collect())
+    Ok(t.tree.diffs(&t.apply(&knobs)))
 }
 
 #[cfg(test)]

@@ -436,7 +436,7 @@ pub fn diffs(file: &TargetFile, main: &Path, values: &[(String, String)]) -> any
     let t = FpmTree::read(main).map_err(anyhow::Error::msg)?;
     let pool = t.pool(file.pool.as_deref()).map_err(anyhow::Error::msg)?;
     let knobs = t.knob_edits(&pool, values)?;
-    Ok(t.tree.diff(&t.apply(&knobs)).map(|d| (t.tree.name.clone(), d)).into_iter().collect())
+    Ok(t.tree.diffs(&t.apply(&knobs)))
 }
 
 /// The pool settings `values` ask for, as lines of the pool's file.
