@@ -260,3 +260,49 @@ fn beside_a_cpu_hog_the_noise_is_said_first_and_nothing_moves_without_evidence()
     assert!(v["noise"]["others_cpu"].as_f64().unwrap() > 0.2, "{:#}", v["noise"]);
     moves_only_on_verdicts(&v);
 }
+
+/// A WSGI app that sleeps 20 ms a request, in `dir`: 4 clients need 4 sync workers.
+fn sleepy_wsgi(dir: &Path) -> PathBuf {
+    let app = dir.join("sleepy.py");
+    std::fs::write(
+        &app,
+        "import time\n\ndef app(environ, start_response):\n    time.sleep(0.02)\n    body = b'slept\\n'\n    \
+         start_response('200 OK', [('Content-Type', 'text/plain'), ('Content-Length', str(len(body)))])\n    \
+         return [body]\n",
+    )
+    .unwrap();
+    app
+}
+
+#[test]
+fn gunicorn_keeps_its_workers_when_fewer_are_worse_and_when_nothing_is_judged() {
+    if support::find_program("gunicorn").is_none() {
+        missing("gunicorn");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let app = sleepy_wsgi(dir.path());
+    let target = dir.path().join("gunicorn.toml");
+    std::fs::write(
+        &target,
+        format!(
+            "[target]\nadapter = \"gunicorn\"\napp = \"{}\"\n[target.config]\nworkers = 4\n\
+             [knobs]\nworkers = [2, 1, 4]\n[load]\nconnections = 4\nduration = \"1s\"\n",
+            app.display()
+        ),
+    )
+    .unwrap();
+    // Two workers serve half of four's requests, one a quarter: worse, and 4 stays.
+    let run = quick_tune(&target, &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let v = json(&run.stdout);
+    assert_eq!(v["baseline_values"][0]["value"], "4", "{:#}", v["baseline_values"]);
+    assert_eq!(v["steps"][0]["verdict"], "worse", "{:#}", v["evidence"]);
+    assert_eq!(recommended(&v, "workers"), "4");
+    // Stopped by its budget before any verdict: exit 4, 4 stays.
+    let run = quick_tune(&target, &["--max-time", "2s"]);
+    assert_eq!(run.code, 4, "{}\n{}", run.stdout, run.stderr);
+    let v = json(&run.stdout);
+    assert_eq!(recommended(&v, "workers"), "4");
+    assert_eq!(v["unjudged"], serde_json::json!(["workers"]));
+}

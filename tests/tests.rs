@@ -5,6 +5,7 @@ mod support;
 mod about;
 mod access_log;
 mod asp;
+mod baseline;
 mod bench_errors;
 mod bench_h2;
 mod bench_hardening;
