@@ -413,3 +413,54 @@ fn init_pid_on_a_running_php_fpm_finds_its_pool_and_its_nginx() {
     assert_eq!((code, body), (200, served), "the copy serves what the user's setup served");
     assert_eq!(checksums(&[&nginx, &php]), before, "init and launch wrote nothing of the user's");
 }
+
+/// Issue 46 on php-fpm: the pool's own pm.max_children (Debian's 5) is the baseline though
+/// the knob lists it last; two rounds cannot settle 6 against it (2 clients), so it stays
+/// ("undecided") and no diff is written; stopped before any verdict: exit 4, none either.
+#[test]
+fn php_fpm_starts_from_the_pools_max_children_and_an_undecided_step_keeps_it() {
+    let started = std::time::Instant::now();
+    let Some((_bin, version)) = php_fpm() else {
+        missing("php-fpm with Debian's /etc/php tree");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = web_root(tmp.path(), &[("index.php", INDEX_PHP)]);
+    let site = format!(
+        "server {{\n\tlisten 80;\n\troot {};\n\tindex index.php;\n\tserver_name shop.example;\n\n\
+         \tlocation / {{\n\t\ttry_files $uri $uri/ /index.php?$args;\n\t}}\n\n\
+         \tlocation ~ \\.php$ {{\n\t\tinclude snippets/fastcgi-php.conf;\n\t\tfastcgi_pass unix:/run/php/php{version}-fpm.sock;\n\t}}\n}}\n",
+        root.display()
+    );
+    nginx_tree(tmp.path(), "shop", &site);
+    let php = tmp.path().join("php");
+    sh(Command::new("cp").args(["-a", "/etc/php"]).arg(&php));
+    let fpm_dir = php.join(&version).join("fpm");
+    rewrite(&fpm_dir.join("php-fpm.conf"), "/etc/php", &php.display().to_string());
+    let target = tmp.path().join("shop.toml");
+    std::fs::write(
+        &target,
+        format!(
+            "[target]\nadapter = \"php-fpm\"\nconfig = \"php/{version}/fpm/php-fpm.conf\"\nfront_config = \"nginx/nginx.conf\"\n\
+             site = \"shop.example\"\nready = \"/pretty/url\"\n[knobs]\nworkers = [6, 2, 5]\n\
+             [load]\npath = \"/pretty/url\"\nduration = \"1s\"\nconnections = 2\n"
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let o = out.to_str().unwrap();
+    let run = crate::support::quick_tune(&target, &["--diff", o]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stderr, run.stdout);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["baseline_values"][0]["value"], "5", "{:#}", v["baseline_values"]);
+    let workers = v["recommended"].as_array().unwrap().iter().find(|kv| kv[0] == "workers").unwrap()[1].clone();
+    assert_eq!(workers, "5", "{:#}", v["evidence"]);
+    let verdict = v["steps"][0]["verdict"].as_str().unwrap();
+    assert!(["undecided", "worse", "no effect"].contains(&verdict), "{:#}", v["evidence"]);
+    assert!(!out.join("php-fpm.diff").exists() && !out.join("nginx.diff").exists());
+
+    let run = crate::support::quick_tune(&target, &["--diff", o, "--max-time", "2s"]);
+    assert_eq!(run.code, 4, "{}\n{}", run.stderr, run.stdout);
+    assert!(!out.join("php-fpm.diff").exists());
+    println!("php-fpm baseline: {:?}", started.elapsed());
+}
