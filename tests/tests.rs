@@ -6,6 +6,7 @@ mod about;
 mod access_log;
 mod asp;
 mod baseline;
+mod baseline_trees;
 mod bench_errors;
 mod bench_h2;
 mod bench_hardening;
