@@ -344,7 +344,7 @@ impl<'a> Walk<'a> {
         self.hold_blocked(knob, &j, &ch.changes, &adopted_set);
         let moved =
             j.chosen.is_some_and(|i| j.challengers[i].effect.is_none_or(|e| e.pct.abs() > t.judging.threshold_pct));
-        self.record_step(knob, &before_value, &j, &adopted_set, &evidence);
+        self.record_step(knob, &before_value, &j, &adopted_set, &evidence, cut_short);
         self.record_evidence(knob, &adopted_set, evidence, cut_short);
         Turn::Judged { moved }
     }
@@ -415,7 +415,9 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// The step, and the adopted change made the operating point.
+    /// The step, and the adopted change made the operating point. A step the run stopped in
+    /// (`cut_short`) is undecided whatever its first windows read: its evidence says "not
+    /// judged", and its verdict must not say more to whoever reads the JSON.
     fn record_step(
         &mut self,
         knob: &str,
@@ -423,6 +425,7 @@ impl<'a> Walk<'a> {
         j: &Judgement,
         adopted_set: &[(String, String)],
         evidence: &str,
+        cut_short: bool,
     ) {
         let (after_value, after) = match j.chosen {
             Some(i) => (value(&self.current.with_all(adopted_set), knob), j.challengers[i].point.clone()),
@@ -433,7 +436,7 @@ impl<'a> Walk<'a> {
             before_value: before_value.to_string(),
             after_value,
             adopted: j.chosen.is_some(),
-            verdict: Some(j.verdict),
+            verdict: Some(if cut_short { Verdict::Undecided } else { j.verdict }),
             effect: j.lead().and_then(|c| c.effect),
             rounds: j.rounds,
             before: j.incumbent.clone(),
