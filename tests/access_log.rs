@@ -304,3 +304,44 @@ fn a_tune_loads_the_lab_with_its_log_read_once_from_beside_the_target_file() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("lab.toml:9: ") && r.stderr.contains("no GET or HEAD request"), "{}", r.stderr);
 }
+
+#[test]
+fn replay_sends_each_target_as_logged_not_as_a_url_library_tidies_it() {
+    let Some(ng) = start_nginx() else { return };
+    // Dot segments, encoded dots, Apache/nginx's \xHH escapes of raw bytes and \" as logged;
+    // what must reach the server: the same bytes, only the raw ones percent-encoded.
+    let cases = [
+        ("/a/../etc/passwd", "/a/../etc/passwd"),
+        ("/s/%2e%2e/x", "/s/%2e%2e/x"),
+        (r"/caf\xc3\xa9", "/caf%C3%A9"),
+        (r#"/q?x=\"y\""#, "/q?x=%22y%22"),
+        ("/b//c/./d", "/b//c/./d"),
+    ];
+    let lines: Vec<String> = cases.iter().map(|(logged, _)| combined(1, "GET", logged, 200)).collect();
+    let log = ng.path("odd.log");
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let l = log.to_str().unwrap();
+    let n = cases.len() * 20;
+    let (v, run) = bench_json(&["--access-log", l, "-c", "1", "-n", &n.to_string(), "--seed", "1", &ng.url("/")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(v["options"]["access_log"]["distinct"], cases.len());
+    let seen: std::collections::BTreeSet<String> = sent(&ng, n).into_iter().map(|(_, _, t)| t).collect();
+    let want: std::collections::BTreeSet<String> = cases.iter().map(|(_, wire)| wire.to_string()).collect();
+    assert_eq!(seen, want);
+
+    // The same through `urls --from-log` and `bench --urls`: the list holds the wire form,
+    // sent as written.
+    let list = webtune(&["urls", "--from-log", l]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    for (_, wire) in cases {
+        assert!(list.stdout.lines().any(|x| x.starts_with(&format!("{wire} weight="))), "{wire}\n{}", list.stdout);
+    }
+    // Emptied, not removed: nginx keeps writing to the file it has open.
+    std::fs::write(ng.path("paths.log"), "").unwrap();
+    let file = ng.path("odd.txt");
+    std::fs::write(&file, &list.stdout).unwrap();
+    let (_, run) = bench_json(&["--urls", file.to_str().unwrap(), "-c", "1", "-n", &n.to_string(), &ng.url("/")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let seen: std::collections::BTreeSet<String> = sent(&ng, n).into_iter().map(|(_, _, t)| t).collect();
+    assert_eq!(seen, want);
+}

@@ -139,3 +139,23 @@ fn bad_pacing_options_are_one_line_errors() {
         assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
     }
 }
+
+#[test]
+fn a_rate_too_low_for_a_second_arrival_still_runs_the_whole_duration() {
+    let Some(ng) = Nginx::start("", "") else { return };
+    let url = small_page(&ng);
+    // 1e-12/s: one arrival at the start, the next in 31,700 years; 1/s over 2 s: two.
+    for (rate, requests) in [("1e-12", 1), ("1", 2)] {
+        let started = std::time::Instant::now();
+        let (v, run) = bench_json(&["--rate", rate, "-d", "2", &url]);
+        let took = started.elapsed();
+        assert_eq!(run.code, 0, "{rate}: {}", run.stderr);
+        assert_eq!(num(&v, "/result/succeeded"), requests, "{rate}");
+        // The window is -d long, and the rate is the requests over it, not over one response.
+        let window = float(&v, "/result/duration_s");
+        assert!((1.95..2.5).contains(&window), "{rate}: a {window} s window for -d 2");
+        assert!(took >= Duration::from_millis(1950), "{rate}: ended after {took:?}");
+        let achieved = float(&v, "/result/requests_per_s");
+        assert!(achieved <= requests as f64 / 1.9, "{rate}: {achieved}/s from {requests} request(s) in 2 s");
+    }
+}

@@ -311,3 +311,33 @@ fn starman_serves_any_psgi_path() {
     drop(r);
     assert_eq!(file.recommend(&[("workers".into(), "4".into())]), "starman --workers 4 site/hello.psgi");
 }
+
+/// A pythonpath directory with a comma in its name (gunicorn splits --pythonpath at commas):
+/// the app imports from it, and the recommendation passes it whole.
+#[test]
+fn a_pythonpath_with_a_comma_in_it_is_imported_whole() {
+    if find_program("gunicorn").is_none() {
+        missing("gunicorn");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("lib,v2");
+    std::fs::create_dir(&lib).unwrap();
+    std::fs::write(
+        lib.join("hello.py"),
+        "def app(environ, start_response):\n    start_response('200 OK', [('Content-Type', 'text/plain')])\n    return [b'from lib,v2']\n",
+    )
+    .unwrap();
+    let f = write_target(
+        dir.path(),
+        "[target]\nadapter = \"gunicorn\"\napp = \"hello:app\"\npythonpath = [\"lib,v2\"]\n[knobs]\nworkers = [1]\n",
+    );
+    let file = TargetFile::load(&f).unwrap_or_else(|e| panic!("{}", e.0));
+    let mut running = server::launch(&file, &[]).unwrap_or_else(|e| panic!("{e:#}"));
+    let (v, run) = bench_json(&["-n", "5", "-c", "1", &running.base_url()]);
+    running.stop();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(v["result"]["succeeded"], 5, "{v:#}");
+    let rec = file.recommend(&[("workers".into(), "2".into())]);
+    assert_eq!(rec, "PYTHONPATH='lib,v2' gunicorn --workers 2 hello:app");
+}

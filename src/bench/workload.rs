@@ -159,12 +159,26 @@ pub fn check_method(method: &str) -> Result<(), InputError> {
     Ok(())
 }
 
-/// One request, rendered.
-fn template(origin: &Origin, method: &str, url: &Url, common: &Common, extra: Step) -> Template {
-    let path = match url.query() {
+/// The request target a URL names: its path and query.
+fn target_of(url: &Url) -> String {
+    match url.query() {
         Some(q) => format!("{}?{q}", url.path()),
         None => url.path().to_string(),
-    };
+    }
+}
+
+/// A URL file's line as its request target: a path ("/a/../b") is sent as written (only
+/// bytes a request line cannot carry encoded), a full URL as the url crate reads it.
+fn as_written(text: &str, url: &Url) -> String {
+    if text.starts_with('/') && !text.starts_with("//") {
+        crate::bench::access_log::encode_target(text.as_bytes())
+    } else {
+        target_of(url)
+    }
+}
+
+/// One request, rendered; `path` is its request target, as sent.
+fn template(origin: &Origin, method: &str, url: &Url, path: String, common: &Common, extra: Step) -> Template {
     let mut headers = common.headers.clone();
     headers.extend(extra.headers);
     let spec = RequestSpec {
@@ -197,7 +211,7 @@ impl Workload {
         let parsed = parse_url(url, None)?;
         let origin = Origin::of(&parsed, insecure)?;
         let step = Step { body: common.body.clone(), ..Step::default() };
-        let t = template(&origin, method, &parsed, common, step);
+        let t = template(&origin, method, &parsed, target_of(&parsed), common, step);
         Ok(Workload::new(origin, vec![t], Vec::new(), Order::Sequential, url.into(), method.into()))
     }
 
@@ -284,9 +298,9 @@ impl Workload {
                 )));
             }
             weights.extend(weight);
-            lines.push((place, method, url));
+            lines.push((place, method, url, target));
         }
-        let Some((_, first_method, first)) = lines.first() else {
+        let Some((_, first_method, first, _)) = lines.first() else {
             return Err(usage(format!("URL file {}: no URL in it", path.display())));
         };
         // Records name their template in 16 bits.
@@ -297,10 +311,17 @@ impl Workload {
         let (url, method) = (first.to_string(), first_method.clone());
         let mut templates = Vec::new();
         let mut labels = Vec::new();
-        for (place, method, url) in &lines {
+        for (place, method, url, target) in &lines {
             origin.check(url, place)?;
             let body = if matches!(method.as_str(), "GET" | "HEAD") { None } else { common.body.clone() };
-            templates.push(template(&origin, method, url, common, Step { body, ..Step::default() }));
+            templates.push(template(
+                &origin,
+                method,
+                url,
+                as_written(target, url),
+                common,
+                Step { body, ..Step::default() },
+            ));
             labels.push(format!("{method} {url}"));
         }
         let order = match (weights.is_empty(), random) {
@@ -320,15 +341,15 @@ impl Workload {
         let mut labels = Vec::with_capacity(log.requests.len());
         let mut weights = Vec::with_capacity(log.requests.len());
         for r in &log.requests {
-            // set_path, not join: a logged "//host/x" stays a path on this server.
+            // Sent as logged (dot segments, %2e, escapes kept); the URL, tidied by the url
+            // crate, serves only cookies and redirects. set_path, not join: a logged "//host/x"
+            // stays a path on this server.
+            let target = crate::bench::access_log::wire_target(&r.target);
             let mut url = base.clone();
-            let (path, query) = match r.target.split_once('?') {
-                Some((p, q)) => (p, Some(q)),
-                None => (r.target.as_str(), None),
-            };
+            let (path, query) = target.split_once('?').map_or((target.as_str(), None), |(p, q)| (p, Some(q)));
             url.set_path(path);
             url.set_query(query);
-            templates.push(template(&origin, &r.method, &url, common, Step::default()));
+            templates.push(template(&origin, &r.method, &url, target.clone(), common, Step::default()));
             labels.push(format!("{} {}", r.method, r.target));
             weights.push(r.count as f64);
         }
@@ -386,7 +407,7 @@ impl Workload {
         let mut labels = Vec::new();
         for (place, method, url, step, label) in resolved {
             origin.check(&url, &place)?;
-            templates.push(template(&origin, &method, &url, common, step));
+            templates.push(template(&origin, &method, &url, target_of(&url), common, step));
             labels.push(label);
         }
         Ok(Workload::new(origin, templates, labels, Order::Scenario, url, method))

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use super::args::UrlsArgs;
-use crate::bench::access_log::AccessLog;
+use crate::bench::access_log::{AccessLog, wire_target};
 use crate::bench::workload::MAX_URLS;
 
 /// Writes the list to standard output; what was left out goes into its comments.
@@ -20,9 +20,11 @@ pub fn run(a: &UrlsArgs) -> anyhow::Result<ExitCode> {
         }
         writeln!(o, "# load it: webtune bench --urls THIS_FILE http://127.0.0.1:PORT/")?;
         for r in &log.requests {
+            // As sent on the wire, which `--urls` sends as written.
+            let target = wire_target(&r.target);
             match r.method.as_str() {
-                "GET" => writeln!(o, "{} weight={}", r.target, r.count)?,
-                m => writeln!(o, "{m} {} weight={}", r.target, r.count)?,
+                "GET" => writeln!(o, "{target} weight={}", r.count)?,
+                m => writeln!(o, "{m} {target} weight={}", r.count)?,
             }
         }
         Ok(())

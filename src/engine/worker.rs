@@ -475,7 +475,9 @@ impl<S: Sink> Worker<S> {
             Pace::Closed { .. } => self.running == 0,
             // Only by the deadline: a ramp's stages always have one.
             Pace::Ramp { .. } => false,
-            Pace::Open(open) => open.exhausted && self.running == 0,
+            // A schedule with no more arrivals ends a -n run; a -d run lasts its duration
+            // (a rate too low for a second arrival still measures the whole window).
+            Pace::Open(open) => open.exhausted && self.running == 0 && self.deadline.is_none(),
         }
     }
 

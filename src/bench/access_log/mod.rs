@@ -374,6 +374,63 @@ fn origin_form(target: &str) -> Option<&str> {
     (path.starts_with('/') && !path.bytes().any(|b| b.is_ascii_control() || b == b' ')).then_some(path)
 }
 
+/// The request target to send for one logged `target`, byte for byte as the client sent it:
+/// the log's escapes (`\xHH`, `\"`, `\\`, `\t`...; Apache's and nginx's) undone, and only
+/// the bytes a request line cannot carry raw (controls, space, non-ASCII, `"<>\^`{|}`)
+/// percent-encoded, which a server decodes to the same path. Dot segments, `%2e%2e` and
+/// existing escapes stay: replay sends what was logged, not a URL library's tidied form.
+pub fn wire_target(logged: &str) -> String {
+    let mut bytes = Vec::with_capacity(logged.len());
+    let mut rest = logged.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        rest = tail;
+        if b != b'\\' {
+            bytes.push(b);
+            continue;
+        }
+        if let [b'x', high, low, tail @ ..] = rest
+            && let (Some(h), Some(l)) = (char::from(*high).to_digit(16), char::from(*low).to_digit(16))
+        {
+            bytes.push((h * 16 + l) as u8);
+            rest = tail;
+            continue;
+        }
+        match rest.first() {
+            Some(&c @ (b'"' | b'\\')) => {
+                bytes.push(c);
+                rest = &rest[1..];
+            }
+            Some(&c @ (b'n' | b'r' | b't' | b'b' | b'v')) => {
+                bytes.push(match c {
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    b'b' => 0x08,
+                    _ => 0x0b,
+                });
+                rest = &rest[1..];
+            }
+            // A lone backslash was sent as one.
+            _ => bytes.push(b),
+        }
+    }
+    encode_target(&bytes)
+}
+
+/// A request target as sent: bytes a request line cannot carry raw percent-encoded, every
+/// other byte (dot segments, existing escapes) as it is.
+pub fn encode_target(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if b.is_ascii_graphic() && !b"\"<>\\^`{|}".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 fn is_token(method: &str) -> bool {
     !method.is_empty()
         && method.len() <= 32
@@ -420,6 +477,21 @@ fn rfc3339(t: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wire_targets_undo_the_logs_escapes_and_keep_everything_else() {
+        assert_eq!(wire_target("/a/../b"), "/a/../b");
+        assert_eq!(wire_target("/%2e%2e/x?q=%41"), "/%2e%2e/x?q=%41");
+        assert_eq!(wire_target(r"/caf\xc3\xa9"), "/caf%C3%A9");
+        assert_eq!(wire_target(r"/caf\xC3\xA9"), "/caf%C3%A9");
+        assert_eq!(wire_target(r#"/q?x=\"y\""#), "/q?x=%22y%22");
+        assert_eq!(wire_target(r"/a\\b"), "/a%5Cb");
+        assert_eq!(wire_target(r"/a\tb"), "/a%09b");
+        // Not an escape: a lone backslash, a short or non-hex \x.
+        assert_eq!(wire_target(r"/a\"), "/a%5C");
+        assert_eq!(wire_target(r"/a\xz1"), "/a%5Cxz1");
+        assert_eq!(wire_target(r"/a\x4"), "/a%5Cx4");
+    }
 
     fn log(lines: &[&str]) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();

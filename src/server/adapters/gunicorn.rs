@@ -60,8 +60,14 @@ fn py_str(s: &str) -> String {
 /// webtune's own configuration file: the user's (every setting and hook), then what webtune
 /// owns. gunicorn has no flag that turns `daemon` off, and a daemon leaves the process group
 /// webtune stops; logs and the pid file go to the run directory or the server's output.
-fn wrapper(user: Option<&Path>, run_dir: &str) -> String {
+fn wrapper(user: Option<&Path>, run_dir: &str, pythonpath: &[String]) -> String {
     let mut out = String::from("# Written by webtune for this run; the user's file is only read.\n");
+    // Here, not --pythonpath: gunicorn splits that at commas, and a directory may hold one.
+    // The config runs in the master before the app is imported, in the master or a worker.
+    if !pythonpath.is_empty() {
+        let dirs: Vec<String> = pythonpath.iter().map(|d| py_str(d)).collect();
+        out += &format!("import sys as _webtune_sys\n_webtune_sys.path[0:0] = [{}]\n", dirs.join(", "));
+    }
     if let Some(u) = user {
         out += &format!(
             "import runpy as _webtune_runpy\n\
@@ -119,8 +125,13 @@ impl Adapter for Gunicorn {
         // gunicorn reads gunicorn.conf.py from the directory it changes to when no --config
         // names one: webtune's --config stands in for it, so it is read through webtune's.
         let default_config = chdir.as_ref().map(|d| d.join("gunicorn.conf.py")).filter(|p| p.is_file());
+        // A path app given with a chdir of its own is still imported from its directory.
+        let mut pythonpath: Vec<String> = file.pythonpath.iter().map(|p| p.path.display().to_string()).collect();
+        if let Some(a) = app_dir.filter(|_| file.chdir.is_some()) {
+            pythonpath.insert(0, a.display().to_string());
+        }
         let d = ctx.d();
-        let wrapper_text = wrapper(config.or(default_config.as_deref()), &d);
+        let wrapper_text = wrapper(config.or(default_config.as_deref()), &d, &pythonpath);
         let wrapper_path = write(ctx.dir, "gunicorn.conf.py", &wrapper_text)?;
         let mut args = vec![
             "--config".into(),
@@ -130,14 +141,6 @@ impl Adapter for Gunicorn {
         ];
         if let Some(c) = &chdir {
             args.extend(["--chdir".into(), c.display().to_string()]);
-        }
-        // A path app given with a chdir of its own is still imported from its directory.
-        let mut pythonpath: Vec<String> = file.pythonpath.iter().map(|p| p.path.display().to_string()).collect();
-        if let Some(a) = app_dir.filter(|_| file.chdir.is_some()) {
-            pythonpath.insert(0, a.display().to_string());
-        }
-        if !pythonpath.is_empty() {
-            args.extend(["--pythonpath".into(), pythonpath.join(",")]);
         }
         args.extend(flags(values)?);
         args.extend(entry(file));
@@ -180,7 +183,10 @@ impl Adapter for Gunicorn {
             (None, Some(d)) => words.extend(["--chdir".into(), d]),
             (None, None) => {}
         }
-        if !pythonpath.is_empty() {
+        // gunicorn splits --pythonpath at commas: a directory with one goes in PYTHONPATH.
+        if pythonpath.iter().any(|d| d.contains(',')) {
+            words.insert(0, format!("PYTHONPATH='{}'", pythonpath.join(":").replace('\'', r"'\''")));
+        } else if !pythonpath.is_empty() {
             words.extend(["--pythonpath".into(), pythonpath.join(",")]);
         }
         words.extend(flags(values).unwrap_or_default());
