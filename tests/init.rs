@@ -94,3 +94,74 @@ fn init_config_reads_the_servers_own_file_and_bad_input_is_one_line() {
     let r = webtune(&["init"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
 }
+
+/// A worker's pid, once the master has forked one.
+fn first_child(pid: u32) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        if let Some(c) = children.split_whitespace().next() {
+            return c.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "{pid} forked nothing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// init names the server, not its supervisor (the same python3) nor a script whose name only
+/// holds the server's; gunicorn's `-c python:module` is a module, not a file to read.
+#[test]
+fn init_pid_finds_the_server_under_a_supervisor_and_not_a_lookalike() {
+    let Some(gunicorn) = find_program("gunicorn") else { return missing("gunicorn") };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("hello.py"),
+        "def application(environ, start_response):\n    start_response('200 OK', [])\n    return [b'hi']\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("gconf.py"), "workers = 2\n").unwrap();
+    let port = free_port();
+    // A supervisor in Python, as supervisord is: gunicorn is its child, both run python3.
+    let mut supervisor = Command::new("/usr/bin/python3")
+        .args(["-c", "import subprocess, sys; subprocess.run(sys.argv[1:])"])
+        .arg(&gunicorn)
+        .args(["-c", "python:gconf", "--bind", &format!("127.0.0.1:{port}"), "hello:application"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_listening(&mut supervisor, port, Duration::from_secs(20)), "gunicorn did not start");
+    let master = first_child(supervisor.id());
+    let worker = first_child(master.parse().unwrap());
+    let r = webtune(&["init", "--pid", &worker]);
+    // A script named like a server is not one.
+    std::fs::write(dir.path().join("gunicorn_backup.py"), "import time\ntime.sleep(30)\n").unwrap();
+    let mut lookalike =
+        Command::new("/usr/bin/python3").arg("gunicorn_backup.py").current_dir(dir.path()).spawn().unwrap();
+    let l = webtune(&["init", "--pid", &lookalike.id().to_string()]);
+    stop_child(&mut lookalike, Duration::from_secs(5));
+    stop_child(&mut supervisor, Duration::from_secs(10));
+    let _ = Command::new("pkill").args(["-f", &dir.path().display().to_string()]).status();
+
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = &r.stdout;
+    assert!(t.contains(&format!("# master {master}:")), "the master is gunicorn, not its supervisor: {t}");
+    assert!(t.contains("adapter = \"gunicorn\"") && t.contains("app = \"hello:application\""), "{t}");
+    assert!(t.contains("the Python module python:gconf") && !t.lines().any(|l| l.starts_with("config = ")), "{t}");
+    assert_eq!(l.code, 2, "{}", l.stderr);
+    assert!(l.stderr.contains("webtune init knows"), "{}", l.stderr);
+}
+
+/// As an unprivileged user against a root Apache (its executable link unreadable), init reads
+/// its command line and names it.
+#[test]
+fn init_pid_as_nobody_names_a_root_apache() {
+    let opts = crate::support::apache::ApacheOptions { allow_override: "None", preload_mb: 0, workers: 2 };
+    let Some(apache) = crate::support::apache::Apache::start(&opts) else { return };
+    let run = crate::support::webtune_as_nobody(&["init", "--pid", &apache.pid().to_string()], Duration::from_secs(30));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("adapter = \"apache\""), "{}", run.stdout);
+    let conf = apache.dir.path().join("httpd.conf");
+    assert!(run.stdout.contains(&conf.display().to_string()), "{}", run.stdout);
+}

@@ -101,17 +101,70 @@ fn exe(pid: i32) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/{pid}/exe")).ok()
 }
 
-/// The master of `pid`'s server: its oldest ancestor running the same program.
+/// The servers init knows, by the name their program runs as.
+const SERVERS: [(&str, &str); 6] = [
+    ("apache2", "apache"),
+    ("httpd", "apache"),
+    ("php-fpm", "php-fpm"),
+    ("nginx", "nginx"),
+    ("gunicorn", "gunicorn"),
+    ("uwsgi", "uwsgi"),
+];
+
+/// Which server a process runs, and its program's path: by the executable, or by its
+/// command line's first word when the executable cannot be read (another user's process, as
+/// a root Apache is to a user). An interpreter (python3, perl) runs the server named by the
+/// script it was given (`python3 /usr/bin/gunicorn`, `python3 -m gunicorn`); a name only
+/// counts whole (`gunicorn3`, `php-fpm8.2` and `apache2` do; `gunicorn_backup.py` does not).
+fn server_of(pid: i32, args: &[String]) -> Option<(&'static str, String)> {
+    let first = args.first().map(|a| a.trim_end_matches(':').to_string()).unwrap_or_default();
+    let program = exe(pid).map(|p| p.display().to_string()).unwrap_or(first);
+    let name = |path: &str| Path::new(path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let known = |word: &str| {
+        SERVERS.iter().find(|(n, _)| {
+            word.strip_prefix(n)
+                .is_some_and(|rest| rest.is_empty() || rest.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        })
+    };
+    let own = name(&program);
+    if let Some((_, adapter)) = known(&own) {
+        return Some((adapter, program));
+    }
+    if !(own.starts_with("python") || own.starts_with("perl")) {
+        return None;
+    }
+    // The interpreter's script: the first argument after its own options (`-m MODULE` names it).
+    let mut rest = args.iter().skip(1);
+    let script = loop {
+        match rest.next()?.as_str() {
+            "-m" => break rest.next()?.clone(),
+            // Code on the command line (`python3 -c ...`, a supervisor) is no server's script.
+            "-c" | "-e" | "-E" => return None,
+            a if a.starts_with('-') => continue,
+            a => break name(a),
+        }
+    };
+    known(&script).map(|(_, adapter)| (*adapter, program))
+}
+
+/// The master of `pid`'s server: its oldest ancestor running the same server (not merely the
+/// same interpreter: a gunicorn under a python3 supervisor stops at gunicorn).
 fn master_of(pid: i32) -> i32 {
-    let me = exe(pid);
+    let server = |p: i32| cmdline(p).ok().and_then(|args| server_of(p, &args)).map(|(adapter, _)| adapter);
+    let Some(me) = server(pid) else { return pid };
     let mut at = pid;
     while let Some(parent) = procmem::procs::info(at).map(|i| i.ppid).filter(|p| *p > 1) {
-        if exe(parent) != me || me.is_none() {
+        if server(parent) != Some(me) {
             break;
         }
         at = parent;
     }
     at
+}
+
+/// The directory a process runs in (empty when it cannot be read: another user's).
+fn cwd_of(pid: i32) -> PathBuf {
+    std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default()
 }
 
 /// The value after `flag` in `args` (`-f FILE`, `--ini=FILE`).
@@ -135,11 +188,18 @@ fn from_pid(pid: i32) -> Result<Found, InputError> {
     }
     let master = master_of(pid);
     let args = cmdline(master)?;
-    let program = exe(master).map(|p| p.display().to_string()).unwrap_or_default();
-    let base = Path::new(&program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let joined = args.join(" ");
+    let Some((adapter, program)) = server_of(master, &args) else {
+        let program =
+            exe(master).map(|p| p.display().to_string()).unwrap_or_else(|| args.first().cloned().unwrap_or_default());
+        return Err(InputError(format!(
+            "--pid {pid}: it runs {program} ({}): webtune init knows apache2/httpd, nginx, php-fpm, gunicorn and uwsgi",
+            crate::input::echo(&joined)
+        )));
+    };
+    let base = Path::new(&program).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut found = Found::default();
-    if base.starts_with("apache2") || base.starts_with("httpd") {
+    if adapter == "apache" {
         found.adapter = "apache";
         let root = flag(&args, &["-d"]).map(PathBuf::from);
         let file = flag(&args, &["-f"]).map(PathBuf::from);
@@ -152,38 +212,43 @@ fn from_pid(pid: i32) -> Result<Found, InputError> {
             (None, None) => PathBuf::from("/etc/httpd/conf/httpd.conf"),
         });
         found.program = Some(program.clone());
-    } else if base.starts_with("php-fpm") {
+    } else if adapter == "php-fpm" {
         found.adapter = "php-fpm";
         // "php-fpm: master process (/etc/php/8.2/fpm/php-fpm.conf)"
         let inside = joined.split_once('(').and_then(|(_, r)| r.rsplit_once(')')).map(|(p, _)| p.trim().to_string());
         found.config = inside.or_else(|| flag(&args, &["-y", "--fpm-config"])).map(PathBuf::from);
         found.program = Some(program.clone());
-    } else if base.starts_with("nginx") {
+    } else if adapter == "nginx" {
         found.adapter = "nginx";
         found.config = Some(nginx_config(&args));
-    } else if joined.contains("gunicorn") {
+    } else if adapter == "gunicorn" {
         found.adapter = "gunicorn";
-        found.config = flag(&args, &["-c", "--config"]).map(PathBuf::from);
+        found.config = match flag(&args, &["-c", "--config"]) {
+            // gunicorn's "python:pkg.module" form names a module, not a file to read.
+            Some(c) if c.starts_with("python:") => {
+                found.notes.push(format!(
+                    "its configuration is the Python module {c}: webtune reads a file; set config = \"FILE.py\" by hand"
+                ));
+                None
+            }
+            Some(c) => Some(PathBuf::from(c)),
+            // Without -c, gunicorn reads gunicorn.conf.py where it runs.
+            None => Some(PathBuf::from("gunicorn.conf.py")).filter(|c| cwd_of(master).join(c).is_file()),
+        };
         found.chdir = flag(&args, &["--chdir"]);
         // The app is the last argument that is not an option or an option's value.
         found.app = args.last().filter(|a| !a.starts_with('-') && (a.contains(':') || a.contains('.'))).cloned();
         found.given = given(&args, &[("workers", &["-w", "--workers"]), ("max_requests", &["--max-requests"])]);
-    } else if base.starts_with("uwsgi") || joined.contains("uwsgi") {
+    } else {
         found.adapter = "uwsgi";
         found.config = flag(&args, &["--ini"]).map(PathBuf::from);
         found.chdir = flag(&args, &["--chdir"]);
         found.app = flag(&args, &["--module", "-w"]);
         found.given =
             given(&args, &[("workers", &["-p", "--processes", "--workers"]), ("max_requests", &["--max-requests"])]);
-    } else {
-        return Err(InputError(format!(
-            "--pid {pid}: it runs {program} ({}): webtune init knows apache2/httpd, nginx, php-fpm, gunicorn and uwsgi",
-            crate::input::echo(&joined)
-        )));
     }
     if let Some(c) = &found.config {
-        let cwd = std::fs::read_link(format!("/proc/{master}/cwd")).unwrap_or_default();
-        let c = if c.is_relative() { cwd.join(c) } else { c.clone() };
+        let c = if c.is_relative() { cwd_of(master).join(c) } else { c.clone() };
         found.config =
             Some(std::fs::canonicalize(&c).map_err(|e| {
                 InputError(format!("--pid {pid}: its configuration {} cannot be read: {e}", c.display()))
