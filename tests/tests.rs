@@ -21,6 +21,7 @@ mod hostile_state;
 mod init;
 mod lab;
 mod launch;
+mod listeners;
 mod mem_syscalls;
 mod outputs;
 mod package;

@@ -64,8 +64,17 @@ pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
         writeln!(o, "Ctrl-C stops it.")
     });
     let started = Instant::now();
+    let mut looked = Instant::now();
     while !crate::sys::interrupted() && limit.is_none_or(|l| started.elapsed() < l) {
         std::thread::sleep(Duration::from_millis(50));
+        // A port opened late (an app, a daemon) stops the server as one at launch does.
+        if looked.elapsed() >= Duration::from_secs(1) {
+            looked = Instant::now();
+            if let Some(outside) = running.listening_outside() {
+                drop(running);
+                anyhow::bail!(outside);
+            }
+        }
     }
     let saturation = running.saturation();
     drop(running);

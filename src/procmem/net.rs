@@ -1,4 +1,4 @@
-//! Which process listens on a TCP port: /proc/net/tcp{,6} give the socket's inode, the
+//! Which process listens on a port: /proc/net/{tcp,udp}{,6} give the socket's inode, the
 //! /proc/PID/fd links ("socket:[INODE]") give its owners.
 
 use std::collections::HashSet;
@@ -55,9 +55,26 @@ pub fn parse_address(text: &str) -> Option<std::net::SocketAddr> {
     Some(std::net::SocketAddr::new(ip, port))
 }
 
-/// The addresses on which `pids` hold listening TCP sockets (what a server really listens
-/// on, whatever its configuration says).
-pub fn listening_addresses(pids: &[i32]) -> Vec<std::net::SocketAddr> {
+/// A socket that takes traffic from the network: a listening TCP socket, or a UDP socket bound
+/// to a port and not connected to a peer (UDP has no listen state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listener {
+    pub addr: std::net::SocketAddr,
+    pub udp: bool,
+}
+
+impl std::fmt::Display for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.addr, if self.udp { "UDP" } else { "TCP" })
+    }
+}
+
+/// UDP's "unconnected" state in /proc/net/udp: a socket any sender may reach.
+const UDP_UNCONNECTED: &str = "07";
+
+/// Every socket `pids` hold that takes traffic (TCP and UDP, IPv4 and IPv6): what a server
+/// really listens on, whatever its configuration says.
+pub fn listeners(pids: &[i32]) -> Vec<Listener> {
     let held: HashSet<u64> = pids
         .iter()
         .filter_map(|pid| std::fs::read_dir(format!("/proc/{pid}/fd")).ok())
@@ -65,20 +82,32 @@ pub fn listening_addresses(pids: &[i32]) -> Vec<std::net::SocketAddr> {
         .filter_map(|t| t.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok())
         .collect();
     let mut out = Vec::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(text) = std::fs::read_to_string(table) else { continue };
+    let tables = [
+        ("tcp", LISTEN, false),
+        ("tcp6", LISTEN, false),
+        ("udp", UDP_UNCONNECTED, true),
+        ("udp6", UDP_UNCONNECTED, true),
+    ];
+    for (table, wanted, udp) in tables {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/net/{table}")) else { continue };
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split_whitespace().collect();
             let (Some(local), Some(state), Some(inode)) = (f.get(1), f.get(3), f.get(9)) else { continue };
-            let listening = *state == LISTEN && inode.parse::<u64>().is_ok_and(|i| held.contains(&i));
-            if let Some(addr) = parse_address(local).filter(|_| listening)
-                && !out.contains(&addr)
-            {
-                out.push(addr);
+            let taking = *state == wanted && inode.parse::<u64>().is_ok_and(|i| held.contains(&i));
+            if let Some(addr) = parse_address(local).filter(|a| taking && a.port() != 0) {
+                let l = Listener { addr, udp };
+                if !out.contains(&l) {
+                    out.push(l);
+                }
             }
         }
     }
     out
+}
+
+/// The addresses on which `pids` hold listening TCP sockets.
+pub fn listening_addresses(pids: &[i32]) -> Vec<std::net::SocketAddr> {
+    listeners(pids).into_iter().filter(|l| !l.udp).map(|l| l.addr).collect()
 }
 
 /// The pids behind a listening port on this machine (IPv4 and IPv6).

@@ -48,6 +48,8 @@ pub struct Running {
     /// The daemon followed when the master exited and left it serving.
     daemon: Option<i32>,
     stopped: bool,
+    /// With `[load] remote`: the one address beyond loopback the server may listen on.
+    reachable: Option<std::net::IpAddr>,
 }
 
 impl TargetFile {
@@ -145,6 +147,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
         prepared,
         daemon: None,
         stopped: false,
+        reachable: (!file.load.remote.is_empty()).then(|| file.host.parse().ok()).flatten(),
     };
     for s in running.prepared.spawns.clone() {
         let mut s = s;
@@ -156,7 +159,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
         running.children.push((s.name.clone(), child));
     }
     running.wait_ready(&file.ready, file.ready_timeout, stop)?;
-    running.check_listening(file)?;
+    running.check_listening()?;
     if let Some(n) = adapter.expected_workers_in(file, &back_values) {
         running.wait_workers(n, Duration::from_secs(10), stop);
     }
@@ -324,29 +327,39 @@ impl Running {
     }
 
     /// Stops the server and fails when any of its processes listens beyond loopback (a knob
-    /// or an app that opened another port): its configuration is not the whole truth. With
-    /// `[load] remote`, the file's own listen address is allowed too (checked as this machine's).
-    fn check_listening(&mut self, file: &TargetFile) -> anyhow::Result<()> {
-        let reachable = (!file.load.remote.is_empty()).then(|| file.host.parse::<std::net::IpAddr>().ok()).flatten();
+    /// or an app that opened another port): its configuration is not the whole truth.
+    fn check_listening(&mut self) -> anyhow::Result<()> {
+        match self.listening_outside() {
+            None => Ok(()),
+            Some(e) => {
+                self.stop();
+                Err(anyhow::anyhow!(e))
+            }
+        }
+    }
+
+    /// Why the run may not go on when any process of it (the children, their descendants, a
+    /// daemon that left their groups) takes traffic beyond loopback, TCP or UDP: asked at
+    /// launch and after every window, since an app or a daemon may open a port late. With
+    /// `[load] remote`, the file's own listen address is allowed too.
+    pub fn listening_outside(&self) -> Option<String> {
         let mut pids = Vec::new();
         for (_, child) in &self.children {
             pids.extend(crate::procmem::select(&crate::procmem::Selector::Pid(child.id() as i32)).unwrap_or_default());
         }
         pids.extend(rundir::marked(&self.dir.path));
-        let outside: Vec<String> = crate::procmem::net::listening_addresses(&pids)
+        let outside: Vec<String> = crate::procmem::net::listeners(&pids)
             .into_iter()
-            .filter(|a| !a.ip().is_loopback() && Some(a.ip()) != reachable)
-            .map(|a| a.to_string())
+            .filter(|l| !l.addr.ip().is_loopback() && Some(l.addr.ip()) != self.reachable)
+            .map(|l| l.to_string())
             .collect();
-        if outside.is_empty() {
-            return Ok(());
-        }
-        self.stop();
-        anyhow::bail!(
-            "{} listens on {}: webtune starts servers on loopback addresses only (127.0.0.0/8, ::1)",
-            self.adapter.name(),
-            outside.join(", ")
-        )
+        (!outside.is_empty()).then(|| {
+            format!(
+                "{} listens on {}: webtune starts servers on loopback addresses only (127.0.0.0/8, ::1)",
+                self.adapter.name(),
+                outside.join(", ")
+            )
+        })
     }
 
     /// Waits (up to `limit`) until the master has `n` workers: some servers fork them after

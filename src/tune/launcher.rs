@@ -55,4 +55,7 @@ impl Launched for Running {
     fn recycles_per_connection(&self) -> bool {
         Running::recycles_per_connection(self)
     }
+    fn listening_outside(&self) -> Option<String> {
+        Running::listening_outside(self)
+    }
 }

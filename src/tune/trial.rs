@@ -58,6 +58,11 @@ pub trait Launched: Sync {
     fn recycles_per_connection(&self) -> bool {
         false
     }
+    /// Why the run must stop when the server now takes traffic beyond loopback (asked after
+    /// each window: an app or a daemon may open a port late).
+    fn listening_outside(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The load of a trial: the bench run of each repeat, and what happens before it.
@@ -692,6 +697,9 @@ fn measure_once(server: &dyn Launched, w: &WindowPlan) -> anyhow::Result<Window>
     let report = report?;
     if let Some(refused) = refused {
         return Err(refused.into());
+    }
+    if let Some(outside) = server.listening_outside() {
+        anyhow::bail!(outside);
     }
     let lat = &report.result.latency_ms;
     let trend = report.reply_rate.as_ref().and_then(|r| {

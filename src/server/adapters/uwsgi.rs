@@ -134,7 +134,16 @@ impl Adapter for Uwsgi {
     fn check_config_file(&self, path: &Path) -> Result<(), String> {
         let options = ini_options(path).map_err(|e| format!("{}: {e}", path.display()))?;
         for (line, key, value) in options {
-            if let Some(why) = REFUSED.iter().find(|(keys, _)| keys.contains(&key.as_str())).map(|(_, why)| why) {
+            // exec-* and hook-* run commands at each phase; @(exec://...) reads one's output.
+            let runs_a_program = key.starts_with("exec-") || key.starts_with("hook-") || value.contains("exec://");
+            let why = match REFUSED.iter().find(|(keys, _)| keys.contains(&key.as_str())) {
+                Some((_, why)) => Some(*why),
+                None if runs_a_program => {
+                    Some("uwsgi would run this command, which webtune cannot keep to loopback and the run directory")
+                }
+                None => None,
+            };
+            if let Some(why) = why {
                 return Err(format!(
                     "{}:{line}: {key} = {value}: {why}; give webtune a copy of the ini without it \
                      (webtune never writes your files, and owns the server's port, foreground and log)",
@@ -183,7 +192,7 @@ fn entry(file: &TargetFile, shown: impl Fn(&crate::server::file::UserPath) -> St
 
 /// ini keys webtune refuses, and why: uwsgi adds each of them to what it does (a socket more,
 /// a log elsewhere), and an option after them cannot take that away.
-const REFUSED: [(&[&str], &str); 4] = [
+const REFUSED: [(&[&str], &str); 5] = [
     (
         &[
             "socket",
@@ -207,8 +216,26 @@ const REFUSED: [(&[&str], &str); 4] = [
             "fastrouter",
             "emperor",
             "stats-server",
+            "udp",
+            "snmp",
+            "multicast",
         ],
         "uwsgi would listen there as well as on webtune's loopback port",
+    ),
+    (
+        &[
+            "attach-daemon",
+            "attach-daemon2",
+            "smart-attach-daemon",
+            "smart-attach-daemon2",
+            "attach-control-daemon",
+            "legion-attach-daemon",
+            "cron",
+            "cron2",
+            "unique-cron",
+            "legion-cron",
+        ],
+        "uwsgi would start this program beside the server, which webtune cannot keep to loopback and the run directory",
     ),
     (&["daemonize", "daemonize2"], "uwsgi would leave the foreground, beyond webtune's reach"),
     (
@@ -282,6 +309,13 @@ mod tests {
             ("daemonize = /var/log/app.log", "leave the foreground"),
             ("logto = /var/log/app.log", "outside the run directory"),
             ("ini = other.ini", "cannot check the file it pulls in"),
+            ("udp = 0.0.0.0:5005", "listen there as well"),
+            ("snmp = 0.0.0.0:2161", "listen there as well"),
+            ("attach-daemon = python3 -m http.server --bind 0.0.0.0 8009", "start this program"),
+            ("cron = -1 -1 -1 -1 -1 touch /tmp/x", "start this program"),
+            ("exec-pre-app = touch /tmp/x", "run this command"),
+            ("hook-as-root = exec:touch /tmp/x", "run this command"),
+            ("env = TOKEN=@(exec://cat /etc/hostname)", "run this command"),
         ] {
             std::fs::write(&ini, format!("[uwsgi]\nprocesses = 3\n{line}\n[other]\nhttp = :1\n")).unwrap();
             let e = Uwsgi.check_config_file(&ini).unwrap_err();
