@@ -183,7 +183,9 @@ fn a_gunicorn_conf_py_is_the_base_and_webtune_owns_port_foreground_and_files() {
         dir.path().join("gunicorn.conf.py"),
         format!(
             "workers = 3\nbind = \"0.0.0.0:9\"\ndaemon = True\npidfile = \"{o}/gunicorn.pid\"\n\
-             accesslog = \"{o}/access.log\"\nerrorlog = \"{o}/error.log\"\n"
+             accesslog = \"{o}/access.log\"\nerrorlog = \"{o}/error.log\"\n\
+             logconfig_dict = {{'version': 1, 'root': {{'level': 'INFO', 'handlers': ['f']}}, 'loggers': {{'gunicorn.error': {{'level': 'INFO', 'handlers': ['f']}}}}, \
+             'handlers': {{'f': {{'class': 'logging.FileHandler', 'filename': '{o}/dict.log'}}}}}}\n"
         ),
     )
     .unwrap();

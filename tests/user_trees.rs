@@ -411,3 +411,66 @@ fn init_pid_on_a_running_apache_writes_a_target_that_launches_the_same_site() {
     });
     assert_eq!(checksums(&conf), before, "init and launch wrote nothing of the user's");
 }
+
+/// The run directory of the Apache copy listening on `port` (its `-d` or `-f` argument's).
+fn copy_config(port: u16) -> PathBuf {
+    let pid = webtune::procmem::net::pids_listening_on(port).into_iter().min().expect("a process on the port");
+    let args = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let args: Vec<String> = args.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    let f = args.iter().position(|a| a == "-f").map(|i| PathBuf::from(&args[i + 1])).expect("apache2 -f");
+    f.parent().unwrap().to_path_buf()
+}
+
+/// What a tree's server writes lands in the run directory: Debian's cache_disk.conf
+/// (CacheRoot /var/cache/apache2/mod_cache_disk) with CacheEnable, a ForensicLog, an ErrorLog
+/// to syslog; a Use passing a pipe to a macro's log is refused at its line.
+#[test]
+fn what_the_copy_writes_stays_in_the_run_directory() {
+    let Some((user, conf)) = debian_tree() else { return };
+    let outside = user.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    support::apache::chmod_tree(&outside);
+    for m in ["log_forensic.load", "cache.load", "cache_disk.load", "cache_disk.conf", "macro.load"] {
+        if !conf.join("mods-enabled").join(m).exists() {
+            enable(&conf, "mods", m);
+        }
+    }
+    std::fs::write(
+        conf.join("conf-available/writers.conf"),
+        format!(
+            "ForensicLog {}/forensic.log\nCacheEnable disk /\nCacheIgnoreNoLastMod On\nErrorLog syslog:local1\n",
+            outside.display()
+        ),
+    )
+    .unwrap();
+    enable(&conf, "conf", "writers.conf");
+    let cache_before = checksums(Path::new("/var/cache/apache2"));
+    let target = write_target(user.path(), "target.toml", &conf, "[knobs]\nworkers = [2]\n");
+    let mut seen_in_run = Vec::new();
+    with_launched(&target, |port, _| {
+        for _ in 0..5 {
+            assert!(get(port, "/").starts_with("HTTP/1.1 200"));
+        }
+        let run = copy_config(port).parent().unwrap().to_path_buf();
+        let files = checksums(&run);
+        seen_in_run =
+            files.keys().map(|k| k.strip_prefix(&run.display().to_string()).unwrap_or(k).to_string()).collect();
+    });
+    let moved = |name: &str| seen_in_run.iter().any(|p| p.starts_with(name));
+    assert!(moved("/logs/forensic.log"), "{seen_in_run:?}");
+    assert!(moved("/logs/syslog.log"), "{seen_in_run:?}");
+    assert!(moved("/cache/"), "the cache is written in the run directory: {seen_in_run:?}");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "written outside");
+    assert_eq!(checksums(Path::new("/var/cache/apache2")), cache_before, "written in /var/cache/apache2");
+
+    // A pipe handed to a macro's log through Use.
+    std::fs::write(
+        conf.join("conf-available/writers.conf"),
+        "<Macro Logged $to>\n  CustomLog $to combined\n</Macro>\nUse Logged \"|/usr/bin/logger -t x\"\n",
+    )
+    .unwrap();
+    let run = webtune_with_limit(&["launch", target.to_str().unwrap()], Duration::from_secs(60));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("conf-available/writers.conf:4: Use Logged |/usr/bin/logger"), "{}", run.stderr);
+    assert!(run.stderr.contains("starts a program"), "{}", run.stderr);
+}

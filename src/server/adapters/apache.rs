@@ -455,6 +455,10 @@ fn prepare_tree(ctx: &Ctx, main: &Path, values: &[(String, String)]) -> anyhow::
     let d = ctx.d();
     let copy = ctx.dir.join("conf");
     std::fs::create_dir_all(ctx.dir.join("logs"))?;
+    // A CacheRoot moved here: written by the children, who may run as another user.
+    let cache = ctx.dir.join("cache");
+    std::fs::create_dir_all(&cache)?;
+    std::fs::set_permissions(&cache, std::os::unix::fs::PermissionsExt::from_mode(0o1777))?;
     let host_header = ctx.file.load.headers.iter().find_map(|h| {
         let (name, value) = h.split_once(':')?;
         name.trim().eq_ignore_ascii_case("host").then(|| value.trim())

@@ -13,8 +13,14 @@ use crate::server::tree::{Edits, UserTree};
 
 /// How deep includes may nest (Apache's own limit is 128).
 const MAX_DEPTH: usize = 64;
-/// Directives that write a log: a piped one starts a program webtune cannot confine.
-const LOGS: [&str; 4] = ["ErrorLog", "CustomLog", "TransferLog", "GlobalLog"];
+/// Directives that write a log: each is moved into the run directory; a piped one starts a
+/// program webtune cannot confine. (ScriptLog takes no pipe, but writes a file all the same.)
+const LOGS: [&str; 6] = ["ErrorLog", "CustomLog", "TransferLog", "GlobalLog", "ForensicLog", "ScriptLog"];
+/// Directives whose first argument is a place the server writes, and the name it takes in the
+/// run directory: a directory or file, or (socache) a `shmcb:PATH(SIZE)` or `dbm:PATH` file.
+const WRITES: [(&str, &str); 3] = [("CacheRoot", "cache"), ("CoreDumpDirectory", ""), ("DavLockDB", "davlock")];
+const SOCACHES: [(&str, &str); 3] =
+    [("SSLSessionCache", "ssl_scache"), ("SSLStaplingCache", "ssl_stapling"), ("AuthnCacheSOCache", "authn_cache")];
 /// The MPM's own directives: added to its configuration file when the tree does not set them.
 const MPM_DIRECTIVES: [&str; 14] = [
     "StartServers",
@@ -95,6 +101,22 @@ pub struct ApacheTree {
     /// Include paths that reach a file of the tree through a symbolic link (Debian's
     /// `*-enabled` entries): (as Apache names it, the file itself), made again in the copy.
     pub links: Vec<(PathBuf, PathBuf)>,
+}
+
+/// Where a `WRITES` or `SOCACHES` directive's place goes in the run directory `d`: a path
+/// its new name, a cache file its kind and size (`shmcb:D/ssl_scache(512000)`); None for what
+/// writes nowhere of its own (`none`, a `shmcb` at the default place, another provider).
+fn moved_writer(x: &Directive, first: &str, d: &str) -> Option<String> {
+    let named = |list: &[(&str, &'static str)]| list.iter().find(|(n, _)| x.is(n)).map(|(_, name)| *name);
+    let at = |name: &str| if name.is_empty() { d.to_string() } else { format!("{d}/{name}") };
+    if let Some(name) = named(&WRITES) {
+        return Some(format!("\"{}\"", at(name)));
+    }
+    let name = named(&SOCACHES)?;
+    let (kind, path) = first.split_once(':')?;
+    let size = path.find('(').map_or("", |i| &path[i..]);
+    (["shmcb", "dbm", "shm"].contains(&kind.to_ascii_lowercase().as_str()) && !path.starts_with('('))
+        .then(|| format!("{kind}:{}{size}", at(name)))
 }
 
 /// Error text of a line: "PATH:LINE: why".
@@ -552,6 +574,20 @@ impl Reader {
             if LOGS.iter().any(|l| d.is(l)) && first.starts_with('|') {
                 return Err(at(&path, start, format!("{name} {first}: a piped log starts a program; log to a file")));
             }
+            // A macro's body is checked above; what a Use passes in is only seen here.
+            if d.is("Use") && !in_macro {
+                let passed = words(&expand(&args, &vars));
+                if let Some(pipe) = passed.iter().find(|w| w.starts_with('|')) {
+                    return Err(at(
+                        &path,
+                        start,
+                        format!(
+                            "Use {}: {pipe} passed to a macro starts a program (a piped log); log to a file",
+                            passed.join(" ")
+                        ),
+                    ));
+                }
+            }
             if d.is("Define") && !in_macro {
                 let w = words(&expand(&args, &vars));
                 if let Some(n) = w.first() {
@@ -852,6 +888,17 @@ impl ApacheTree {
             let first = w.first().cloned().unwrap_or_default();
             let (_, rest) = split_first_raw(&x.args);
             let rest = if rest.is_empty() { String::new() } else { format!(" {rest}") };
+            // A program the user's server starts too: run, but named in the plan.
+            if x.is("RewriteMap")
+                && let Some(program) = w.get(1).and_then(|m| m.strip_prefix("prg:"))
+            {
+                let rel = self.tree.relative(self.path_of(x));
+                placed.said.push(format!(
+                    "{}:{}: RewriteMap {first} starts {program} beside the server, as yours does",
+                    rel.display(),
+                    x.line + 1
+                ));
+            }
             let new = match x.kind {
                 Kind::Open if x.is("VirtualHost") && !x.inside("macro") => {
                     let own = own_listener && picked.is_some_and(|v| vhosts[v].opener == i);
@@ -893,11 +940,18 @@ impl ApacheTree {
                         .collect();
                     (moved != w).then(|| format!("{indent}{} {}", x.name, moved.join(" ")))
                 }
-                Kind::Plain if LOGS.iter().any(|l| x.is(l)) && !first.starts_with("syslog") && !first.is_empty() => {
+                Kind::Plain if WRITES.iter().chain(&SOCACHES).any(|(n, _)| x.is(n)) && !first.is_empty() => {
+                    moved_writer(x, &first, &d).map(|moved| format!("{indent}{} {moved}{rest}", x.name))
+                }
+                // syslog too: Apache would send it to /dev/log, outside the run.
+                Kind::Plain if LOGS.iter().any(|l| x.is(l)) && !first.is_empty() => {
                     let taken: Vec<String> = logs.values().cloned().collect();
                     let name = logs.entry(first.clone()).or_insert_with(|| {
-                        let base =
-                            Path::new(&first).file_name().map_or("log".into(), |n| n.to_string_lossy().to_string());
+                        let base = match Path::new(&first).file_name() {
+                            _ if first.starts_with("syslog") => "syslog.log".into(),
+                            Some(n) => n.to_string_lossy().to_string(),
+                            None => "log".into(),
+                        };
                         let mut name = base.clone();
                         let mut n = 2;
                         while taken.contains(&name) {
@@ -1129,6 +1183,53 @@ mod tests {
         assert_eq!(link, copy.join("mods-available/mpm_prefork.conf"));
         let user = std::fs::read_to_string(dir.path().join("apache2.conf")).unwrap();
         assert!(user.contains("Listen 80\n"));
+    }
+
+    #[test]
+    fn what_the_server_writes_moves_to_the_run_directory_and_a_program_it_starts_is_named() {
+        let extra = "SSLSessionCache shmcb:/var/run/apache2/ssl_scache(512000)\nSSLStaplingCache none\n\
+                     CacheRoot /var/cache/apache2/mod_cache_disk\nDavLockDB /var/lock/dav\nErrorLog syslog:local1\n\
+                     ScriptLog /var/log/cgi.log\nRewriteMap lower prg:/usr/local/bin/lower\n";
+        let (dir, t) = tree("", extra);
+        let run = dir.path().join("run");
+        let copy = run.join("conf");
+        let placing = Placing {
+            dir: &run,
+            copy: &copy,
+            host: "127.0.0.1",
+            load_port: 8000,
+            site: None,
+            host_header: None,
+            root: false,
+        };
+        let mut next = 9000;
+        let placed = t
+            .place(&placing, &mut || {
+                next += 1;
+                Ok(next)
+            })
+            .unwrap();
+        let all: String = t.edited(&placed.ops).values().cloned().collect();
+        let r = run.display();
+        for line in [
+            format!("SSLSessionCache shmcb:{r}/ssl_scache(512000)\n"),
+            "SSLStaplingCache none\n".to_string(),
+            format!("CacheRoot \"{r}/cache\"\n"),
+            format!("DavLockDB \"{r}/davlock\"\n"),
+            format!("ErrorLog \"{r}/logs/syslog.log\"\n"),
+            format!("ScriptLog \"{r}/logs/cgi.log\"\n"),
+            "RewriteMap lower prg:/usr/local/bin/lower\n".to_string(),
+        ] {
+            assert!(all.contains(&line), "{line}\n{all}");
+        }
+        assert!(
+            placed
+                .said
+                .iter()
+                .any(|l| l.ends_with("RewriteMap lower starts /usr/local/bin/lower beside the server, as yours does")),
+            "{:?}",
+            placed.said
+        );
     }
 
     #[test]

@@ -75,8 +75,11 @@ fn wrapper(user: Option<&Path>, run_dir: &str, pythonpath: &[String]) -> String 
             py_str(&u.display().to_string())
         );
     }
+    // The user's logging setups (files, syslog, a statsd host) would write or send outside
+    // the run: its log is the run's.
     out += &format!(
         "daemon = False\npidfile = None\nerrorlog = \"-\"\n\
+         logconfig = None\nlogconfig_dict = {{}}\nlogconfig_json = None\nsyslog = False\nstatsd_host = None\n\
          if globals().get(\"accesslog\"):\n    accesslog = {}\n",
         py_str(&format!("{run_dir}/access.log"))
     );
