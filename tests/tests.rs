@@ -5,6 +5,7 @@ mod support;
 mod about;
 mod access_log;
 mod asp;
+mod backends;
 mod baseline;
 mod baseline_trees;
 mod bench_errors;

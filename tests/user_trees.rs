@@ -17,7 +17,7 @@ const SITE: &str = "perl.test";
 /// A copy of Debian's /etc/apache2 in a temporary directory, with a mod_perl site in
 /// sites-available enabled by a symlink and prefork as the MPM; None (after `missing`, which
 /// fails under CI) when Apache or mod_perl is not installed.
-fn debian_tree() -> Option<(tempfile::TempDir, PathBuf)> {
+pub fn debian_tree() -> Option<(tempfile::TempDir, PathBuf)> {
     if support::find_program("apache2").is_none()
         || !Path::new("/usr/lib/apache2/modules/mod_perl.so").exists()
         || !Path::new("/etc/apache2/apache2.conf").exists()
@@ -82,7 +82,7 @@ fn set_max_request_workers(conf: &Path, n: u32) {
     std::fs::write(&mpm, lines.join("\n") + "\n").unwrap();
 }
 
-fn enable(conf: &Path, kind: &str, name: &str) {
+pub fn enable(conf: &Path, kind: &str, name: &str) {
     std::os::unix::fs::symlink(format!("../{kind}-available/{name}"), conf.join(format!("{kind}-enabled/{name}")))
         .unwrap();
 }
@@ -98,7 +98,7 @@ fn checksums(dir: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn write_target(dir: &Path, name: &str, conf: &Path, extra: &str) -> PathBuf {
+pub fn write_target(dir: &Path, name: &str, conf: &Path, extra: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(
         &path,

@@ -232,12 +232,14 @@ fn proxy_site_in_front_of_gunicorn_from_the_users_nginx() {
     let nginx = nginx_tree(tmp.path(), "api", &site);
     let before = checksums(&[&nginx]);
     let target = tmp.path().join("api.toml");
-    std::fs::write(
-        &target,
-        "[target]\nadapter = \"nginx\"\nconfig = \"nginx/nginx.conf\"\nsite = \"api.example\"\nready = \"/hello\"\n\
-         [knobs]\nworkers = [1, 2]\n",
-    )
-    .unwrap();
+    // The proxied gunicorn takes the load: named, as a user whose backend may take it would.
+    let text = "[target]\nadapter = \"nginx\"\nconfig = \"nginx/nginx.conf\"\nsite = \"api.example\"\nready = \"/hello\"\n\
+                [knobs]\nworkers = [1, 2]\n";
+    std::fs::write(&target, text).unwrap();
+    let Err(refused) = TargetFile::load(&target).map(|_| ()) else { panic!("an unnamed backend is refused") };
+    let refused = refused.0;
+    assert!(refused.contains(&format!("proxy_pass 127.0.0.1:{port}: the copy would pass")), "{refused}");
+    std::fs::write(&target, text.replace("[knobs]", &format!("upstreams = [\"127.0.0.1:{port}\"]\n[knobs]"))).unwrap();
     let file = TargetFile::load(&target).unwrap_or_else(|e| panic!("{}", e.0));
     let r = server::launch(&file, &[("workers".into(), "2".into()), ("keepalive_timeout".into(), "5".into())])
         .unwrap_or_else(|e| panic!("{e:#}"));
@@ -261,7 +263,7 @@ fn proxy_site_in_front_of_gunicorn_from_the_users_nginx() {
             &target,
             format!(
                 "[target]\nadapter = \"nginx\"\nconfig = \"nginx/nginx.conf\"\nready = \"/hello\"\n\
-                 [load]\nheaders = [\"Host: {host}\"]\n"
+                 upstreams = [\"127.0.0.1:{port}\"]\n[load]\nheaders = [\"Host: {host}\"]\n"
             ),
         )
         .unwrap();

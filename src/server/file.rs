@@ -64,6 +64,10 @@ struct RawTarget {
     pool: Option<String>,
     /// php-fpm with `config = PATH`: the nginx configuration that fronts the pool.
     front_config: Option<String>,
+    /// With `config = PATH`: the backends the copy may pass the load to (its proxy_pass,
+    /// ProxyPass... targets), as written there; "*" for any.
+    #[serde(default)]
+    upstreams: Vec<String>,
 }
 
 /// The server kinds webtune can launch and tune, as named in `adapter = "..."`.
@@ -202,6 +206,8 @@ pub struct TargetFile {
     pub pool: Option<String>,
     /// php-fpm with its own configuration: the front server's own configuration.
     pub front_config: Option<UserPath>,
+    /// The backends a proxy's copy may send the load to (`upstreams = [...]`).
+    pub upstreams: Vec<String>,
     pub knobs: Vec<(String, Vec<String>)>,
     /// The load of every trial: `webtune bench`'s options, with `path` (default "/") to
     /// request on the launched server.
@@ -367,6 +373,7 @@ impl TargetFile {
             site: t.site,
             pool: t.pool,
             front_config,
+            upstreams: t.upstreams,
             knobs,
             load,
             memory,

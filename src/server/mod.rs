@@ -5,6 +5,7 @@
 //! server and measuring it are the tuner's steps.
 
 pub mod adapters;
+pub mod backends;
 pub mod file;
 pub mod front;
 pub mod http;

@@ -155,6 +155,13 @@ impl Adapter for Apache {
         ApacheTree::read(path).map(|_| ())
     }
 
+    /// A proxying tree's backends must be named (`upstreams`) before any start.
+    fn check_target(&self, file: &TargetFile) -> Result<(), (&'static str, String)> {
+        let Some(config) = file.config.file() else { return Ok(()) };
+        let tree = ApacheTree::read(&config.path).map_err(|e| ("config", e))?;
+        crate::server::backends::check(&tree.backends(), &file.upstreams).map_err(|e| ("upstreams", e))
+    }
+
     fn check_site(&self, config: &Path, site: &str) -> Result<(), String> {
         ApacheTree::read(config)?.site(site).map(|_| ())
     }

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::server::backends::{self, Backend, Reach};
 use crate::server::tree::{Edits, UserTree};
 
 /// How deep includes may nest (Apache's own limit is 128).
@@ -172,6 +173,40 @@ impl ApacheTree {
             && d.within
                 .iter()
                 .all(|s| s.name != "ifmodule" || mpm_of_condition(&s.args).is_none_or(|m| Some(m.as_str()) == mpm))
+    }
+
+    /// Where the server would pass requests on: ProxyPass(Match) and BalancerMember URLs,
+    /// RewriteRule [P] targets, `SetHandler proxy:...` and ProxyRemote(Match) chains, in every
+    /// virtual host (not in a <Macro>, whose Use is refused when it pipes).
+    pub fn backends(&self) -> Vec<Backend> {
+        let mut out = Vec::new();
+        for d in self.directives.iter().filter(|d| d.kind == Kind::Plain && !d.inside("macro")) {
+            let w = words(&self.expand(&d.args));
+            // A balancer's name is not a backend: its members are.
+            let url = |w: &[String]| {
+                w.iter()
+                    .take(2)
+                    .find(|a| (a.contains("://") && !a.starts_with("balancer://")) || a.starts_with("unix:"))
+                    .cloned()
+            };
+            let target = if d.is("ProxyPass") || d.is("ProxyPassMatch") || d.is("BalancerMember") {
+                url(&w)
+            } else if d.is("ProxyRemote") || d.is("ProxyRemoteMatch") {
+                w.get(1).cloned()
+            } else if d.is("SetHandler") {
+                w.first().filter(|h| h.to_ascii_lowercase().starts_with("proxy:")).cloned()
+            } else if d.is("RewriteRule") {
+                let flags = w.get(2).map_or(String::new(), |f| f.trim_matches(['[', ']']).to_ascii_lowercase());
+                w.get(1).filter(|_| flags.split(',').any(|f| f == "p" || f == "proxy")).cloned()
+            } else {
+                None
+            };
+            if let Some(Reach::Address(address)) = target.map(|t| backends::reach(&t, &[])) {
+                let at = format!("{}:{}", self.tree.relative(self.path_of(d)).display(), d.line + 1);
+                out.push(Backend { at, directive: d.name.clone(), address });
+            }
+        }
+        out
     }
 
     /// Where the tree sets directive `name` (or its other name), as the server reads it; for

@@ -90,7 +90,9 @@ impl Adapter for Nginx {
     fn check_target(&self, file: &TargetFile) -> Result<(), (&'static str, String)> {
         let Some(main) = file.config.file() else { return Ok(()) };
         let key = if file.site.is_some() { "site" } else { "config" };
-        nginx_tree::check(&main.path, file).map(|_| ()).map_err(|e| (key, e))
+        let t = nginx_tree::check(&main.path, file).map_err(|e| (key, e))?;
+        let loaded = t.loaded_server(t.site_for(file).as_deref()).map_err(|e| (key, e))?;
+        crate::server::backends::check(&t.backends(&[], loaded), &file.upstreams).map_err(|e| ("upstreams", e))
     }
 
     fn diffs(&self, file: &TargetFile, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {

@@ -4,6 +4,7 @@
 //! they make the diff) and the run's (loopback listeners, pid, logs, temporary paths, moved
 //! sockets; only in the copy). Also the php-fpm adapter's front, with the pool's socket moved.
 
+use crate::server::backends::{self, Backend, Reach};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -648,6 +649,42 @@ impl NginxTree {
 
 impl NginxTree {
     /// Whether a pass directive reaches one of `moved`'s addresses.
+    /// Where the copy would pass the load on, after the run's moves (`moved`): the pass
+    /// directives of the server block loaded (`loaded`) that do not reach the run's own
+    /// server, and the members of the upstream groups they name. Other server blocks take no
+    /// load.
+    pub fn backends(&self, moved: &[(String, String)], loaded: usize) -> Vec<Backend> {
+        let groups: Vec<(usize, String)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.name == "upstream")
+            .filter_map(|(i, n)| Some((i, n.args.first()?.text.clone())))
+            .collect();
+        let names: Vec<String> = groups.iter().map(|(_, g)| g.clone()).collect();
+        let mut used = Vec::new();
+        let mut out = Vec::new();
+        let passes = self.nodes.iter().filter(|n| {
+            (PASSES.contains(&n.name.as_str()) || n.name == "memcached_pass") && n.parents.contains(&loaded)
+        });
+        for n in passes {
+            let Some(first) = n.args.first().filter(|a| follow(&a.text, moved).is_none()) else { continue };
+            match backends::reach(&first.text, &names) {
+                Reach::Address(address) => out.push(Backend { at: at(self, n), directive: n.name.clone(), address }),
+                Reach::Group(name) => used.extend(groups.iter().filter(|(_, g)| *g == name).map(|(i, _)| *i)),
+            }
+        }
+        let members =
+            self.nodes.iter().filter(|n| n.name == "server" && n.parents.last().is_some_and(|p| used.contains(p)));
+        for n in members {
+            let Some(first) = n.args.first().filter(|a| follow(&a.text, moved).is_none()) else { continue };
+            if let Reach::Address(address) = backends::reach(&first.text, &[]) {
+                out.push(Backend { at: at(self, n), directive: "server (upstream)".into(), address });
+            }
+        }
+        out
+    }
+
     pub fn follows(&self, moved: &[(String, String)]) -> bool {
         self.nodes.iter().any(|n| {
             (PASSES.contains(&n.name.as_str()) || n.name == "server")
@@ -666,6 +703,8 @@ impl NginxTree {
     ) -> anyhow::Result<(Spawn, String)> {
         let root = ctx.dir.join("nginx");
         let site = self.site_for(ctx.file);
+        let loaded = self.loaded_server(site.as_deref()).map_err(anyhow::Error::msg)?;
+        backends::check(&self.backends(moved, loaded), &ctx.file.upstreams).map_err(anyhow::Error::msg)?;
         let place =
             RunPlace { dir: &ctx.dir.path, root: &root, host: ctx.host, port: ctx.port, site: site.as_deref(), moved };
         let (run, g) = self.run_edits(&place, backlog).map_err(anyhow::Error::msg)?;
@@ -736,6 +775,26 @@ mod tests {
         }
         let t = NginxTree::read(&dir.path().join(files[0].0)).unwrap();
         (dir, t)
+    }
+
+    #[test]
+    fn the_loaded_servers_backends_are_found_after_the_runs_moves() {
+        let (_dir, t) = tree(&[(
+            "nginx.conf",
+            "events {}\nhttp {\n upstream app { server 127.0.0.2:81; server unix:/run/a.sock; }\n upstream idle { server 10.0.0.9:1; }\n\
+             server {\n  listen 80 default_server;\n  location / { proxy_pass http://127.0.0.2:8080; }\n  location /a { proxy_pass http://app/x; }\n\
+             location ~ \\.php$ { fastcgi_pass unix:/run/php/x.sock; }\n }\n server { server_name other; location / { proxy_pass http://10.0.0.1; } }\n}\n",
+        )]);
+        let loaded = t.loaded_server(None).unwrap();
+        let moved = vec![("unix:/run/php/x.sock".to_string(), "unix:/run/webtune/fpm.sock".to_string())];
+        let found: Vec<(String, String)> =
+            t.backends(&moved, loaded).into_iter().map(|b| (b.directive, b.address)).collect();
+        let want = [
+            ("proxy_pass", "127.0.0.2:8080"),
+            ("server (upstream)", "127.0.0.2:81"),
+            ("server (upstream)", "unix:/run/a.sock"),
+        ];
+        assert_eq!(found, want.map(|(d, a)| (d.to_string(), a.to_string())));
     }
 
     #[test]
