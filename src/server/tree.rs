@@ -7,7 +7,7 @@
 //! make the diff), and the run's rewrites (loopback listeners, pid, log and socket paths),
 //! which only make the copy runnable here and never reach the diff.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 
 use crate::input::InputError;
@@ -15,6 +15,13 @@ use crate::input::InputError;
 /// The most files a tree may hold, and bytes in all: a configuration, not a file system.
 pub const MAX_FILES: usize = 2000;
 pub const MAX_BYTES: usize = 64 << 20;
+/// The most times files may be parsed, a file included again counting again, and the most
+/// bytes so parsed: includes that fan out (a file including the next twice, and so on) grow
+/// without bound under any depth cap, so the walk counts as it goes.
+pub const MAX_READS: usize = 50_000;
+pub const MAX_READ_BYTES: usize = 2 * MAX_BYTES;
+/// The most entries one directory of an include may list: a walk counts them as it reads.
+pub const MAX_ENTRIES: usize = 10 * MAX_FILES;
 
 /// One file of the tree as the user has it.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +29,44 @@ pub struct TreeFile {
     /// Where it is (absolute, as the server names it).
     pub path: PathBuf,
     pub text: String,
+    /// Where each line starts in `text`: a line found by its number without rescanning
+    /// the file (a tree of 400k lines would be read in quadratic time).
+    starts: Vec<usize>,
+    /// Its device and inode: an include that reaches it again while it is being read is a
+    /// loop, whatever path (a symlink) it came by.
+    id: (u64, u64),
+}
+
+impl TreeFile {
+    /// Line `n` (from 0) without its line ending, as `text.lines().nth(n)` gives it.
+    pub fn line(&self, n: usize) -> Option<&str> {
+        if n >= self.line_count() {
+            return None;
+        }
+        let end = self.starts.get(n + 1).copied().unwrap_or(self.text.len());
+        let line = &self.text[self.starts[n]..end];
+        Some(match line.strip_suffix('\n') {
+            Some(l) => l.strip_suffix('\r').unwrap_or(l),
+            None => line,
+        })
+    }
+
+    /// How many lines it has, as `text.lines().count()` counts them.
+    pub fn line_count(&self) -> usize {
+        self.starts.len() - usize::from(self.text.is_empty() || self.text.ends_with('\n'))
+    }
+
+    /// The line (from 1) byte `pos` is on: one more than the newlines before it.
+    pub fn line_at(&self, pos: usize) -> usize {
+        self.starts.partition_point(|&s| s <= pos)
+    }
+}
+
+/// Where each line of `text` starts: 0, and after every newline.
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    starts.extend(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1));
+    starts
 }
 
 /// Every name a tree's diff can have (`UserTree::name`), so that `--diff DIR` can be checked
@@ -36,6 +81,15 @@ pub struct UserTree {
     /// The main file's directory: the diff's paths are relative to it.
     pub base: PathBuf,
     pub files: Vec<TreeFile>,
+    /// Each file's index by its path.
+    index: HashMap<PathBuf, usize>,
+    /// The bytes of every file read.
+    bytes: usize,
+    /// Files parsed so far (again for each include of one) and their bytes: `MAX_READS`.
+    reads: usize,
+    read_bytes: usize,
+    /// The files being parsed now, outermost first (their ids).
+    open: Vec<(u64, u64)>,
 }
 
 /// Edited texts by the file's path (absolute): what a knob changed.
@@ -47,7 +101,16 @@ impl UserTree {
         let main = std::fs::canonicalize(main)
             .map_err(|e| InputError(format!("cannot read configuration {}: {e}", main.display())))?;
         let base = main.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
-        let mut tree = UserTree { name: name.to_string(), base, files: Vec::new() };
+        let mut tree = UserTree {
+            name: name.to_string(),
+            base,
+            files: Vec::new(),
+            index: HashMap::new(),
+            bytes: 0,
+            reads: 0,
+            read_bytes: 0,
+            open: Vec::new(),
+        };
         tree.read(&main)?;
         Ok(tree)
     }
@@ -55,19 +118,54 @@ impl UserTree {
     /// Reads `path` into the tree (once: a file included twice is read once), and returns its
     /// index.
     pub fn read(&mut self, path: &Path) -> Result<usize, InputError> {
-        if let Some(i) = self.files.iter().position(|f| f.path == path) {
+        if let Some(&i) = self.index.get(path) {
             return Ok(i);
         }
         if self.files.len() >= MAX_FILES {
             return Err(InputError(format!("{}: more than {MAX_FILES} configuration files", self.main().display())));
         }
         let text = crate::input::read_text(path, "configuration file")?;
-        let total: usize = self.files.iter().map(|f| f.text.len()).sum::<usize>() + text.len();
-        if total > MAX_BYTES {
+        if self.bytes + text.len() > MAX_BYTES {
             return Err(InputError(format!("{}: configuration files over {} MiB", path.display(), MAX_BYTES >> 20)));
         }
-        self.files.push(TreeFile { path: path.to_path_buf(), text });
+        let id = std::fs::metadata(path)
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.dev(), m.ino())
+            })
+            .map_err(|e| InputError(format!("cannot read configuration file {}: {e}", path.display())))?;
+        self.bytes += text.len();
+        let starts = line_starts(&text);
+        self.files.push(TreeFile { path: path.to_path_buf(), text, starts, id });
+        self.index.insert(path.to_path_buf(), self.files.len() - 1);
         Ok(self.files.len() - 1)
+    }
+
+    /// Starts parsing file `i` (the main file, or where an include names it): counted against
+    /// `MAX_READS` as the walk goes, and refused when the file is being parsed already (an
+    /// include loop, through a symlink or not: the server would never finish reading it).
+    /// `leave` ends it.
+    pub fn enter(&mut self, i: usize) -> Result<(), InputError> {
+        let f = &self.files[i];
+        if self.open.contains(&f.id) {
+            return Err(InputError(format!("{} includes itself (an include loop)", f.path.display())));
+        }
+        self.reads += 1;
+        self.read_bytes += f.text.len();
+        if self.reads > MAX_READS || self.read_bytes > MAX_READ_BYTES {
+            return Err(InputError(format!(
+                "{}: includes read over {MAX_READS} files or {} MiB in all (includes that fan out)",
+                f.path.display(),
+                MAX_READ_BYTES >> 20
+            )));
+        }
+        self.open.push(f.id);
+        Ok(())
+    }
+
+    /// Ends the parse `enter` started last.
+    pub fn leave(&mut self) {
+        self.open.pop();
     }
 
     pub fn main(&self) -> &Path {
@@ -75,7 +173,7 @@ impl UserTree {
     }
 
     pub fn text(&self, path: &Path) -> Option<&str> {
-        self.files.iter().find(|f| f.path == path).map(|f| f.text.as_str())
+        self.index.get(path).map(|&i| self.files[i].text.as_str())
     }
 
     /// `path` as the diff names it: relative to the main file's directory.
@@ -218,6 +316,24 @@ mod tests {
         assert!(ok, "{said}");
         assert_eq!(std::fs::read_to_string(&mpm).unwrap(), "MaxRequestWorkers 12\n");
         assert!(std::fs::read_to_string(&main).unwrap().contains("Timeout 60"));
+    }
+
+    #[test]
+    fn lines_are_found_by_number_and_position_as_the_text_has_them() {
+        let dir = tempfile::tempdir().unwrap();
+        for text in ["", "a", "a\n", "a\r\nb", "a\n\nb\n", "\n", "x\r\n\r\ny\r"] {
+            let path = dir.path().join("f.conf");
+            std::fs::write(&path, text).unwrap();
+            let tree = UserTree::new("t", &path).unwrap();
+            let f = &tree.files[0];
+            assert_eq!(f.line_count(), text.lines().count(), "{text:?}");
+            for n in 0..=f.line_count() {
+                assert_eq!(f.line(n), text.lines().nth(n), "{text:?} line {n}");
+            }
+            for pos in 0..=text.len() {
+                assert_eq!(f.line_at(pos), text[..pos].matches('\n').count() + 1, "{text:?} at {pos}");
+            }
+        }
     }
 
     #[test]

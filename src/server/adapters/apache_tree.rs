@@ -6,11 +6,11 @@
 //! on the user's own directives (the diff) and the run's rewrites that make the copy run here
 //! (loopback listeners, pid, mutex and log paths in the run directory), which never reach it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::server::backends::{self, Backend, Reach};
-use crate::server::tree::{Edits, UserTree};
+use crate::server::tree::{Edits, MAX_FILES, UserTree};
 
 /// How deep includes may nest (Apache's own limit is 128).
 const MAX_DEPTH: usize = 64;
@@ -102,6 +102,9 @@ pub struct ApacheTree {
     /// Include paths that reach a file of the tree through a symbolic link (Debian's
     /// `*-enabled` entries): (as Apache names it, the file itself), made again in the copy.
     pub links: Vec<(PathBuf, PathBuf)>,
+    /// The envvars and the Defines by name, a Define over the environment and the last one
+    /// winning: looked up once per directive, it is kept, not rebuilt (which was quadratic).
+    vars: HashMap<String, String>,
 }
 
 /// Where a `WRITES` or `SOCACHES` directive's place goes in the run directory `d`: a path
@@ -131,8 +134,14 @@ impl ApacheTree {
     pub fn read(main: &Path) -> Result<ApacheTree, String> {
         let tree = UserTree::new("apache2", main).map_err(|e| e.0)?;
         let base = tree.base.clone();
-        let mut me =
-            ApacheTree { tree, directives: Vec::new(), env: Vec::new(), defines: Vec::new(), links: Vec::new() };
+        let mut me = ApacheTree {
+            tree,
+            directives: Vec::new(),
+            env: Vec::new(),
+            defines: Vec::new(),
+            links: Vec::new(),
+            vars: HashMap::new(),
+        };
         me.env.push(("APACHE_CONFDIR".into(), base.display().to_string()));
         let envvars = base.join("envvars");
         if envvars.is_file() {
@@ -140,18 +149,16 @@ impl ApacheTree {
             let text = me.tree.files[i].text.clone();
             me.env = source_envvars(&text, me.env.clone());
         }
+        me.vars = me.env.iter().cloned().collect();
         let mut reader = Reader { root: base };
+        me.tree.enter(0).map_err(|e| e.0)?;
         reader.file(&mut me, 0, &[], 0)?;
         Ok(me)
     }
 
     /// A variable of the envvars or a `Define`, as Apache expands `${NAME}`.
     pub fn expand(&self, text: &str) -> String {
-        expand(text, &self.vars())
-    }
-
-    fn vars(&self) -> Vec<(String, String)> {
-        self.env.iter().chain(&self.defines).cloned().collect()
+        expand(text, &self.vars)
     }
 
     pub fn path_of(&self, d: &Directive) -> &Path {
@@ -282,8 +289,7 @@ impl ApacheTree {
                 if same_value(&d.args, &written) {
                     continue;
                 }
-                let old = &self.tree.files[d.file].text;
-                let first_line = old.lines().nth(d.line).unwrap_or("");
+                let first_line = self.tree.files[d.file].line(d.line).unwrap_or("");
                 ops.replace(d.file, d.line, d.span, with_args(first_line, &d.name, &written));
             }
         }
@@ -294,7 +300,7 @@ impl ApacheTree {
     /// at the end of its mpm_NAME.conf, for the MPM's directives; else at the end of the
     /// main file. (file, line to insert before, indentation)
     fn place_for(&self, name: &str, mpm: Option<&str>) -> (usize, usize, String) {
-        let end_of = |file: usize| (file, self.tree.files[file].text.lines().count(), String::new());
+        let end_of = |file: usize| (file, self.tree.files[file].line_count(), String::new());
         if !MPM_DIRECTIVES.iter().any(|m| m.eq_ignore_ascii_case(name)) {
             return end_of(0);
         }
@@ -310,7 +316,7 @@ impl ApacheTree {
                 .directives
                 .iter()
                 .find(|d| d.file == open.file && d.line > open.line && d.line < close)
-                .and_then(|d| self.tree.files[d.file].text.lines().nth(d.line))
+                .and_then(|d| self.tree.files[d.file].line(d.line))
                 .map(|l| l[..l.len() - l.trim_start().len()].to_string())
                 .unwrap_or_else(|| "\t".into());
             return (open.file, close, indent);
@@ -333,36 +339,33 @@ impl ApacheTree {
     }
 }
 
-/// Edits by file: (line, lines replaced, new lines); 0 lines replaced inserts before `line`.
+/// Edits by file, by (line, lines replaced): the new lines; 0 lines replaced inserts before
+/// `line`. Keyed, so that a rewrite of a line already edited finds it at once (a list
+/// searched per edit was quadratic in a tree of many virtual hosts).
 #[derive(Debug, Default, Clone)]
-pub struct Ops(pub BTreeMap<usize, Vec<(usize, usize, Vec<String>)>>);
+pub struct Ops(pub BTreeMap<usize, BTreeMap<(usize, usize), Vec<String>>>);
 
 impl Ops {
+    /// Replaces `span` (at least 1) lines from `line`.
     pub fn replace(&mut self, file: usize, line: usize, span: usize, text: String) {
-        let list = self.0.entry(file).or_default();
         // The run's rewrite of a line wins over a knob's edit of the same line in the copy.
-        list.retain(|(l, s, _)| !(*l == line && *s == span && span > 0));
-        list.push((line, span, vec![text]));
+        self.0.entry(file).or_default().insert((line, span.max(1)), vec![text]);
     }
 
     pub fn insert(&mut self, file: usize, line: usize, text: String) {
-        let list = self.0.entry(file).or_default();
-        match list.iter_mut().find(|(l, s, _)| *l == line && *s == 0) {
-            Some((_, _, lines)) => lines.push(text),
-            None => list.push((line, 0, vec![text])),
-        }
+        self.0.entry(file).or_default().entry((line, 0)).or_default().push(text);
     }
 
     /// Both sets of edits; `later`'s win on a line both replace.
     pub fn merged(&self, later: &Ops) -> Ops {
         let mut out = self.clone();
         for (file, list) in &later.0 {
-            for (line, span, text) in list {
+            for (&(line, span), text) in list {
                 for t in text {
-                    if *span == 0 {
-                        out.insert(*file, *line, t.clone());
+                    if span == 0 {
+                        out.insert(*file, line, t.clone());
                     } else {
-                        out.replace(*file, *line, *span, t.clone());
+                        out.replace(*file, line, span, t.clone());
                     }
                 }
             }
@@ -371,25 +374,65 @@ impl Ops {
     }
 }
 
-/// `text` with `ops` applied: each line keeps its own ending (CRLF stays CRLF).
-fn apply(text: &str, ops: &[(usize, usize, Vec<String>)]) -> String {
-    let mut lines: Vec<String> = text.split_inclusive('\n').map(str::to_string).collect();
-    if let Some(last) = lines.last_mut()
-        && !last.ends_with('\n')
-        && ops.iter().any(|(l, s, _)| *l + *s >= text.lines().count())
-    {
-        last.push('\n');
-    }
+/// `text` with `ops` applied, in one pass: each line keeps its own ending (CRLF stays CRLF);
+/// an insertion goes before a replacement of its line, and of two replacements that meet
+/// the first.
+fn apply(text: &str, ops: &BTreeMap<(usize, usize), Vec<String>>) -> String {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
-    let mut sorted: Vec<&(usize, usize, Vec<String>)> = ops.iter().collect();
-    sorted.sort_by_key(|(l, s, _)| (std::cmp::Reverse(*l), std::cmp::Reverse(*s)));
-    for (line, span, new) in sorted {
-        let at = (*line).min(lines.len());
-        let end = (at + span).min(lines.len());
-        let new: Vec<String> = new.iter().map(|t| format!("{t}{eol}")).collect();
-        lines.splice(at..end, new);
+    let mut out = String::with_capacity(text.len() + 64 * ops.len());
+    let mut next = 0;
+    for (&(line, span), new) in ops {
+        let at = line.min(lines.len());
+        if at < next {
+            continue;
+        }
+        lines[next..at].iter().for_each(|l| out.push_str(l));
+        // A last line without its newline gets one before what follows it.
+        if at == lines.len() && at > next && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        for t in new {
+            out.push_str(t);
+            out.push_str(eol);
+        }
+        next = (at + span).min(lines.len());
     }
-    lines.concat()
+    lines[next..].iter().for_each(|l| out.push_str(l));
+    out
+}
+
+/// The names of the logs moved into the run directory: each log its file's own name, a
+/// second of the same name numbered (`2-access.log`).
+#[derive(Default)]
+struct LogNames {
+    /// By the path the tree gives.
+    by_path: HashMap<String, String>,
+    taken: HashSet<String>,
+    /// The next number to try for a name.
+    next: HashMap<String, usize>,
+}
+
+impl LogNames {
+    fn name(&mut self, path: &str) -> String {
+        if let Some(name) = self.by_path.get(path) {
+            return name.clone();
+        }
+        let base = match Path::new(path).file_name() {
+            _ if path.starts_with("syslog") => "syslog.log".into(),
+            Some(n) => n.to_string_lossy().to_string(),
+            None => "log".into(),
+        };
+        let mut name = base.clone();
+        while self.taken.contains(&name) {
+            let n = self.next.entry(base.clone()).or_insert(2);
+            name = format!("{n}-{base}");
+            *n += 1;
+        }
+        self.taken.insert(name.clone());
+        self.by_path.insert(path.to_string(), name.clone());
+        name
+    }
 }
 
 /// `line` (a directive named `name`) with its arguments replaced, its indentation and the
@@ -471,7 +514,7 @@ fn shell_expand(value: &str, env: &[(String, String)]) -> String {
 }
 
 /// `${NAME}` as Apache expands it: from the environment or a Define; unknown ones stay.
-pub fn expand(text: &str, env: &[(String, String)]) -> String {
+pub fn expand(text: &str, vars: &HashMap<String, String>) -> String {
     let mut out = String::new();
     let mut rest = text;
     while let Some(i) = rest.find("${") {
@@ -479,7 +522,7 @@ pub fn expand(text: &str, env: &[(String, String)]) -> String {
         let after = &rest[i + 2..];
         match after.find('}') {
             Some(end) => {
-                match lookup(env, &after[..end]) {
+                match vars.get(&after[..end]) {
                     Some(v) => out.push_str(v),
                     None => out.push_str(&rest[i..i + end + 3]),
                 }
@@ -601,8 +644,8 @@ impl Reader {
                 }
                 Kind::Plain => {}
             }
-            let vars = tree.vars();
-            let first = words(&expand(&args, &vars)).into_iter().next().unwrap_or_default();
+            let expanded = words(&expand(&args, &tree.vars));
+            let first = expanded.first().cloned().unwrap_or_default();
             if d.is("Listen") && in_macro {
                 return Err(at(&path, start, "a Listen inside a <Macro> cannot be moved to a loopback port"));
             }
@@ -610,24 +653,26 @@ impl Reader {
                 return Err(at(&path, start, format!("{name} {first}: a piped log starts a program; log to a file")));
             }
             // A macro's body is checked above; what a Use passes in is only seen here.
-            if d.is("Use") && !in_macro {
-                let passed = words(&expand(&args, &vars));
-                if let Some(pipe) = passed.iter().find(|w| w.starts_with('|')) {
-                    return Err(at(
-                        &path,
-                        start,
-                        format!(
-                            "Use {}: {pipe} passed to a macro starts a program (a piped log); log to a file",
-                            passed.join(" ")
-                        ),
-                    ));
-                }
+            if d.is("Use")
+                && !in_macro
+                && let Some(pipe) = expanded.iter().find(|w| w.starts_with('|'))
+            {
+                return Err(at(
+                    &path,
+                    start,
+                    format!(
+                        "Use {}: {pipe} passed to a macro starts a program (a piped log); log to a file",
+                        expanded.join(" ")
+                    ),
+                ));
             }
-            if d.is("Define") && !in_macro {
-                let w = words(&expand(&args, &vars));
-                if let Some(n) = w.first() {
-                    tree.defines.push((n.clone(), w.get(1).cloned().unwrap_or_default()));
-                }
+            if d.is("Define")
+                && !in_macro
+                && let Some(n) = expanded.first()
+            {
+                let value = expanded.get(1).cloned().unwrap_or_default();
+                tree.vars.insert(n.clone(), value.clone());
+                tree.defines.push((n.clone(), value));
             }
             if d.is("ServerRoot") && !in_macro && !first.is_empty() {
                 self.root = PathBuf::from(&first);
@@ -656,7 +701,9 @@ impl Reader {
                     if seen != real && !tree.links.contains(&(seen.clone(), real.clone())) {
                         tree.links.push((seen, real));
                     }
+                    tree.tree.enter(child).map_err(|e| at(&path, start, format!("{name} {first}: {}", e.0)))?;
                     self.file(tree, child, &stack, depth + 1)?;
+                    tree.tree.leave();
                 }
             }
         }
@@ -666,7 +713,8 @@ impl Reader {
 
 /// The files a pattern names, as Apache includes them, sorted: wildcards (`*`, `?`, `[...]`)
 /// in any component, a directory standing for every file under it. A path without wildcards
-/// that does not exist gives none.
+/// that does not exist gives none. The caps hold as it goes (a symlink to `.` would make
+/// the walk endless): `MAX_FILES` paths at most, each directory walked once.
 fn glob(pattern: &Path) -> Result<Vec<PathBuf>, String> {
     let mut found = vec![PathBuf::from("/")];
     for comp in pattern.components().skip(1) {
@@ -680,39 +728,76 @@ fn glob(pattern: &Path) -> Result<Vec<PathBuf>, String> {
                 }
                 continue;
             }
-            let Ok(entries) = std::fs::read_dir(dir) else { continue };
-            let mut names: Vec<String> =
-                entries.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
-            names.sort();
+            let Some(names) = super::include::names(dir)? else { continue };
             next.extend(names.into_iter().filter(|n| fnmatch(&part, n)).map(|n| dir.join(n)));
+            if next.len() > MAX_FILES {
+                return Err(format!("more than {MAX_FILES} paths match"));
+            }
         }
         found = next;
     }
-    let mut files = Vec::new();
+    let mut walk = Walk::default();
     for p in found {
         if p.is_dir() {
-            files.extend(files_under(&p)?);
+            walk.dir(&p)?;
         } else {
-            files.push(p);
+            walk.file(p)?;
         }
     }
-    Ok(files)
+    Ok(walk.files)
 }
 
-/// Every file under `dir`, sorted, subdirectories in place.
-fn files_under(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut entries: Vec<PathBuf> =
-        std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    let mut out = Vec::new();
-    for e in entries {
-        if e.is_dir() {
-            out.extend(files_under(&e)?);
-        } else {
-            out.push(e);
+/// A walk of the directories an include names: every file under them, sorted, subdirectories
+/// in place, counted as it goes.
+#[derive(Default)]
+struct Walk {
+    files: Vec<PathBuf>,
+    /// Directories walked, by device and inode: one reached again (two links to it) is
+    /// walked once.
+    seen: HashSet<(u64, u64)>,
+    /// The directories being walked, outermost first: one reached again from inside itself
+    /// (a symlink to `.` or `..`) is a loop Apache would not finish either.
+    open: Vec<((u64, u64), PathBuf)>,
+}
+
+impl Walk {
+    fn dir(&mut self, dir: &Path) -> Result<(), String> {
+        let id = std::fs::metadata(dir)
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.dev(), m.ino())
+            })
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        if let Some((_, outer)) = self.open.iter().find(|(o, _)| *o == id) {
+            return Err(format!(
+                "{} leads back to {}, which it is in (a symlink loop)",
+                dir.display(),
+                outer.display()
+            ));
         }
+        if !self.seen.insert(id) {
+            return Ok(());
+        }
+        if self.seen.len() > MAX_FILES {
+            return Err(format!("more than {MAX_FILES} directories under the include"));
+        }
+        let names = super::include::names(dir)?.ok_or_else(|| format!("{}: cannot be read", dir.display()))?;
+        self.open.push((id, dir.to_path_buf()));
+        for n in names {
+            let p = dir.join(n);
+            if p.is_dir() { self.dir(&p)? } else { self.file(p)? }
+        }
+        self.open.pop();
+        Ok(())
     }
-    Ok(out)
+
+    fn file(&mut self, path: PathBuf) -> Result<(), String> {
+        self.files.push(path);
+        if self.files.len() > MAX_FILES {
+            return Err(format!("more than {MAX_FILES} files"));
+        }
+        Ok(())
+    }
 }
 
 /// Shell wildcards on one name: `*`, `?`, `[abc]`, `[a-z]`, `[!x]`; a leading dot is matched
@@ -803,6 +888,33 @@ pub struct Placed {
     pub error_logs: Vec<PathBuf>,
 }
 
+impl Placed {
+    /// webtune's own directives, read after the tree: the run's files, an error log when the
+    /// tree has none at server level, the load's listener when `listen` names its host, the
+    /// status page.
+    fn own_directives(&mut self, p: &Placing, server_error_log: bool, listen: Option<&str>) {
+        let d = p.dir.display();
+        let mut own = format!(
+            "# webtune's own directives, read after the tree (apache2 -c): the run's files, its status page.\n\
+             PidFile {d}/apache2.pid\nDefaultRuntimeDir {d}\n"
+        );
+        if !server_error_log {
+            own += &format!("ErrorLog {d}/logs/error.log\n");
+            self.error_logs.insert(0, PathBuf::from(format!("{d}/logs/error.log")));
+        }
+        if let Some(host) = listen {
+            own += &format!("Listen {host}:{}\n", p.load_port);
+            self.said.push(format!("(webtune's own file): Listen {host}:{} for the site loaded", p.load_port));
+        }
+        own += &format!(
+            "<IfModule !status_module>\nLoadModule status_module {}/mod_status.so\n</IfModule>\n\
+             <Location {STATUS}>\n  SetHandler server-status\n  <IfModule authz_core_module>\n    Require all granted\n  </IfModule>\n</Location>\n",
+            super::apache::MODULES
+        );
+        self.own = own;
+    }
+}
+
 impl ApacheTree {
     pub fn vhosts(&self) -> Vec<VHost> {
         let mut out: Vec<VHost> = Vec::new();
@@ -849,22 +961,15 @@ impl ApacheTree {
         })
     }
 
-    /// The run's rewrites: every Listen on a loopback port (the picked virtual host's is the
-    /// load port), virtual hosts following their listeners, pid, runtime, mutex, scoreboard
-    /// and log paths in the run directory, User and Group gone unless root. `free` gives a
-    /// free port for each other listener.
-    pub fn place(&self, p: &Placing, free: &mut dyn FnMut() -> anyhow::Result<u16>) -> anyhow::Result<Placed> {
-        let d = p.dir.display().to_string();
-        let host = super::bracket(p.host);
-        let vhosts = self.vhosts();
-        let picked = match (p.site, p.host_header) {
-            (Some(site), _) => Some(self.site(site).map_err(anyhow::Error::msg)?),
-            (None, Some(h)) => {
-                answering(&vhosts, h.rsplit_once(':').filter(|(_, x)| x.parse::<u16>().is_ok()).map_or(h, |(h, _)| h))
-                    .or((!vhosts.is_empty()).then_some(0))
-            }
-            (None, None) => (!vhosts.is_empty()).then_some(0),
-        };
+    /// The tree's distinct listeners (`Listen` arguments, in the order read), the port each
+    /// moves to, and whether the picked virtual host needs a listener of its own.
+    fn listener_ports(
+        &self,
+        p: &Placing,
+        vhosts: &[VHost],
+        picked: Option<usize>,
+        free: &mut dyn FnMut() -> anyhow::Result<u16>,
+    ) -> anyhow::Result<(Vec<String>, BTreeMap<String, u16>, bool)> {
         // Distinct listeners, in the order read.
         let listens: Vec<&Directive> =
             self.directives.iter().filter(|x| x.kind == Kind::Plain && x.is("Listen")).collect();
@@ -905,6 +1010,27 @@ impl ApacheTree {
                 ports.insert(k.clone(), free()?);
             }
         }
+        Ok((keys, ports, own_listener))
+    }
+
+    /// The run's rewrites: every Listen on a loopback port (the picked virtual host's is the
+    /// load port), virtual hosts following their listeners, pid, runtime, mutex, scoreboard
+    /// and log paths in the run directory, User and Group gone unless root. `free` gives a
+    /// free port for each other listener.
+    pub fn place(&self, p: &Placing, free: &mut dyn FnMut() -> anyhow::Result<u16>) -> anyhow::Result<Placed> {
+        let d = p.dir.display().to_string();
+        let host = super::bracket(p.host);
+        let vhosts = self.vhosts();
+        let picked = match (p.site, p.host_header) {
+            (Some(site), _) => Some(self.site(site).map_err(anyhow::Error::msg)?),
+            (None, Some(h)) => {
+                answering(&vhosts, h.rsplit_once(':').filter(|(_, x)| x.parse::<u16>().is_ok()).map_or(h, |(h, _)| h))
+                    .or((!vhosts.is_empty()).then_some(0))
+            }
+            (None, None) => (!vhosts.is_empty()).then_some(0),
+        };
+        let (keys, ports, own_listener) = self.listener_ports(p, &vhosts, picked, free)?;
+        let key_port = |k: &str| k.parse::<u16>().ok().or_else(|| port_of(k));
         let new_port_of = |addr: &str| -> Option<u16> {
             let port = port_of(addr)?;
             keys.iter()
@@ -914,10 +1040,11 @@ impl ApacheTree {
         };
 
         let mut placed = Placed { ops: Ops::default(), said: Vec::new(), own: String::new(), error_logs: Vec::new() };
-        let mut logs: BTreeMap<String, String> = BTreeMap::new();
+        let mut logs = LogNames::default();
+        let mut error_logs: HashSet<PathBuf> = HashSet::new();
         let mut server_error_log = false;
         for (i, x) in self.directives.iter().enumerate() {
-            let old_line = self.tree.files[x.file].text.lines().nth(x.line).unwrap_or("");
+            let old_line = self.tree.files[x.file].line(x.line).unwrap_or("");
             let indent = &old_line[..old_line.len() - old_line.trim_start().len()];
             let w = words(&self.expand(&x.args));
             let first = w.first().cloned().unwrap_or_default();
@@ -980,27 +1107,12 @@ impl ApacheTree {
                 }
                 // syslog too: Apache would send it to /dev/log, outside the run.
                 Kind::Plain if LOGS.iter().any(|l| x.is(l)) && !first.is_empty() => {
-                    let taken: Vec<String> = logs.values().cloned().collect();
-                    let name = logs.entry(first.clone()).or_insert_with(|| {
-                        let base = match Path::new(&first).file_name() {
-                            _ if first.starts_with("syslog") => "syslog.log".into(),
-                            Some(n) => n.to_string_lossy().to_string(),
-                            None => "log".into(),
-                        };
-                        let mut name = base.clone();
-                        let mut n = 2;
-                        while taken.contains(&name) {
-                            name = format!("{n}-{base}");
-                            n += 1;
-                        }
-                        name
-                    });
-                    let path = format!("{d}/logs/{name}");
+                    let path = format!("{d}/logs/{}", logs.name(&first));
                     if x.is("ErrorLog") {
                         let server = !x.inside("virtualhost");
                         server_error_log |= server;
                         let pb = PathBuf::from(&path);
-                        if !placed.error_logs.contains(&pb) {
+                        if error_logs.insert(pb.clone()) {
                             if server { placed.error_logs.insert(0, pb) } else { placed.error_logs.push(pb) }
                         }
                     }
@@ -1026,24 +1138,7 @@ impl ApacheTree {
                 placed.ops.replace(x.file, x.line, x.span, new);
             }
         }
-        let mut own = format!(
-            "# webtune's own directives, read after the tree (apache2 -c): the run's files, its status page.\n\
-             PidFile {d}/apache2.pid\nDefaultRuntimeDir {d}\n"
-        );
-        if !server_error_log {
-            own += &format!("ErrorLog {d}/logs/error.log\n");
-            placed.error_logs.insert(0, PathBuf::from(format!("{d}/logs/error.log")));
-        }
-        if own_listener {
-            own += &format!("Listen {host}:{}\n", p.load_port);
-            placed.said.push(format!("(webtune's own file): Listen {host}:{} for the site loaded", p.load_port));
-        }
-        own += &format!(
-            "<IfModule !status_module>\nLoadModule status_module {}/mod_status.so\n</IfModule>\n\
-             <Location {STATUS}>\n  SetHandler server-status\n  <IfModule authz_core_module>\n    Require all granted\n  </IfModule>\n</Location>\n",
-            super::apache::MODULES
-        );
-        placed.own = own;
+        placed.own_directives(p, server_error_log, own_listener.then_some(host.as_str()));
         Ok(placed)
     }
 
@@ -1291,7 +1386,7 @@ mod tests {
         assert!(fnmatch("mpm_[a-p]*.lo?d", "mpm_prefork.load") && !fnmatch("[!m]*", "mpm"));
         let env = source_envvars("export A=/x\nexport B=\"${A}/y$C\"\nif [ 1 ]; then\n  export D=z\nfi\n", Vec::new());
         assert_eq!(env, set(&[("A", "/x"), ("B", "/x/y"), ("D", "z")]));
-        assert_eq!(expand("${A}/log ${NOPE}", &env), "/x/log ${NOPE}");
+        assert_eq!(expand("${A}/log ${NOPE}", &env.iter().cloned().collect()), "/x/log ${NOPE}");
         assert_eq!(words("a \"b c\" 'd' e\\\"f"), ["a", "b c", "d", "e\\\"f"]);
     }
 }

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::server::tree::MAX_ENTRIES;
+
 /// Whether `pattern` has wildcards.
 pub fn is_glob(pattern: &str) -> bool {
     pattern.contains(['*', '?', '['])
@@ -23,20 +25,31 @@ pub fn expand(pattern: &Path) -> Result<Vec<PathBuf>, String> {
         return Err(format!("include {text}: wildcards in a directory name are not read yet"));
     }
     let name = name.to_string_lossy();
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(Vec::new()) };
-    let mut found: Vec<PathBuf> = entries
-        .flatten()
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            (!n.starts_with('.') || name.starts_with('.')) && matches(name.as_bytes(), n.as_bytes())
-        })
-        .map(|e| e.path())
+    let Some(names) = names(dir).map_err(|e| format!("include {text}: {e}"))? else { return Ok(Vec::new()) };
+    let found: Vec<PathBuf> = names
+        .into_iter()
+        .filter(|n| (!n.starts_with('.') || name.starts_with('.')) && matches(name.as_bytes(), n.as_bytes()))
+        .map(|n| dir.join(n))
         // A directory matched is nothing to read (symlinks are followed); anything else is
         // read, and refused there unless it is a regular file (a FIFO would hold the server).
         .filter(|p| !p.is_dir())
         .collect();
-    found.sort();
     Ok(found)
+}
+
+/// The names in `dir`, sorted; None when it cannot be read. Counted as they are read: a
+/// directory of more than `MAX_ENTRIES` is refused before it fills memory.
+pub fn names(dir: &Path) -> Result<Option<Vec<String>>, String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(None) };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        if out.len() >= MAX_ENTRIES {
+            return Err(format!("{}: more than {MAX_ENTRIES} entries", dir.display()));
+        }
+        out.push(e.file_name().to_string_lossy().into_owned());
+    }
+    out.sort();
+    Ok(Some(out))
 }
 
 /// fnmatch(3) without flags, for one file name.

@@ -65,6 +65,9 @@ pub struct Node {
 pub struct NginxTree {
     pub tree: UserTree,
     pub nodes: Vec<Node>,
+    /// Each block's own directives (indices of nodes): a search of every node for each
+    /// server block was quadratic in a tree of many virtual hosts.
+    kids: Vec<Vec<usize>>,
 }
 
 /// What the run's layer needs to know: where the copy is, which port the load uses, what
@@ -91,8 +94,15 @@ impl NginxTree {
     /// Reads the tree whose main file is `main`, every include followed.
     pub fn read(main: &Path) -> Result<NginxTree, String> {
         let tree = UserTree::new("nginx", main).map_err(|e| e.0)?;
-        let mut t = NginxTree { tree, nodes: Vec::new() };
+        let mut t = NginxTree { tree, nodes: Vec::new(), kids: Vec::new() };
+        t.tree.enter(0).map_err(|e| e.0)?;
         t.parse_file(0, &[], 0)?;
+        t.kids = vec![Vec::new(); t.nodes.len()];
+        for (i, n) in t.nodes.iter().enumerate() {
+            if let Some(&p) = n.parents.last() {
+                t.kids[p].push(i);
+            }
+        }
         Ok(t)
     }
 
@@ -103,11 +113,13 @@ impl NginxTree {
 
     fn parse_file(&mut self, file: usize, parents: &[usize], depth: usize) -> Result<(), String> {
         let path = self.tree.files[file].path.clone();
-        let text = self.tree.files[file].text.clone();
+        let f = self.tree.files[file].clone();
+        let text = f.text.as_str();
         let mut stack: Vec<usize> = parents.to_vec();
         let mut words: Vec<Arg> = Vec::new();
-        let line_at = |pos: usize| text[..pos].matches('\n').count() + 1;
-        for tok in tokens(&text).map_err(|(pos, e)| format!("{}:{}: {e}", path.display(), line_at(pos)))? {
+        // By the file's line index: counting the newlines before each node was quadratic.
+        let line_at = |pos: usize| f.line_at(pos);
+        for tok in tokens(text).map_err(|(pos, e)| format!("{}:{}: {e}", path.display(), line_at(pos)))? {
             match tok {
                 Token::Word(a) => words.push(a),
                 Token::End(pos, opens) => {
@@ -169,7 +181,9 @@ impl NginxTree {
         let files = super::include::expand(&pattern).map_err(|e| format!("{}: {e}", at(self, &n)))?;
         for f in files {
             let idx = self.tree.read(&f).map_err(|e| format!("{}: include: {}", at(self, &n), e.0))?;
+            self.tree.enter(idx).map_err(|e| format!("{}: include: {}", at(self, &n), e.0))?;
             self.parse_file(idx, stack, depth + 1)?;
+            self.tree.leave();
         }
         Ok(())
     }
@@ -190,7 +204,7 @@ impl NginxTree {
 
     /// Directives `name` directly inside block `b`.
     fn children<'a>(&'a self, b: usize, name: &'a str) -> impl Iterator<Item = &'a Node> + 'a {
-        self.nodes.iter().filter(move |n| n.name == name && n.parents.last() == Some(&b))
+        self.kids[b].iter().map(|&i| &self.nodes[i]).filter(move |n| n.name == name)
     }
 
     /// The server block that serves `site` (a server_name, exact or with nginx's leading or

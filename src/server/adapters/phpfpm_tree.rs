@@ -69,6 +69,7 @@ impl FpmTree {
         let tree = UserTree::new("php-fpm", main).map_err(|e| e.0)?;
         let mut t = FpmTree { tree, settings: Vec::new(), sections: Vec::new() };
         let mut section = "global".to_string();
+        t.tree.enter(0).map_err(|e| e.0)?;
         t.parse_file(0, &mut section, 0)?;
         Ok(t)
     }
@@ -107,7 +108,9 @@ impl FpmTree {
                 let pattern = Path::new("/usr").join(&value.0);
                 for f in super::include::expand(&pattern).map_err(|e| format!("{at}: {e}"))? {
                     let idx = self.tree.read(&f).map_err(|e| format!("{at}: include: {}", e.0))?;
+                    self.tree.enter(idx).map_err(|e| format!("{at}: include: {}", e.0))?;
                     self.parse_file(idx, section, depth + 1)?;
+                    self.tree.leave();
                 }
             }
             self.settings.push(Setting {
