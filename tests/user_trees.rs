@@ -557,3 +557,36 @@ fn a_tree_of_400k_lines_is_read_and_launched_in_seconds() {
     assert!(ready < bound, "launch took {ready:?} to be ready");
     println!("init --config: {took:?}; launch ready: {ready:?}");
 }
+
+/// A file whose name holds a space or a newline is named in quotes in the diff, and the diff
+/// applies with the command webtune prints (`patch -p1 -d DIR`).
+#[test]
+fn a_diff_of_files_with_spaces_and_newlines_in_their_names_applies() {
+    let Some((user, conf)) = debian_tree() else { return };
+    for (i, name) in ["my tuning.conf", "odd\nname.conf"].into_iter().enumerate() {
+        std::fs::write(
+            conf.join("conf-available").join(name),
+            format!("<IfModule mpm_prefork_module>\n\tMaxRequestWorkers {}\n</IfModule>\n", 7 + i),
+        )
+        .unwrap();
+        enable(&conf, "conf", name);
+        let target = write_target(user.path(), "target.toml", &conf, "");
+        let file = webtune::server::TargetFile::load(&target).unwrap_or_else(|e| panic!("{}", e.0));
+        let diffs = file.diffs(&[("workers".into(), "3".into())]).unwrap();
+        let diff = &diffs["apache2"];
+        let quoted = format!("+++ \"b/conf-available/{}\"", name.replace('\n', "\\n"));
+        assert!(diff.contains(&quoted), "{quoted}\n{diff}");
+        let path = user.path().join("apache2.diff");
+        std::fs::write(&path, diff).unwrap();
+        let out = patch(&conf, &path, false);
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let patched = std::fs::read_to_string(conf.join("conf-available").join(name)).unwrap();
+        assert!(patched.contains("MaxRequestWorkers 3"), "{patched}");
+        std::fs::remove_file(conf.join("conf-enabled").join(name)).unwrap();
+    }
+}

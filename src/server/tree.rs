@@ -235,7 +235,7 @@ impl UserTree {
         let rel = relative_to(&f.path, base).display().to_string();
         let diff = similar::TextDiff::from_lines(f.text.as_str(), new.as_str());
         let mut out =
-            diff.unified_diff().context_radius(3).header(&format!("a/{rel}"), &format!("b/{rel}")).to_string();
+            diff.unified_diff().context_radius(3).header(&patch_name("a", &rel), &patch_name("b", &rel)).to_string();
         // A file without a final newline still ends its hunk on a line of its own.
         if !out.ends_with('\n') {
             out.push('\n');
@@ -248,9 +248,67 @@ impl UserTree {
 /// applied in `/`.
 pub const ROOT_SUFFIX: &str = ".root";
 
-/// The files a diff changes, as it names them (`+++ b/PATH`).
-pub fn changed_files(diff: &str) -> Vec<&str> {
-    diff.lines().filter_map(|l| l.strip_prefix("+++ b/")).map(|l| l.split('\t').next().unwrap_or(l)).collect()
+/// `PREFIX/NAME` as a diff header names it: in C-style quotes when the name holds a space,
+/// a quote, a backslash, a control or a non-ASCII byte (`"b/my site.conf"`), which GNU patch
+/// (2.7+) and git read; bare, a space would end the name and a newline break the patch.
+fn patch_name(prefix: &str, rel: &str) -> String {
+    let name = format!("{prefix}/{rel}");
+    if name.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\') {
+        return name;
+    }
+    let mut out = String::from("\"");
+    for b in name.bytes() {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b' ' => out.push(' '),
+            b if b.is_ascii_graphic() => out.push(char::from(b)),
+            b => out.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The files a diff changes, as it names them (`+++ b/PATH`, or `+++ "b/PATH"` quoted).
+pub fn changed_files(diff: &str) -> Vec<String> {
+    diff.lines()
+        .filter_map(|l| l.strip_prefix("+++ "))
+        .filter_map(|l| {
+            let name = l.split('\t').next().unwrap_or(l);
+            match name.strip_prefix("\"b/").and_then(|n| n.strip_suffix('"')) {
+                Some(quoted) => Some(unquote(quoted)),
+                None => name.strip_prefix("b/").map(str::to_string),
+            }
+        })
+        .collect()
+}
+
+/// A C-quoted name's text (`patch_name`'s escapes undone).
+fn unquote(quoted: &str) -> String {
+    let mut bytes = Vec::new();
+    let mut rest = quoted.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        rest = tail;
+        if b != b'\\' {
+            bytes.push(b);
+            continue;
+        }
+        let (byte, tail) = match rest {
+            [b'n', tail @ ..] => (b'\n', tail),
+            [b't', tail @ ..] => (b'\t', tail),
+            [a @ b'0'..=b'3', b @ b'0'..=b'7', c @ b'0'..=b'7', tail @ ..] => {
+                ((a - b'0') * 64 + (b - b'0') * 8 + (c - b'0'), tail)
+            }
+            [c, tail @ ..] => (*c, tail),
+            [] => (b'\\', rest),
+        };
+        bytes.push(byte);
+        rest = tail;
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// `path` relative to `base`, with `..` where it lies outside.
@@ -271,6 +329,17 @@ fn relative_to(path: &Path, base: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_patch_cannot_read_bare_are_quoted_and_read_back() {
+        assert_eq!(patch_name("b", "sites-available/default"), "b/sites-available/default");
+        assert_eq!(patch_name("b", "my site.conf"), "\"b/my site.conf\"");
+        assert_eq!(patch_name("a", "nl\nname \"q\" \\ é.conf"), "\"a/nl\\nname \\\"q\\\" \\\\ \\303\\251.conf\"");
+        for name in ["plain.conf", "my site.conf", "nl\nname \"q\" \\ é.conf"] {
+            let header = format!("+++ {}\n", patch_name("b", name));
+            assert_eq!(changed_files(&header), [name.to_string()], "{header}");
+        }
+    }
 
     /// `patch -p1 -d DIR` of `diff`, not dry: its status and output.
     fn patch(dir: &Path, diff: &str) -> (bool, String) {
