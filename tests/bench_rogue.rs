@@ -162,6 +162,23 @@ fn nothing_listening_is_refused() {
     assert_eq!(run.code, 1);
     // Refused at once: no "the client was the bottleneck" warning from a run of no length.
     assert_eq!(v["warnings"], serde_json::json!([]), "{v:#}");
+
+    // A run of 10 s, closed or open loop, ends within a second, saying why (wrk and oha say
+    // "connection refused" at once).
+    for extra in [&["-d", "10s"][..], &["--rate", "100", "-d", "10s"]] {
+        let url = format!("http://127.0.0.1:{port}/");
+        let mut args = vec!["bench", "-c", "2"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let started = std::time::Instant::now();
+        let run = crate::support::webtune(&args);
+        let took = started.elapsed();
+        assert_eq!(run.code, 1, "{extra:?}: {}", run.stderr);
+        assert!(took < Duration::from_secs(3), "{extra:?}: ran {took:?}");
+        let cause = format!("webtune: no request succeeded: connection refused: nothing listens at 127.0.0.1:{port}:");
+        assert!(run.stderr.contains(&cause), "{extra:?}: {}", run.stderr);
+        assert!(run.stdout.contains("(refused "), "{}", run.stdout);
+    }
 }
 
 #[test]

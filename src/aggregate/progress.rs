@@ -12,6 +12,8 @@ use crate::engine::{Record, Sink};
 pub struct Counters {
     pub ok: AtomicU64,
     pub failed: AtomicU64,
+    /// Of the failed: connects refused (nothing listens).
+    pub refused: AtomicU64,
 }
 
 /// The engine-side half: a sink that counts.
@@ -23,6 +25,10 @@ impl Sink for ProgressTap {
         // One writer per counter: a plain load and store is enough, no locked add.
         let c = if r.is_ok() { &self.0.ok } else { &self.0.failed };
         c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        if r.error == Some(crate::engine::ErrorClass::Refused) {
+            let c = &self.0.refused;
+            c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -45,5 +51,10 @@ impl ProgressBoard {
         self.threads.iter().fold((0, 0), |(ok, failed), c| {
             (ok + c.ok.load(Ordering::Relaxed), failed + c.failed.load(Ordering::Relaxed))
         })
+    }
+
+    /// Connects refused so far.
+    pub fn refused(&self) -> u64 {
+        self.threads.iter().map(|c| c.refused.load(Ordering::Relaxed)).sum()
     }
 }

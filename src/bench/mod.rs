@@ -103,8 +103,9 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
         outcome
     })?;
 
-    let (rates, failures) = follow(&done_rx, &board, watch, origin, ep.stop);
+    let (rates, failures, refused_only) = follow(&done_rx, &board, watch, origin, ep.stop, &shared);
     let outcome = engine.join().map_err(|_| anyhow::anyhow!("the engine panicked"))??;
+
     let cpu = CpuTimes::now().since(cpu_before);
 
     let mut summary = Summary::new(ep.timeout);
@@ -160,7 +161,16 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
     if outcome.answered_http1 && result.failed > 0 && only_malformed {
         warnings.push(H2C_REFUSED.into());
     }
-    if outcome.interrupted {
+    // Given up (every connect refused) is not the user's Ctrl-C.
+    let interrupted = outcome.interrupted && refused_only.is_none();
+    if let Some(refused) = refused_only {
+        warnings.push(format!(
+            "{NOTHING_LISTENS} at {}: every connect was refused ({refused} in {:.1} s), so the run ended there",
+            ep.endpoint.addr,
+            outcome.elapsed.as_secs_f64()
+        ));
+    }
+    if interrupted {
         warnings.push("interrupted: the figures cover the requests finished before Ctrl-C".into());
     }
     if let Err(e) = &log_result {
@@ -178,7 +188,7 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
             tls_failure: outcome.tls_failure,
         },
         options: options(plan),
-        interrupted: outcome.interrupted,
+        interrupted,
         reply_rate: RateStats::from_samples(&rates).map(|r| RateStats { failed_per_second: failures, ..r }),
         client_cpu,
         result,
@@ -199,21 +209,43 @@ fn follow(
     watch: &mut dyn FnMut(&Tick),
     origin: Instant,
     goal: Stop,
-) -> (Vec<f64>, Vec<f64>) {
+    shared: &Shared,
+) -> (Vec<f64>, Vec<f64>, Option<u64>) {
     let (mut rates, mut failures) = (Vec::new(), Vec::new());
     let mut last = (Instant::now(), 0u64, 0u64);
-    while let Err(mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(Duration::from_secs(1)) {
+    let mut refused_only = None;
+    // Looked at often at first, for a run whose every connect is refused; then once a second.
+    while let Err(mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(REFUSED_LOOK) {
         let (ok, failed) = board.totals();
+        if refused_only.is_none() && origin.elapsed() >= REFUSED_FOR && ok == 0 && failed > 0 {
+            let refused = board.refused();
+            if refused == failed {
+                refused_only = Some(refused);
+                shared.give_up();
+            }
+        }
         let now = Instant::now();
         let secs = (now - last.0).as_secs_f64();
+        if secs < 1.0 {
+            continue;
+        }
         let rate = (ok - last.1) as f64 / secs;
         rates.push(rate);
         failures.push(failed.saturating_sub(last.2) as f64 / secs);
         last = (now, ok, failed);
         watch(&Tick { elapsed: origin.elapsed(), succeeded: ok, failed, rate, goal });
     }
-    (rates, failures)
+    (rates, failures, refused_only)
 }
+
+/// The warning's start when nothing listens: the reason "no request succeeded" gives.
+pub const NOTHING_LISTENS: &str = "connection refused: nothing listens";
+
+/// How long a run whose every connect is refused goes on before it ends with the cause (wrk
+/// and oha users see "connection refused" at once), and how often that is looked at. Long
+/// enough for a few tries with the engine's pause after a refusal.
+const REFUSED_FOR: Duration = Duration::from_millis(500);
+const REFUSED_LOOK: Duration = Duration::from_millis(100);
 
 /// The client's own CPU use over the run (of the `cores` its threads could use, and of the
 /// `machine_cores` client and server may use together), and a warning when it was the

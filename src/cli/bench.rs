@@ -167,8 +167,11 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         failed = true;
     }
     if report.result.succeeded == 0 {
-        let h2c_refused = report.warnings.iter().find(|w| *w == crate::bench::H2C_REFUSED);
-        match report.target.tls_failure.as_ref().or(h2c_refused) {
+        let cause = report
+            .warnings
+            .iter()
+            .find(|w| *w == crate::bench::H2C_REFUSED || w.starts_with(crate::bench::NOTHING_LISTENS));
+        match report.target.tls_failure.as_ref().or(cause) {
             Some(why) => eprintln!("webtune: no request succeeded: {why}"),
             None => eprintln!("webtune: no request succeeded"),
         }

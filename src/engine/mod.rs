@@ -211,6 +211,9 @@ pub struct Shared {
     /// Whether a body length that differs from the first is counted: only when every request
     /// is the same one (a URL list's pages differ by design).
     compare_lengths: bool,
+    /// Set by the caller's watcher to end a run that cannot succeed (nothing listens), apart
+    /// from `interrupt`, which is the user's.
+    given_up: AtomicBool,
 }
 
 impl Default for Shared {
@@ -220,6 +223,7 @@ impl Default for Shared {
             issued: AtomicU64::new(0),
             first_body_len: AtomicU64::new(u64::MAX),
             compare_lengths: true,
+            given_up: AtomicBool::new(false),
         }
     }
 }
@@ -237,7 +241,12 @@ impl Shared {
     }
 
     pub fn interrupted(&self) -> bool {
-        self.interrupt.load(Ordering::Relaxed)
+        self.interrupt.load(Ordering::Relaxed) || self.given_up.load(Ordering::Relaxed)
+    }
+
+    /// Ends the run at once, without touching the user's interrupt flag.
+    pub fn give_up(&self) {
+        self.given_up.store(true, Ordering::Relaxed);
     }
 
     /// The body length of the first successful response, once there was one.
