@@ -130,6 +130,10 @@ fn a_logs_mix_is_replayed_and_what_is_left_out_is_counted_exactly() {
         grouped(replayed + posts + missing)
     );
     assert!(text.stdout.contains(&account), "{account}\n{}", text.stdout);
+    // The header names the log's workload, not its first request as if it were all.
+    let header =
+        format!("URL:                 {base} (the access log's 3 distinct requests, GET and HEAD, by frequency)\n");
+    assert!(text.stdout.contains(&header), "{}", text.stdout);
 
     // The same workload as a URL list, loaded with --urls.
     let list = webtune(&["urls", "--from-log", o, "--from-log", n]);

@@ -208,6 +208,15 @@ fn issue_28_one_vocabulary_and_the_peers_habits() {
         run.stderr.lines().next(),
         Some("webtune: -t 3: 3 engine threads on 1 core(s) (wrk's -t); ab's time limit is -d 3s")
     );
+    // The threads that run, as the report's header says: no more than the connections.
+    let run = webtune(&["bench", "--cpus", "client=0", "-t", "30", "-c", "2", "-n", "2", url]);
+    assert_eq!(
+        run.stderr.lines().next(),
+        Some(
+            "webtune: -t 30: 2 engine threads (of 30 asked: one per connection) on 1 core(s) (wrk's -t); ab's time limit is -d 30s"
+        )
+    );
+    assert!(run.stdout.contains("2 connection(s) on 2 thread(s)"), "{}", run.stdout);
 
     // Memory is --memory in mem and tune; the tune's time is --max-time; the old names still work.
     let dir = tempfile::tempdir().unwrap();

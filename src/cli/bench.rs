@@ -115,8 +115,15 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     // one the user meant.
     let cores = spec.cpus.as_ref().map_or_else(crate::sys::available_cores, CpuSet::len);
     if let Some(threads) = a.threads.filter(|&t| t > cores as u64) {
+        // What runs: a thread serves one connection at least, so -t is capped by -c.
+        let running = plan.engine.threads;
+        let capped = if running as u64 == threads {
+            String::new()
+        } else {
+            format!(" (of {threads} asked: one per connection)")
+        };
         eprintln!(
-            "webtune: -t {threads}: {threads} engine threads on {cores} core(s) (wrk's -t); ab's time limit is -d {threads}s"
+            "webtune: -t {threads}: {running} engine threads{capped} on {cores} core(s) (wrk's -t); ab's time limit is -d {threads}s"
         );
     }
     plan.hdr_log = a.hdr_log.clone();
