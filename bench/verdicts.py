@@ -61,6 +61,13 @@ What it measures
            examples/apps/perl (read only) at /hello?io=2 (a 2 ms wait), workers [2,4,8,16] x
            max_requests [0,50,1000] (MaxConnectionsPerChild) x keepalive [on,off], 24
            configurations, 16 connections. Tuner: one-at-a-time.
+       (f) a curve that falls past the knee (issue 51): PHP-FPM (pm static) behind nginx on a
+           CPU-bound page, 2 ms of CPU then 0.3 ms under a lock that the waiting workers poll
+           while burning CPU (flock LOCK_NB in a loop, 50 us of CPU between tries: a spin lock,
+           a retry loop); workers [1,2,3,4,6,8,12,16,24,32], 64 connections. On 2 CPUs the
+           pool rises to 4-8 workers; past that the pollers take the CPU the lock's holder
+           needs, and 16-32 workers serve 15-30% less. Tuners: --strategy workers and
+           one-at-a-time.
        Every grid is measured the same way (single windows, interleaved rounds, order reversed
        on alternate rounds, the tuners after the middle round). Then, while the grid's own
        noise (below) cannot judge a barred row's pick against the score bar (it clears 95% in
@@ -106,12 +113,12 @@ How
     decision and grid measurement as JSON.
 
 Usage
-    python3 bench/verdicts.py                   # all three parts, grids (a) to (e)
+    python3 bench/verdicts.py                   # all three parts, grids (a) to (f)
     python3 bench/verdicts.py --quick           # 6 null, 3 power, small grids of 1 round
     python3 bench/verdicts.py --null 100        # only the null decisions (N of them)
     python3 bench/verdicts.py --power 20        # only the power tries
-    python3 bench/verdicts.py --grid            # only the grids, all five
-    python3 bench/verdicts.py --grids c,d       # only the grids named (a, b, c, d, e)
+    python3 bench/verdicts.py --grid            # only the grids, all six
+    python3 bench/verdicts.py --grids c,d       # only the grids named (a to f)
     python3 bench/verdicts.py --grids e --strategies one-at-a-time,workers,joint
                                                 # several tuners on a grid, a row each
     python3 bench/verdicts.py --null --power    # the parts named, default counts
@@ -128,8 +135,8 @@ Usage
     two tuners: ~8-10 min; (b) 4 x 3 x 3 s + one: ~1.5 min; (c) 11 x 3 x ~2.5 s + two: ~4-6
     min; (d) 8 x 3 x ~3.5 s + two: ~3-4 min; (e) per round 8 x 3.5 s (max_requests 0) + 4 x
     ~22 s (50, keepalive off) + 4 x ~4 s (50, on) + 8 x ~18 s (1000): ~4.5 min, x 3, + the
-    tuner (~5-10 min): ~20-25 min. All five: ~40-45 min; with the null and power parts about
-    70 min.
+    tuner (~5-10 min): ~20-25 min; (f) 10 x 3 x ~4-7 s + two: ~5 min. All six: ~45-50 min;
+    with the null and power parts about 75 min.
 
 Exit status: 0 when every target was met, 1 when one was missed, 2 on a setup error, 130
 when interrupted. Everything it starts is stopped at the end, on error and on Ctrl-C/SIGTERM.
@@ -176,13 +183,17 @@ GUNICORN_CONNECTIONS = 64
 PHP_GRID_WORKERS = [1, 2, 3, 4, 6, 8, 12, 16]
 PHP_GRID_QUICK = [1, 4, 8]
 PHP_CONNECTIONS = 32
+KNEE_GRID_WORKERS = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32]
+KNEE_GRID_QUICK = [1, 2, 8, 32]
+KNEE_CONNECTIONS = 64
 APACHE_GRID = {"workers": [2, 4, 8, 16], "max_requests": [0, 50, 1000], "keepalive": ["on", "off"]}
 APACHE_GRID_QUICK = {"workers": [2, 8], "max_requests": [0, 1000], "keepalive": ["on", "off"]}
 APACHE_CONNECTIONS = 16
-GRIDS = "abcde"
+GRIDS = "abcdef"
 # The tuners each grid runs unless --strategies names them.
 DEFAULT_STRATEGIES = {"a": ["one-at-a-time"], "b": ["workers"], "c": ["workers", "one-at-a-time"],
-                      "d": ["one-at-a-time", "workers"], "e": ["one-at-a-time"]}
+                      "d": ["one-at-a-time", "workers"], "e": ["one-at-a-time"],
+                      "f": ["workers", "one-at-a-time"]}
 RANDOM_DRAWS = 200
 # A pick the grid's resampled noise puts over the score bar in more than the first share of
 # the draws and fewer than the second is not yet judged: the grid measures another round.
@@ -1392,6 +1403,69 @@ def grid_php(ws, webtune, a):
     return res
 
 
+# CPU-bound, with a short section under a lock the waiting workers poll while burning CPU
+# (a spin lock, a retry loop): on 2 CPUs, past the knee more workers take the CPU the holder
+# needs, and throughput falls (grid (f)).
+CONTENDED_PHP = '''<?php
+// verdicts.py grid (f): WORK_US of CPU, then HELD_US under a lock that waiters poll, burning CPU.
+function cpu_us() {
+    $u = getrusage();
+    return ($u["ru_utime.tv_sec"] + $u["ru_stime.tv_sec"]) * 1000000
+        + $u["ru_utime.tv_usec"] + $u["ru_stime.tv_usec"];
+}
+function burn($us) {
+    $end = cpu_us() + $us;
+    $x = 0;
+    while (cpu_us() < $end) {
+        for ($i = 0; $i < 200; $i++) { $x += $i % 7; }
+    }
+    return $x;
+}
+$x = burn(WORK_US);
+$f = fopen(__DIR__ . "/lock", "c");
+while (!flock($f, LOCK_EX | LOCK_NB)) { $x += burn(SPIN_US); }
+$x += burn(HELD_US);
+flock($f, LOCK_UN);
+fclose($f);
+echo "ok $x\\n";
+'''
+KNEE_WORK_US = 2000
+KNEE_HELD_US = 300
+KNEE_SPIN_US = 50
+
+
+def contended_app(ws):
+    d = os.path.join(ws.dir, "php-knee")
+    if not os.path.isdir(d):
+        os.makedirs(d)
+        os.chmod(d, 0o777)
+        text = (CONTENDED_PHP.replace("WORK_US", str(KNEE_WORK_US)).replace("HELD_US", str(KNEE_HELD_US))
+                .replace("SPIN_US", str(KNEE_SPIN_US)))
+        with open(os.path.join(d, "index.php"), "w") as f:
+            f.write(text)
+    return d
+
+
+def grid_knee(ws, webtune, a):
+    """(f) PHP-FPM (pm static) behind nginx, a CPU-bound page with a contended lock whose
+    waiters burn CPU, 64 connections: throughput rises to the CPUs, then falls past the knee."""
+    if not have_php_fpm():
+        return None
+    app = contended_app(ws)
+    workers = KNEE_GRID_QUICK if a.quick else KNEE_GRID_WORKERS
+    res = GridResult("php-fpm workers (CPU-bound, contended past the knee)", {"workers": workers})
+    res.tuners = tuners_for(a, "f", res.knobs)
+    res.connections = KNEE_CONNECTIONS
+    load = {"connections": KNEE_CONNECTIONS, "duration": "1s", "path": "/index.php"}
+
+    def text(config, knobs, window_s=None):
+        return target_file("php-fpm", dict({"pm": "static"}, **config), knobs,
+                           with_window(load, window_s), app=app, ready="/index.php")
+
+    run_grid(ws, webtune, res, lambda c, w=None: text(c, {}, w), rounds_of(a), text({}, res.knobs))
+    return res
+
+
 APACHE_APP = os.path.join(ROOT, "examples", "apps", "perl")
 APACHE_PATH = "/hello?io=2"   # the preloaded mod_perl handler, waiting 2 ms
 
@@ -1445,14 +1519,15 @@ def parse_args(argv=None):
                     help="run the null decisions (N of them; default 100, --quick 6)")
     ap.add_argument("--power", type=int, nargs="?", action=Count, metavar="N",
                     help="run the power tries (N of them; default 20, --quick 3)")
-    ap.add_argument("--grid", action="store_true", help="run the grids, all of them (a to e)")
+    ap.add_argument("--grid", action="store_true", help="run the grids, all of them (a to f)")
     ap.add_argument("--grids", metavar="LIST",
                     help="run only the grids named, comma-separated: a (lab), b (nginx workers), "
-                         "c (gunicorn workers), d (php-fpm workers, noisy), e (apache 3 knobs)")
+                         "c (gunicorn workers), d (php-fpm workers, noisy), e (apache 3 knobs), "
+                         "f (php-fpm workers, falling past the knee)")
     ap.add_argument("--strategies", metavar="LIST",
                     help="the tuners each grid runs, comma-separated (e.g. one-at-a-time,workers,"
                          "joint); a strategy this webtune does not know is reported as not "
-                         "available. Default per grid: a one-at-a-time; b workers; c and d "
+                         "available. Default per grid: a one-at-a-time; b workers; c, d and f "
                          "workers and one-at-a-time; e one-at-a-time")
     ap.add_argument("--random-draws", type=int, default=RANDOM_DRAWS, metavar="N",
                     help=f"random searches drawn from each grid's windows per tuner row (default {RANDOM_DRAWS})")
@@ -1534,7 +1609,8 @@ def run_one_grid(ws, a, label, real):
         return grid_real(ws, a.webtune, a, real)
     grid, missing = {"c": (grid_gunicorn, "gunicorn is not installed"),
                      "d": (grid_php, "php-fpm or nginx is not installed"),
-                     "e": (grid_apache, "apache2 with mod_perl is not installed")}[label]
+                     "e": (grid_apache, "apache2 with mod_perl is not installed"),
+                     "f": (grid_knee, "php-fpm or nginx is not installed")}[label]
     progress(f"grid ({label}) ...")
     return grid(ws, a.webtune, a) or missing
 
