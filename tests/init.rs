@@ -141,8 +141,14 @@ fn init_pid_finds_the_server_under_a_supervisor_and_not_a_lookalike() {
         Command::new("/usr/bin/python3").arg("gunicorn_backup.py").current_dir(dir.path()).spawn().unwrap();
     let l = webtune(&["init", "--pid", &lookalike.id().to_string()]);
     stop_child(&mut lookalike, Duration::from_secs(5));
+    // gunicorn first (its master stops its workers), then the supervisor that waits for it.
+    let gunicorn = nix::unistd::Pid::from_raw(master.parse().unwrap());
+    let _ = nix::sys::signal::kill(gunicorn, nix::sys::signal::Signal::SIGTERM);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while crate::support::lab::alive(gunicorn.as_raw()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     stop_child(&mut supervisor, Duration::from_secs(10));
-    let _ = Command::new("pkill").args(["-f", &dir.path().display().to_string()]).status();
 
     assert_eq!(r.code, 0, "{}", r.stderr);
     let t = &r.stdout;
