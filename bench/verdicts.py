@@ -1383,17 +1383,13 @@ def php_app(ws):
     return d
 
 
-def grid_php(ws, webtune, a):
-    """(d) PHP-FPM (pm static, workers = pm.max_children) behind nginx, a PHP page whose cost
-    is heavy-tailed, 32 connections."""
-    if not have_php_fpm():
-        return None
-    app = php_app(ws)
-    workers = PHP_GRID_QUICK if a.quick else PHP_GRID_WORKERS
-    res = GridResult("php-fpm workers (heavy-tailed page)", {"workers": workers})
-    res.tuners = tuners_for(a, "d", res.knobs)
-    res.connections = PHP_CONNECTIONS
-    load = {"connections": PHP_CONNECTIONS, "duration": "1s", "path": "/index.php"}
+def php_fpm_grid(ws, webtune, a, letter, name, app, workers, connections):
+    """A grid of PHP-FPM (pm static, workers = pm.max_children) behind nginx on `app`'s
+    /index.php, `connections` clients: grids (d) and (f)."""
+    res = GridResult(name, {"workers": workers})
+    res.tuners = tuners_for(a, letter, res.knobs)
+    res.connections = connections
+    load = {"connections": connections, "duration": "1s", "path": "/index.php"}
 
     def text(config, knobs, window_s=None):
         return target_file("php-fpm", dict({"pm": "static"}, **config), knobs,
@@ -1401,6 +1397,15 @@ def grid_php(ws, webtune, a):
 
     run_grid(ws, webtune, res, lambda c, w=None: text(c, {}, w), rounds_of(a), text({}, res.knobs))
     return res
+
+
+def grid_php(ws, webtune, a):
+    """(d) PHP-FPM behind nginx, a PHP page whose cost is heavy-tailed, 32 connections."""
+    if not have_php_fpm():
+        return None
+    workers = PHP_GRID_QUICK if a.quick else PHP_GRID_WORKERS
+    return php_fpm_grid(ws, webtune, a, "d", "php-fpm workers (heavy-tailed page)", php_app(ws), workers,
+                        PHP_CONNECTIONS)
 
 
 # CPU-bound, with a short section under a lock the waiting workers poll while burning CPU
@@ -1447,23 +1452,13 @@ def contended_app(ws):
 
 
 def grid_knee(ws, webtune, a):
-    """(f) PHP-FPM (pm static) behind nginx, a CPU-bound page with a contended lock whose
-    waiters burn CPU, 64 connections: throughput rises to the CPUs, then falls past the knee."""
+    """(f) PHP-FPM behind nginx, a CPU-bound page with a contended lock whose waiters burn
+    CPU, 64 connections: throughput rises to the CPUs, then falls past the knee."""
     if not have_php_fpm():
         return None
-    app = contended_app(ws)
     workers = KNEE_GRID_QUICK if a.quick else KNEE_GRID_WORKERS
-    res = GridResult("php-fpm workers (CPU-bound, contended past the knee)", {"workers": workers})
-    res.tuners = tuners_for(a, "f", res.knobs)
-    res.connections = KNEE_CONNECTIONS
-    load = {"connections": KNEE_CONNECTIONS, "duration": "1s", "path": "/index.php"}
-
-    def text(config, knobs, window_s=None):
-        return target_file("php-fpm", dict({"pm": "static"}, **config), knobs,
-                           with_window(load, window_s), app=app, ready="/index.php")
-
-    run_grid(ws, webtune, res, lambda c, w=None: text(c, {}, w), rounds_of(a), text({}, res.knobs))
-    return res
+    return php_fpm_grid(ws, webtune, a, "f", "php-fpm workers (CPU-bound, contended past the knee)",
+                        contended_app(ws), workers, KNEE_CONNECTIONS)
 
 
 APACHE_APP = os.path.join(ROOT, "examples", "apps", "perl")

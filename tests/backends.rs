@@ -2,43 +2,26 @@
 //! to write, unless the target file names them in `upstreams`; a spy backend on another
 //! loopback address counts what reaches it.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use crate::support::rogue::{Rogue, read_request, response};
 use crate::support::{self, bench_json, missing, webtune_with_limit};
 
-/// A backend on 127.0.0.2 that answers "ok" and counts the requests it was sent.
-struct Spy {
-    port: u16,
-    seen: Arc<AtomicUsize>,
+/// A backend on 127.0.0.2 that answers "ok": what reaches it is counted in `accepted`.
+fn spy() -> Rogue {
+    Rogue::start_on("127.0.0.2:0", |mut s, _| {
+        if read_request(&mut s).is_some() {
+            let _ = s.write_all(&response("200 OK", b"ok"));
+        }
+    })
 }
 
-impl Spy {
-    fn start() -> Spy {
-        let listener = std::net::TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
-        let port = listener.local_addr().unwrap().port();
-        let seen = Arc::new(AtomicUsize::new(0));
-        let counter = seen.clone();
-        std::thread::spawn(move || {
-            for mut s in listener.incoming().flatten() {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                let mut buf = [0u8; 4096];
-                if s.read(&mut buf).unwrap_or(0) > 0 {
-                    counter.fetch_add(1, Ordering::Relaxed);
-                }
-                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
-            }
-        });
-        Spy { port, seen }
-    }
-
-    fn seen(&self) -> usize {
-        self.seen.load(Ordering::Relaxed)
-    }
+fn seen(spy: &Rogue) -> u64 {
+    spy.accepted.load(Ordering::SeqCst)
 }
 
 /// A copy of Debian's /etc/nginx whose default site's `location /` is `location_body`, with
@@ -47,9 +30,7 @@ fn nginx_proxy(dir: &Path, location_body: &str, extra: &str, upstreams: &str) ->
     let copied = Command::new("cp").args(["-a", "/etc/nginx"]).arg(dir).status().unwrap();
     assert!(copied.success());
     // The copy's own files: Debian's absolute includes and site link pointed at the copy.
-    let main = dir.join("nginx/nginx.conf");
-    let text = std::fs::read_to_string(&main).unwrap().replace("/etc/nginx/", &format!("{}/nginx/", dir.display()));
-    std::fs::write(&main, text).unwrap();
+    crate::user_trees_fpm::rewrite(&dir.join("nginx/nginx.conf"), "/etc/nginx/", &format!("{}/nginx/", dir.display()));
     let link = dir.join("nginx/sites-enabled/default");
     std::fs::remove_file(&link).unwrap();
     std::os::unix::fs::symlink("../sites-available/default", &link).unwrap();
@@ -78,7 +59,7 @@ fn an_nginx_copy_that_proxies_is_refused_unless_its_backends_are_named() {
     if support::find_program("nginx").is_none() || !Path::new("/etc/nginx/nginx.conf").exists() {
         return missing("nginx with Debian's /etc/nginx");
     }
-    let spy = Spy::start();
+    let spy = spy();
     let backend = format!("127.0.0.2:{}", spy.port);
     let pass = format!("proxy_pass http://{backend};");
     let group = format!("upstream app {{ server {backend}; }}\n");
@@ -99,7 +80,7 @@ fn an_nginx_copy_that_proxies_is_refused_unless_its_backends_are_named() {
         assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
         assert!(!run.stdout.contains("ready at"), "{}", run.stdout);
     }
-    assert_eq!(spy.seen(), 0, "a request reached the backend before the refusal");
+    assert_eq!(seen(&spy), 0, "a request reached the backend before the refusal");
 
     // A server block the load does not reach may proxy: it takes nothing.
     let dir = tempfile::tempdir().unwrap();
@@ -110,26 +91,19 @@ fn an_nginx_copy_that_proxies_is_refused_unless_its_backends_are_named() {
     // Named, the backend takes the load it is sent.
     let dir = tempfile::tempdir().unwrap();
     let target = nginx_proxy(dir.path(), "proxy_pass http://app/;", &group, &format!("[\"{backend}\"]"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
-        .args(["launch", target.to_str().unwrap(), "--for", "30s"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut first).unwrap();
-    let url = first.split_whitespace().find(|w| w.starts_with("http://")).expect("a URL").to_string();
+    let (mut child, port) = support::launched(&target, "30s");
+    let url = format!("http://127.0.0.1:{port}/");
     let (v, run) = bench_json(&["-n", "20", "-c", "1", "--no-keepalive", &url]);
     support::stop_child(&mut child, Duration::from_secs(10));
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(v["result"]["succeeded"], 20, "{v:#}");
-    assert!(spy.seen() >= 20, "the named backend saw {}", spy.seen());
+    assert!(seen(&spy) >= 20, "the named backend saw {}", seen(&spy));
 }
 
 #[test]
 fn an_apache_copy_that_proxies_is_refused_unless_its_backends_are_named() {
     let Some((user, conf)) = crate::user_trees::debian_tree() else { return };
-    let spy = Spy::start();
+    let spy = spy();
     let backend = format!("127.0.0.2:{}", spy.port);
     for m in ["proxy.load", "proxy_http.load", "proxy.conf"] {
         if !conf.join("mods-enabled").join(m).exists() {
@@ -147,7 +121,7 @@ fn an_apache_copy_that_proxies_is_refused_unless_its_backends_are_named() {
         "{}",
         run.stderr
     );
-    assert_eq!(spy.seen(), 0);
+    assert_eq!(seen(&spy), 0);
     let target =
         crate::user_trees::write_target(user.path(), "target.toml", &conf, &format!("upstreams = [\"{backend}\"]\n"));
     let run = launch(&target);

@@ -1,7 +1,6 @@
 //! `webtune init`: a target file from a server that is already there, by its running master
 //! (read-only) or its configuration file; the file it writes launches that server.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -9,21 +8,9 @@ use crate::support::lab::http_get as get;
 use crate::support::nginx::free_port;
 use crate::support::{find_program, missing, stop_child, wait_listening, webtune};
 
-/// Launches `target` and returns its port, the running launch and the body of `/`.
+/// Launches `target` and returns the body of `/`.
 fn launch_and_get(target: &std::path::Path) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
-        .args(["launch", target.to_str().unwrap(), "--for", "20s"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let port: u16 = line
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.trim().trim_end_matches('/').parse().ok())
-        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    let (mut child, port) = crate::support::launched(target, "20s");
     let body = get(port, "/");
     stop_child(&mut child, Duration::from_secs(10));
     body
@@ -51,12 +38,7 @@ fn init_pid_on_a_running_gunicorn_writes_a_target_that_launches_it_again() {
     let served = get(port, "/");
     // Give the workers their time to boot, then ask about one of them: init finds the master.
     std::thread::sleep(Duration::from_millis(500));
-    let worker = std::fs::read_to_string(format!("/proc/{}/task/{}/children", server.id(), server.id()))
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string();
+    let worker = first_child(server.id());
     let r = webtune(&["init", "--pid", &worker]);
     stop_child(&mut server, Duration::from_secs(10));
     assert_eq!(r.code, 0, "{}", r.stderr);

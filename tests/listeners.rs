@@ -75,15 +75,7 @@ fn a_port_opened_beyond_loopback_during_the_run_fails_the_trial_and_stops_the_la
     assert!(left.stdout.is_empty(), "left running: {}", String::from_utf8_lossy(&left.stdout));
 
     // `launch` looks every second: stopped soon after the 300th request opens the port.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"))
-        .args(["launch", f.to_str().unwrap(), "--for", "30s"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut first).unwrap();
-    let port: u16 = first.rsplit(':').next().and_then(|p| p.trim().trim_end_matches('/').parse().ok()).unwrap();
+    let (child, port) = crate::support::launched(&f, "30s");
     let url = format!("http://127.0.0.1:{port}/");
     let bench = webtune_with_limit(&["bench", "-n", "400", "-c", "1", &url], Duration::from_secs(60));
     assert_eq!(bench.code, 0, "{}", bench.stderr);

@@ -35,7 +35,7 @@ fn chmod(path: &Path, mode: u32) {
 
 /// Replaces the text `from` with `to` in the file at `path`, which must be the test's own copy
 /// (in the temporary directory): `from` may name /etc, the file written never lies there.
-fn rewrite(path: &Path, from: &str, to: &str) {
+pub fn rewrite(path: &Path, from: &str, to: &str) {
     assert!(path.starts_with(std::env::temp_dir()) && !path.starts_with("/etc"), "{}: not a copy", path.display());
     let text = std::fs::read_to_string(path).unwrap();
     std::fs::write(path, text.replace(from, to)).unwrap();

@@ -281,8 +281,7 @@ fn fronted(found: &mut Found, config: &Path) {
         .filter(|p| p.name == "nginx" && table.get(&p.ppid).is_none_or(|parent| parent.name != "nginx"))
         .filter_map(|p| {
             let args = cmdline(p.pid).ok()?;
-            let cwd = std::fs::read_link(format!("/proc/{}/cwd", p.pid)).unwrap_or_default();
-            Some(cwd.join(nginx_config(&args)))
+            Some(cwd_of(p.pid).join(nginx_config(&args)))
         })
         .collect();
     let front = pools.iter().find_map(|(pool, addresses)| {

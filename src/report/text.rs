@@ -6,26 +6,32 @@ use std::io::{self, Write};
 use crate::aggregate::BenchReport;
 use crate::aggregate::result::{Judged, LatencyStats, Part};
 
-/// Writes the bench report as text, for a terminal.
-pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
-    let res = &r.result;
+/// The URL line. A run of many requests names its source, not the first request as if it
+/// were all.
+fn write_url(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     let o = &r.options;
-    writeln!(out, "Server:              {}", r.target.server.as_deref().unwrap_or("(no Server header)"))?;
-    // A run of many requests names its source, not the first request as if it were all.
     match (&o.access_log, &o.requests_file) {
         (Some(log), _) => writeln!(
             out,
             "URL:                 {} (the access log's {} distinct requests, GET and HEAD, by frequency)",
             r.target.url, log.distinct
-        )?,
+        ),
         (None, Some(file)) => writeln!(
             out,
             "URL:                 {} (first of {file}, {})",
             r.target.url,
             o.order.as_deref().unwrap_or("sequential")
-        )?,
-        (None, None) => writeln!(out, "URL:                 {} {}", r.target.method, r.target.url)?,
+        ),
+        (None, None) => writeln!(out, "URL:                 {} {}", r.target.method, r.target.url),
     }
+}
+
+/// Writes the bench report as text, for a terminal.
+pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let res = &r.result;
+    let o = &r.options;
+    writeln!(out, "Server:              {}", r.target.server.as_deref().unwrap_or("(no Server header)"))?;
+    write_url(r, out)?;
     match r.target.document_length {
         Some(n) => writeln!(out, "Document length:     {n} bytes (first response)")?,
         None => writeln!(out, "Document length:     (no successful response)")?,

@@ -97,6 +97,26 @@ pub fn webtune_via(wrapper: &[&str], args: &[&str], limit: Duration) -> Run {
     run_with_limit(command, limit)
 }
 
+/// `webtune launch TARGET --for FOR` started, its output piped, and the port it said it is
+/// ready on (its first line ends with the URL); stop it with `stop_child`.
+pub fn launched(target: &std::path::Path, for_: &str) -> (std::process::Child, u16) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["launch", target.to_str().unwrap(), "--for", for_])
+        .env("WEBTUNE_DB", test_db())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut first).unwrap();
+    let port = first
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.trim().trim_end_matches('/').parse().ok())
+        .unwrap_or_else(|| panic!("no port in {first:?}"));
+    (child, port)
+}
+
 /// Runs a command to its end with its output captured, killing it if it outlives `limit`.
 pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Run {
     let child =
