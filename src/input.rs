@@ -154,6 +154,18 @@ pub fn size_bytes(name: &str, text: &str) -> Result<u64, InputError> {
     Ok(bytes as u64)
 }
 
+/// Bytes in the form `size_bytes` reads back: "512MiB", "1.5GiB", "4096B" (the largest unit
+/// that gives at most one decimal without loss beyond it).
+pub fn format_bytes(bytes: u64) -> String {
+    for (unit, size) in [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if bytes >= size {
+            let value = bytes as f64 / size as f64;
+            return if bytes.is_multiple_of(size) { format!("{}{unit}", bytes / size) } else { format!("{value:.1}{unit}") };
+        }
+    }
+    format!("{bytes}B")
+}
+
 /// "33.6kbps" (bits/s: bps, kbps, Mbps, Gbps) or "100KB/s" (bytes/s: B/s, KB/s, KiB/s, MB/s,
 /// MiB/s) -> bytes per second, at least 1.
 pub fn bandwidth(name: &str, text: &str) -> Result<f64, InputError> {

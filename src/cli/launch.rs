@@ -42,6 +42,9 @@ pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
     // Install the signal handler before anything starts, so Ctrl-C always stops the server.
     let interrupt = crate::sys::interrupt_flag();
     let running = server::launch_until(&file, &sets, &interrupt)?;
+    if let Some(refused) = running.container_refused() {
+        eprintln!("webtune: warning: {refused}");
+    }
     // Warm it as the tuner would: every worker serves requests before anyone measures it.
     let workers = running.worker_pids().len().max(1) as u64;
     let url = format!("{}{}", running.base_url(), file.ready);
@@ -58,6 +61,9 @@ pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
         }
         writeln!(o, "run directory {}", running.dir().display())?;
         writeln!(o, "placement: {}", file.placement.describe())?;
+        if let Some(limits) = running.container_limits() {
+            writeln!(o, "container: {} (cgroup {})", limits.describe(), running.container_name().unwrap_or_default())?;
+        }
         if let Some(c) = running.counters() {
             writeln!(o, "counters {c}")?;
         }
@@ -77,14 +83,32 @@ pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let saturation = running.saturation();
+    let container = running.container_usage().map(|u| container_summary(running.container_limits(), &u));
     drop(running);
     let _ = super::write_stdout(|o| {
         for line in saturation {
             writeln!(o, "saturation: {line}")?;
         }
+        if let Some(c) = container {
+            writeln!(o, "container: {c}")?;
+        }
         writeln!(o, "stopped")
     });
     Ok(ExitCode::SUCCESS)
+}
+
+/// "charged at most 45.2MiB of 200MiB, 0 OOM kills, throttled in 12 of 40 periods (1.3 s)".
+fn container_summary(limits: Option<&crate::sys::cgroup::Limits>, u: &crate::sys::cgroup::Usage) -> String {
+    use crate::input::format_bytes;
+    let of = limits.and_then(|l| l.memory).map_or(String::new(), |m| format!(" of {}", format_bytes(m)));
+    let peak = format_bytes(u.peak.unwrap_or(u.charge));
+    format!(
+        "charged at most {peak}{of}, {} OOM kills, throttled in {} of {} periods ({:.1} s)",
+        u.oom_kills,
+        u.throttled_periods,
+        u.periods,
+        u.throttled_us as f64 / 1e6
+    )
 }
 
 fn running_name(f: &TargetFile) -> &'static str {

@@ -26,6 +26,21 @@ struct Raw {
     /// `shared = true`); default: apart on 4 or more cores, shared below.
     #[serde(default)]
     placement: PlacementSpec,
+    /// The container the server runs in: `memory = "512MiB"`, `cpus = 1.5`, `swap = "0"`
+    /// (`init --pid` reads them from the process's cgroup; `from` says where).
+    #[serde(default)]
+    container: RawContainer,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContainer {
+    memory: Option<String>,
+    cpus: Option<toml::Value>,
+    swap: Option<String>,
+    /// Where the limits were read (a note for the reader; webtune does not use it).
+    #[allow(dead_code)]
+    from: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -217,6 +232,9 @@ pub struct TargetFile {
     /// Where the server (its whole process tree) and the client run: the file's [placement]
     /// checked against the CPUs this process may use, or the default for them.
     pub placement: Placement,
+    /// The container's size, as the knobs `server::container` names (the base of every trial:
+    /// each runs in a cgroup of this size).
+    pub container: Vec<(String, String)>,
 }
 
 impl TargetFile {
@@ -346,11 +364,13 @@ impl TargetFile {
                 line_of("path")
             )));
         }
+        let container = container_values(&raw.container, &line_of)?;
         let memory = match &raw.budget.memory {
             Some(m) => Some(
                 Budget::parse("budget memory", m).map_err(|e| InputError(format!("{}: {}", line_of("memory"), e.0)))?,
             ),
-            None => None,
+            // In a container, the budget is its memory: what the OOM killer enforces.
+            None => crate::server::container::limits(&container).memory.map(|b| Budget::KiB(b / 1024)),
         };
         let placement = raw
             .placement
@@ -379,6 +399,7 @@ impl TargetFile {
             memory,
             time: raw.budget.time,
             placement,
+            container,
         };
         // Judge the load as `webtune bench` would, now rather than at the first trial.
         if let Err(e) = file.load.against("http://127.0.0.1:1").plan() {
@@ -389,8 +410,32 @@ impl TargetFile {
 
     /// The base configuration with `overrides` applied (knob = value, in file order).
     pub fn settings(&self, overrides: &[(String, String)]) -> Settings {
-        Settings(self.config.settings().to_vec()).with_all(overrides)
+        Settings(self.config.settings().to_vec()).with_all(&self.container).with_all(overrides)
     }
+}
+
+/// The `[container]` table as container knobs, each checked.
+fn container_values(raw: &RawContainer, line_of: &dyn Fn(&str) -> String) -> Result<Vec<(String, String)>, InputError> {
+    use crate::server::container::{CPUS, MEMORY, SWAP, check};
+    let cpus = match &raw.cpus {
+        Some(toml::Value::Integer(i)) => Some(i.to_string()),
+        Some(toml::Value::Float(f)) => Some(f.to_string()),
+        Some(toml::Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(InputError(format!("{}: container cpus: a number of CPUs, e.g. 0.5 or 2", line_of("cpus"))));
+        }
+        None => None,
+    };
+    let mut values = Vec::new();
+    for (knob, key, value) in
+        [(MEMORY, "memory", raw.memory.clone()), (CPUS, "cpus", cpus), (SWAP, "swap", raw.swap.clone())]
+    {
+        if let Some(v) = value {
+            check(knob, &v).map_err(|e| InputError(format!("{}: container {key}: {e}", line_of(key))))?;
+            values.push((knob.to_string(), v));
+        }
+    }
+    Ok(values)
 }
 
 /// `app`, `chdir` and `pythonpath`, resolved against the target file's directory `dir`

@@ -6,6 +6,7 @@
 
 pub mod adapters;
 pub mod backends;
+pub mod container;
 pub mod file;
 pub mod front;
 pub mod http;
@@ -23,6 +24,7 @@ use anyhow::Context;
 pub use file::TargetFile;
 pub use settings::Settings;
 
+use crate::sys::cgroup::{Cgroup, Limits, Usage};
 use adapters::{Adapter, Ctx, Prepared, Where};
 use process::{stop_group, tail};
 use rundir::RunDir;
@@ -51,6 +53,26 @@ pub struct Running {
     stopped: bool,
     /// With `[load] remote`: the one address beyond loopback the server may listen on.
     reachable: Option<std::net::IpAddr>,
+    /// The container the server runs in, when its values set one (`container`).
+    cgroup: Option<Cgroup>,
+    /// Why the container its values asked for could not be made (it runs on the host's limits).
+    cgroup_refused: Option<String>,
+}
+
+/// The cgroup of a launch whose values set container limits, named after its run directory
+/// (so that the next launch removes it after a webtune killed by SIGKILL); or why it could not
+/// be made.
+fn make_cgroup(dir: &RunDir, limits: &Limits) -> (Option<Cgroup>, Option<String>) {
+    if !limits.any() {
+        return (None, None);
+    }
+    match Cgroup::create(&dir.name(), limits) {
+        Ok(c) => (Some(c), None),
+        Err(e) => (
+            None,
+            Some(format!("{e}: the server runs on the host's limits, not in a container of {}", limits.describe())),
+        ),
+    }
 }
 
 impl TargetFile {
@@ -63,7 +85,7 @@ impl TargetFile {
     /// files for these values, per tree ("apache2", "php-fpm"...); empty without one, or when
     /// the values are the user's own.
     pub fn diffs(&self, values: &[(String, String)]) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
-        Ok(self.adapter().diffs(self, &front::back_values(values))?.into_iter().collect())
+        Ok(self.adapter().diffs(self, &server_values(values))?.into_iter().collect())
     }
 
     /// The directory `patch -p1 -d` applies tree `tree`'s diff in: its main file's (the
@@ -81,12 +103,19 @@ impl TargetFile {
 
     /// The configuration lines for these values, in the server's own syntax.
     pub fn recommend(&self, values: &[(String, String)]) -> String {
-        let server = self.adapter().recommend(self, &front::back_values(values));
-        match front::recommend(values) {
-            Some(f) => format!("{server}\n{f}"),
-            None => server,
-        }
+        let server = self.adapter().recommend(self, &server_values(values));
+        [Some(server), front::recommend(values), container::recommend(values)]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("\n")
     }
+}
+
+/// What the server's own configuration gets of `values`: neither the container's knobs nor
+/// the front's (and, behind a front, its keep-alive off).
+fn server_values(values: &[(String, String)]) -> Vec<(String, String)> {
+    front::back_values(&container::server_values(values))
 }
 
 /// Starts the target with its base configuration plus `overrides`, and waits until it
@@ -121,8 +150,9 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
     while with_front && back_port == port {
         back_port = free_port(&file.host)?;
     }
-    let back_values = front::back_values(&values);
+    let back_values = server_values(&values);
     let dir = RunDir::create()?;
+    let (cgroup, cgroup_refused) = make_cgroup(&dir, &container::limits(&values));
     let ctx = Ctx { dir: &dir, host: &file.host, port, file };
     let prepared = adapter.prepare(&Ctx { port: back_port, ..ctx }, &back_values).and_then(|mut p| {
         if with_front {
@@ -148,6 +178,8 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
         prepared,
         daemon: None,
         stopped: false,
+        cgroup,
+        cgroup_refused,
         reachable: (!file.load.remote.is_empty()).then(|| file.host.parse().ok()).flatten(),
     };
     for s in running.prepared.spawns.clone() {
@@ -155,7 +187,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
         s.env.extend(file.env.iter().cloned());
         s.env.push((rundir::MARKER.into(), running.dir.path.display().to_string()));
         let log = running.dir.join(&format!("{}.log", s.name));
-        let child = process::start(&s, &log, file.placement.server.as_ref())?;
+        let child = process::start(&s, &log, file.placement.server.as_ref(), running.cgroup.as_ref())?;
         running.dir.record_group(child.id() as i32)?;
         running.children.push((s.name.clone(), child));
     }
@@ -202,6 +234,27 @@ impl Running {
         crate::procmem::select(&crate::procmem::Selector::Pid(master))
             .map(|p| p.into_iter().filter(|&x| x != master).collect())
             .unwrap_or_default()
+    }
+
+    /// The kernel's accounting of the server's container now, when it runs in one.
+    pub fn container_usage(&self) -> Option<Usage> {
+        self.cgroup.as_ref().map(Cgroup::usage)
+    }
+
+    /// The limits of the server's container, when it runs in one.
+    pub fn container_limits(&self) -> Option<&Limits> {
+        self.cgroup.as_ref().map(|c| &c.limits)
+    }
+
+    /// The name of the server's cgroup ("webtune-run-1234-abcd"), when it runs in one.
+    pub fn container_name(&self) -> Option<String> {
+        Some(self.cgroup.as_ref()?.dirs.first()?.file_name()?.to_string_lossy().into_owned())
+    }
+
+    /// Why the container the values asked for could not be made (the server runs on the
+    /// host's limits), to be said to the user.
+    pub fn container_refused(&self) -> Option<&str> {
+        self.cgroup_refused.as_deref()
     }
 
     /// The configuration the adapter wrote for this launch, for the evidence.
@@ -389,8 +442,14 @@ impl Running {
             stop_group(child.id() as i32, grace);
             let _ = child.wait();
         }
-        // What left the groups (a daemon) is found by the marker in its environment.
-        let left = rundir::stop_marked(&self.dir.path, grace);
+        // What left the groups (a daemon) is found by the marker in its environment, and what
+        // cleared its environment too, by the cgroup that holds it.
+        let mut left = rundir::stop_marked(&self.dir.path, grace);
+        if let Some(c) = &mut self.cgroup
+            && !c.remove()
+        {
+            left.extend(c.pids());
+        }
         if left.is_empty() {
             self.dir.remove();
         } else {

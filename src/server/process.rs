@@ -10,6 +10,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
+use crate::sys::cgroup::Cgroup;
 use crate::sys::cpus::CpuSet;
 
 /// What to run.
@@ -48,9 +49,9 @@ pub fn find_program(program: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Starts `s` in a new process group, output to `log`, confined to `cpus` when given (its
-/// children inherit the set: the whole server tree stays on it).
-pub fn start(s: &Spawn, log: &Path, cpus: Option<&CpuSet>) -> anyhow::Result<Child> {
+/// Starts `s` in a new process group, output to `log`, confined to `cpus` and to `cgroup`
+/// when given (its children inherit both: the whole server tree stays in them).
+pub fn start(s: &Spawn, log: &Path, cpus: Option<&CpuSet>, cgroup: Option<&Cgroup>) -> anyhow::Result<Child> {
     use std::os::unix::process::CommandExt;
     let program = find_program(&s.program).with_context(|| format!("{} not found: is it installed?", s.program))?;
     let out = std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
@@ -68,7 +69,35 @@ pub fn start(s: &Spawn, log: &Path, cpus: Option<&CpuSet>) -> anyhow::Result<Chi
             cmd.pre_exec(move || nix::sched::sched_setaffinity(Pid::from_raw(0), &mask).map_err(std::io::Error::from));
         }
     }
-    cmd.spawn().with_context(|| format!("cannot start {}", s.display()))
+    // The child joins the cgroup before it runs a single instruction of the server, so that no
+    // process it forks can start outside. The files are opened here (close-on-exec); between
+    // fork and exec only write(2) runs.
+    let joins = cgroup
+        .map(|c| c.procs_files())
+        .unwrap_or_default()
+        .iter()
+        .map(|f| {
+            std::fs::OpenOptions::new().write(true).open(f).with_context(|| format!("cannot open {}", f.display()))
+        })
+        .collect::<anyhow::Result<Vec<std::fs::File>>>()?;
+    if !joins.is_empty() {
+        use std::os::fd::AsRawFd;
+        let fds: Vec<i32> = joins.iter().map(AsRawFd::as_raw_fd).collect();
+        // SAFETY: write(2) on descriptors opened before the fork; nothing is allocated.
+        unsafe {
+            cmd.pre_exec(move || {
+                for &fd in &fds {
+                    if nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+    let child = cmd.spawn().with_context(|| format!("cannot start {}", s.display()));
+    drop(joins);
+    child
 }
 
 /// Whether any process of the group is left.

@@ -81,6 +81,11 @@ impl RunDir {
         Ok(())
     }
 
+    /// The directory's own name ("run-1234-abcd"), which the cgroups of its server share.
+    pub fn name(&self) -> String {
+        self.path.file_name().unwrap_or_default().to_string_lossy().into_owned()
+    }
+
     /// The path of file `name` inside the directory.
     pub fn join(&self, name: &str) -> PathBuf {
         self.path.join(name)
@@ -226,7 +231,9 @@ pub fn reap_stale(base: &Path) -> Vec<i32> {
             }
         }
         // Daemons that left the groups; the directory stays while any survives, for the next try.
-        if stop_marked(&dir, Duration::from_secs(5)).is_empty() {
+        // The run's cgroups hold whatever is left, even a process that cleared its environment.
+        let cgroups_gone = crate::sys::cgroup::remove_dirs(&crate::sys::cgroup::dirs_named(&name));
+        if stop_marked(&dir, Duration::from_secs(5)).is_empty() && cgroups_gone {
             let _ = std::fs::remove_dir_all(&dir);
         }
     }

@@ -1,7 +1,9 @@
 //! The operating system facts the tool needs: its own CPU use, the CPUs it and the server may
-//! use (`cpus`), its file-descriptor limit, and whether the user asked it to stop.
+//! use (`cpus`), the container limits it and the server run in (`cgroup`), its file-descriptor
+//! limit, and whether the user asked it to stop.
 
 pub mod bounded;
+pub mod cgroup;
 pub mod cpus;
 
 use std::sync::atomic::{AtomicBool, Ordering};

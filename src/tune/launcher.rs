@@ -58,4 +58,10 @@ impl Launched for Running {
     fn listening_outside(&self) -> Option<String> {
         Running::listening_outside(self)
     }
+    fn container(&self) -> Option<(crate::sys::cgroup::Limits, crate::sys::cgroup::Usage)> {
+        Some((self.container_limits()?.clone(), self.container_usage()?))
+    }
+    fn container_refused(&self) -> Option<String> {
+        Running::container_refused(self).map(str::to_string)
+    }
 }

@@ -91,9 +91,13 @@ impl Objective {
 /// that must fit is the largest the server may run: its configured size (the seeds'
 /// MaxClients rule), or more if more were seen; never only the workers alive at the moment of
 /// the costliest sample, which in a recycling pool may be one of eight.
+///
+/// In a container, a window in which the OOM killer killed a process does not fit, whatever
+/// the figures: the kernel has judged.
 pub fn fits(p: &Point) -> bool {
     let seen = p.samples.iter().filter_map(|s| s.memory.as_ref()).map(|m| m.workers).max().unwrap_or(0);
-    p.memory().is_none_or(|m| pool_fits(m, pool(&p.settings, p.workers_at_start).max(seen)))
+    let killed = p.samples.iter().filter_map(|s| s.container.as_ref()).any(|c| c.oom_kills > 0);
+    !killed && p.memory().is_none_or(|m| pool_fits(m, pool(&p.settings, p.workers_at_start).max(seen)))
 }
 
 /// The pool that must fit: its configured size, or more if more workers were there at the

@@ -38,6 +38,41 @@ pub struct MemUse {
     pub workers_fit: Option<u64>,
 }
 
+/// The container's own accounting during one window, from the kernel (the server ran in a
+/// cgroup with these limits): what the OOM killer and the CPU quota act on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContainerUse {
+    /// The memory limit, bytes; None without one.
+    pub memory_limit_bytes: Option<u64>,
+    /// The CPU quota, in CPUs; None without one.
+    pub cpus: Option<f64>,
+    /// The most the kernel charged at the window's memory samples, bytes, and its parts then.
+    pub charge_max_bytes: u64,
+    pub anon_bytes: u64,
+    pub file_bytes: u64,
+    pub sock_bytes: u64,
+    pub kernel_bytes: u64,
+    /// Processes the OOM killer killed during the window.
+    pub oom_kills: u64,
+    /// Of the window's quota periods, the share in which the container was throttled (0-1).
+    pub throttled_share: Option<f64>,
+    /// Time its processes waited, throttled, seconds summed over them.
+    pub throttled_s: f64,
+    /// CPU time the server's processes used in the window, seconds (0 when unread).
+    pub cpu_s: f64,
+    /// Workers that fit the memory limit by the charge the kernel cannot reclaim (all of it but
+    /// the page cache): the workers seen plus what is left under the limit divided by one
+    /// worker's unique memory. None without a limit or a worker.
+    pub workers_fit: Option<u64>,
+}
+
+impl ContainerUse {
+    /// The charge the kernel cannot reclaim without killing: all but the page cache.
+    pub fn unreclaimable_bytes(&self) -> u64 {
+        self.charge_max_bytes.saturating_sub(self.file_bytes)
+    }
+}
+
 /// The memory figure configurations are compared by, KiB: the server's own pages
 /// (`MemUse::own_pss_kib`) when every window of `points` read them, else the whole PSS (runs
 /// stored before they were read, kernels that do not split the PSS); never one against the other.
@@ -88,6 +123,9 @@ pub struct Sample {
     /// of `succeeded`); None in points stored before they were counted.
     #[serde(default)]
     pub connections: Option<u64>,
+    /// The container's accounting, when the server ran in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<ContainerUse>,
 }
 
 /// How many requests one of `max_requests` stands for: 1 where the server counts requests;

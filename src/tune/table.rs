@@ -53,6 +53,18 @@ pub fn side_by_side(title: &str, headings: [&str; 2], before: &Point, after: &Po
     if [before, after].iter().any(|p| p.memory().is_some_and(|m| m.front_pss_kib.is_some())) {
         metric("  of it the front's", front(before), front(after), 0, Relative);
     }
+    // In a container: what the kernel charged, killed and throttled (the worst window).
+    let container = |p: &Point, f: &dyn Fn(&super::point::ContainerUse) -> f64| {
+        p.samples.iter().filter_map(|s| s.container.as_ref()).map(f).reduce(f64::max)
+    };
+    if [before, after].iter().any(|p| p.samples.iter().any(|s| s.container.is_some())) {
+        let charge = |c: &super::point::ContainerUse| c.charge_max_bytes as f64 / 1024.0;
+        metric("Container charge (KiB)", container(before, &charge), container(after, &charge), 0, Relative);
+        let kills = |c: &super::point::ContainerUse| c.oom_kills as f64;
+        metric("OOM kills", container(before, &kills), container(after, &kills), 0, Relative);
+        let throttled = |c: &super::point::ContainerUse| c.throttled_share.unwrap_or(0.0) * 100.0;
+        metric("Throttled periods (%)", container(before, &throttled), container(after, &throttled), 1, Points);
+    }
     let others = |p: &Point| p.ok().then_some(p.interference * 100.0);
     metric("Others' CPU, max (%)", others(before), others(after), 1, Points);
     let client = |p: &Point| p.client_share.filter(|_| p.ok()).map(|s| s * 100.0);

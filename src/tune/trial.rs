@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::point::{MemUse, Point, Sample, Status, max_requests_scale};
+use super::point::{ContainerUse, MemUse, Point, Sample, Status, max_requests_scale};
 use crate::bench::remote::{self, Remote};
 use crate::bench::{self, BenchPlan, BenchSpec, spec};
 use crate::procmem::cpu::CpuWatch;
 use crate::procmem::{self, Role, Selector};
 use crate::server::Settings;
+use crate::sys::cgroup::{Limits, Usage};
 use crate::sys::cpus::{self, Placement};
 
 /// A server the tuner can start in a given configuration (an adapter from the target file).
@@ -61,6 +62,14 @@ pub trait Launched: Sync {
     /// Why the run must stop when the server now takes traffic beyond loopback (asked after
     /// each window: an app or a daemon may open a port late).
     fn listening_outside(&self) -> Option<String> {
+        None
+    }
+    /// The container the server runs in (its limits) and the kernel's accounting of it now.
+    fn container(&self) -> Option<(Limits, Usage)> {
+        None
+    }
+    /// Why the container its settings asked for could not be made (it runs on the host's).
+    fn container_refused(&self) -> Option<String> {
         None
     }
 }
@@ -385,10 +394,14 @@ impl Trial {
             };
             let mut sample = match measure_once(&*self.server, &measuring) {
                 Ok(w) if w.sample.succeeded == 0 && w.over_budget.is_none() => {
-                    return Err(failed(format!("no request succeeded ({} failed)", w.sample.failed)));
+                    let killed = self.oom_killed().map_or(String::new(), |k| format!(": {k}"));
+                    return Err(failed(format!("no request succeeded ({} failed){killed}", w.sample.failed)));
                 }
                 Ok(s) => s,
-                Err(e) => return Err(failed(format!("{e:#}"))),
+                Err(e) => {
+                    let killed = self.oom_killed().map_or(String::new(), |k| format!(" ({k})"));
+                    return Err(failed(format!("{e:#}{killed}")));
+                }
             };
             if let Some(m) = &sample.sample.memory {
                 self.largest_pss_kib = self.largest_pss_kib.max(m.pss_total_kib);
@@ -470,6 +483,16 @@ impl Trial {
         })
     }
 
+    /// "the OOM killer killed 3 of its processes (container memory limit 200MiB)", when it did:
+    /// a server that dies in a container is told apart from one that crashed.
+    fn oom_killed(&self) -> Option<String> {
+        let (limits, usage) = self.server.container()?;
+        let limit = limits
+            .memory
+            .map_or(String::new(), |m| format!(" (container memory limit {})", crate::input::format_bytes(m)));
+        (usage.oom_kills > 0).then(|| format!("the OOM killer killed {} of its processes{limit}", usage.oom_kills))
+    }
+
     /// The point of `w`: the server must still be alive; the saturation its logs wrote
     /// meanwhile and the configuration it read are the evidence.
     pub fn finish(&mut self, step: &str, w: Windows, opts: &TrialOptions) -> Point {
@@ -477,7 +500,11 @@ impl Trial {
             w;
         let seconds = || started.elapsed().as_secs_f64();
         if procmem::select(&Selector::Pid(self.server.master_pid())).is_err() {
-            let failed = Point::failed(step, &self.settings, "the server died during the run".into(), seconds());
+            let cause = match self.oom_killed() {
+                Some(killed) => format!("the server died during the run: {killed}"),
+                None => "the server died during the run".into(),
+            };
+            let failed = Point::failed(step, &self.settings, cause, seconds());
             return Point { launches: usize::from(launched), ..failed };
         }
         let all = self.server.saturation();
@@ -487,6 +514,7 @@ impl Trial {
         if let (Some(p), Some(share)) = (&opts.placement, client_share) {
             notes.extend(cpus::shared_client_warning(p, share));
         }
+        notes.extend(self.server.container_refused());
         notes.dedup();
         Point {
             load_from,
@@ -639,6 +667,7 @@ fn measure_once(server: &dyn Launched, w: &WindowPlan) -> anyhow::Result<Window>
     let master = server.master_pid();
     let front = server.front_pid();
     let watch = CpuWatch::start(&[Some(master), front].into_iter().flatten().collect::<Vec<_>>());
+    let container_before = server.container();
     let done = AtomicBool::new(false);
     // The engine's stop: Ctrl-C (relayed by the probe), or the probe's over-budget sample.
     let stop = Arc::new(AtomicBool::new(interrupt.load(Ordering::Relaxed)));
@@ -658,6 +687,13 @@ fn measure_once(server: &dyn Launched, w: &WindowPlan) -> anyhow::Result<Window>
             for (i, at) in times.into_iter().enumerate() {
                 if !sleep_until(window_start + at, done, &relay) {
                     break;
+                }
+                if let Some((_, u)) = server.container()
+                    && probed
+                        .charge
+                        .is_none_or(|c: Usage| u.charge.saturating_sub(u.file) > c.charge.saturating_sub(c.file))
+                {
+                    probed.charge = Some(u);
                 }
                 match read_memory(master, front, budget, done) {
                     // The costliest moment is the conservative one.
@@ -692,7 +728,11 @@ fn measure_once(server: &dyn Launched, w: &WindowPlan) -> anyhow::Result<Window>
         done.store(true, Ordering::Relaxed);
         (report, probe.join().unwrap_or_default())
     });
-    let Probed { memory, counters, refused, over_budget } = probed;
+    let Probed { mut memory, counters, refused, over_budget, charge } = probed;
+    let container = container_before.map(|(limits, before)| {
+        let after = server.container().map_or(before, |(_, u)| u);
+        container_use(&limits, before, after, charge, memory.as_mut())
+    });
     let interference = watch.finish(cores);
     let report = report?;
     if let Some(refused) = refused {
@@ -723,6 +763,7 @@ fn measure_once(server: &dyn Launched, w: &WindowPlan) -> anyhow::Result<Window>
             window_s: Some(report.result.duration_s),
             client_share: interference.map(|i| i.own),
             connections: Some(report.result.connections.opened),
+            container,
         },
         trend,
         over_budget,
@@ -736,6 +777,49 @@ struct Probed {
     counters: Option<serde_json::Value>,
     refused: Option<procmem::Refused>,
     over_budget: Option<f64>,
+    /// The container's accounting at the sample where the most was charged (page cache aside).
+    charge: Option<Usage>,
+}
+
+/// A window's container figures, from the kernel's counters before and after it and its
+/// costliest sample. The workers that fit come from the charge, not from PSS: the kernel
+/// charges a page to the cgroup that touched it first and kills on the charge; a pool PSS says
+/// fits but the charge does not has its fit lowered to the charge's (`memory` is changed).
+fn container_use(
+    limits: &Limits,
+    before: Usage,
+    after: Usage,
+    peak: Option<Usage>,
+    memory: Option<&mut MemUse>,
+) -> ContainerUse {
+    let at = peak.unwrap_or(after);
+    let periods = after.periods.saturating_sub(before.periods);
+    let mut c = ContainerUse {
+        memory_limit_bytes: limits.memory,
+        cpus: limits.cpus,
+        charge_max_bytes: at.charge,
+        anon_bytes: at.anon,
+        file_bytes: at.file,
+        sock_bytes: at.sock,
+        kernel_bytes: at.kernel,
+        oom_kills: after.oom_kills.saturating_sub(before.oom_kills),
+        throttled_share: (periods > 0)
+            .then(|| after.throttled_periods.saturating_sub(before.throttled_periods) as f64 / periods as f64),
+        throttled_s: after.throttled_us.saturating_sub(before.throttled_us) as f64 / 1e6,
+        cpu_s: after.cpu_us.saturating_sub(before.cpu_us) as f64 / 1e6,
+        workers_fit: None,
+    };
+    if let (Some(limit), Some(m)) = (limits.memory, memory)
+        && m.workers > 0
+        && m.worker_uss_max_kib > 0
+    {
+        let per_worker = (m.worker_uss_max_kib * 1024) as i64;
+        let room = limit as i64 - c.unreclaimable_bytes() as i64;
+        let fit = (m.workers as i64 + room.div_euclid(per_worker)).max(0) as u64;
+        c.workers_fit = Some(fit);
+        m.workers_fit = Some(m.workers_fit.map_or(fit, |pss| pss.min(fit)));
+    }
+    c
 }
 
 /// A drift within a window larger than this (% of its mean) and beyond noise (`TREND_T`)

@@ -95,6 +95,9 @@ pub fn check_knob(adapter: &dyn Adapter, name: &str, value: &str) -> Result<(), 
         let value = crate::input::echo(value);
         return Err(format!("{name}: value \"{value}\" must be one line of at most 1 KiB"));
     }
+    if super::container::is_knob(name) {
+        return super::container::check(name, value);
+    }
     if name == super::front::KNOB {
         super::front::check(value)?;
         if value != "none" && !adapter.takes_front() {
