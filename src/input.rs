@@ -160,7 +160,11 @@ pub fn format_bytes(bytes: u64) -> String {
     for (unit, size) in [("TiB", 1u64 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
         if bytes >= size {
             let value = bytes as f64 / size as f64;
-            return if bytes.is_multiple_of(size) { format!("{}{unit}", bytes / size) } else { format!("{value:.1}{unit}") };
+            return if bytes.is_multiple_of(size) {
+                format!("{}{unit}", bytes / size)
+            } else {
+                format!("{value:.1}{unit}")
+            };
         }
     }
     format!("{bytes}B")

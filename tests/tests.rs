@@ -15,6 +15,7 @@ mod bench_nginx;
 mod bench_pacing;
 mod bench_rogue;
 mod bench_workload;
+mod containers;
 mod entry_points;
 mod fileset;
 mod hostile_control;

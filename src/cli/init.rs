@@ -32,6 +32,8 @@ struct Found {
     front_config: Option<PathBuf>,
     /// Comment lines about the running server (memory, capacity).
     notes: Vec<String>,
+    /// The container limits it runs in (its cgroup's), and where they were read.
+    container: Option<(crate::sys::cgroup::Limits, String)>,
 }
 
 pub fn run(a: &InitArgs) -> anyhow::Result<ExitCode> {
@@ -258,6 +260,8 @@ fn from_pid(pid: i32) -> Result<Found, InputError> {
         fronted(&mut found, &config);
     }
     found.notes.extend(memory_notes(master, &joined));
+    found.container =
+        crate::sys::cgroup::Limits::of_pid(master).filter(|(l, _)| l.memory.is_some() || l.cpus.is_some());
     Ok(found)
 }
 
@@ -418,9 +422,32 @@ fn target_text(found: &Found, how: &str) -> Result<String, InputError> {
     let _ = writeln!(
         t,
         "\n[load]\npath = \"/\"          # a page of yours; or access_log = \"/var/log/...\" for your own traffic\n\
-         connections = 32\nduration = \"10s\"\n\n[budget]\nmemory = \"auto\"    # what is available now plus what the server holds"
+         connections = 32\nduration = \"10s\""
     );
+    match &found.container {
+        Some((limits, from)) => write_container(&mut t, limits, from),
+        None => {
+            let _ = writeln!(t, "\n[budget]\nmemory = \"auto\"    # what is available now plus what the server holds");
+        }
+    }
     Ok(t)
+}
+
+/// The `[container]` table of limits read from a cgroup: every trial runs in a cgroup of the
+/// same size, and the memory budget is its memory limit (what the OOM killer enforces).
+fn write_container(t: &mut String, limits: &crate::sys::cgroup::Limits, from: &str) {
+    let _ = writeln!(t, "\n# The container it runs in: every trial runs in a cgroup of this size, and the memory");
+    let _ = writeln!(t, "# budget is its memory limit (what the OOM killer acts on).");
+    let _ = writeln!(t, "[container]\nfrom = {}", quoted(from));
+    if let Some(m) = limits.memory {
+        let _ = writeln!(t, "memory = {}", quoted(&crate::input::format_bytes(m)));
+    }
+    if let Some(s) = limits.swap.filter(|_| limits.memory.is_some()) {
+        let _ = writeln!(t, "swap = {}", quoted(&crate::input::format_bytes(s)));
+    }
+    if let Some(c) = limits.cpus {
+        let _ = writeln!(t, "cpus = {}", (c * 1000.0).round() / 1000.0);
+    }
 }
 
 #[cfg(test)]

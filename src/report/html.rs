@@ -381,6 +381,12 @@ fn before_after(out: &mut String, headings: [&str; 2], b: &Point, a: &Point) {
     metric("requests/s", b.rps(), a.rps());
     metric("p99 ms", b.p99(), a.p99());
     metric("p99.9 ms", b.p999().unwrap_or(f64::NAN), a.p999().unwrap_or(f64::NAN));
+    if let (Some(x), Some(y)) = (b.container(), a.container()) {
+        metric("container charge KiB", x.charge_max_bytes as f64 / 1024.0, y.charge_max_bytes as f64 / 1024.0);
+        metric("OOM kills", x.oom_kills as f64, y.oom_kills as f64);
+        let throttled = |c: &crate::tune::ContainerUse| c.throttled_share.unwrap_or(0.0) * 100.0;
+        metric("throttled periods %", throttled(&x), throttled(&y));
+    }
     for (k, v) in &a.settings.0 {
         let before = b.settings.get(k).unwrap_or("-");
         let class = if before != v { " class=\"changed\"" } else { "" };

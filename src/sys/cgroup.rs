@@ -584,6 +584,30 @@ mod tests {
     }
 
     #[test]
+    fn v2_limits_are_the_tightest_of_the_cgroup_and_its_ancestors() {
+        let root = tempfile::tempdir().unwrap();
+        let pod = root.path().join("kubepods/pod1");
+        let leaf = pod.join("c1");
+        std::fs::create_dir_all(&leaf).unwrap();
+        let put = |d: &Path, f: &str, v: &str| std::fs::write(d.join(f), v).unwrap();
+        put(&pod, "memory.max", "536870912\n");
+        put(&pod, "cpu.max", "max 100000\n");
+        put(&leaf, "memory.max", "max\n");
+        put(&leaf, "memory.swap.max", "0\n");
+        put(&leaf, "cpu.max", "150000 100000\n");
+        put(&leaf, "cpuset.cpus", "0-1\n");
+        let l = Limits::read_v2(&leaf, root.path());
+        assert_eq!(l.memory, Some(512 << 20));
+        assert_eq!(l.swap, Some(0));
+        assert_eq!((l.cpus, l.period), (Some(1.5), Some(Duration::from_millis(100))));
+        assert_eq!(l.cpuset.as_deref(), Some("0-1"));
+        assert_eq!(l.describe(), "memory 512MiB, swap none, 1.5 CPUs, cpuset 0-1");
+        // A tighter quota above wins.
+        put(&pod, "cpu.max", "50000 100000\n");
+        assert_eq!(Limits::read_v2(&leaf, root.path()).cpus, Some(0.5));
+    }
+
+    #[test]
     fn limit_files_read_as_the_kernel_writes_them() {
         assert_eq!(parse_limit("max\n"), None);
         assert_eq!(parse_limit("9223372036854771712\n"), None);

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::server::Settings;
 pub use evidence::Evidence;
 pub use objective::Objective;
-pub use point::Point;
+pub use point::{ContainerUse, Point};
 pub use strategies::Strategy;
 use trial::Load;
 

@@ -96,8 +96,20 @@ impl Objective {
 /// the figures: the kernel has judged.
 pub fn fits(p: &Point) -> bool {
     let seen = p.samples.iter().filter_map(|s| s.memory.as_ref()).map(|m| m.workers).max().unwrap_or(0);
-    let killed = p.samples.iter().filter_map(|s| s.container.as_ref()).any(|c| c.oom_kills > 0);
+    let killed = p.samples.iter().filter_map(|s| s.container.as_ref()).any(|c| c.oom_kills_since_launch > 0);
     !killed && p.memory().is_none_or(|m| pool_fits(m, pool(&p.settings, p.workers_at_start).max(seen)))
+}
+
+/// Why a point does not fit, for a verdict's words: " (the OOM killer killed in its
+/// container)" or " (its workers do not fit the memory budget)"; empty when it fits.
+pub fn misfit(p: &Point) -> &'static str {
+    if fits(p) {
+        ""
+    } else if p.samples.iter().filter_map(|s| s.container.as_ref()).any(|c| c.oom_kills_since_launch > 0) {
+        " (the OOM killer killed in its container)"
+    } else {
+        " (its workers do not fit the memory budget)"
+    }
 }
 
 /// The pool that must fit: its configured size, or more if more workers were there at the

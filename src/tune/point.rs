@@ -54,6 +54,9 @@ pub struct ContainerUse {
     pub kernel_bytes: u64,
     /// Processes the OOM killer killed during the window.
     pub oom_kills: u64,
+    /// Processes it killed since the server was launched, warm-up included (its own cgroup).
+    #[serde(default)]
+    pub oom_kills_since_launch: u64,
     /// Of the window's quota periods, the share in which the container was throttled (0-1).
     pub throttled_share: Option<f64>,
     /// Time its processes waited, throttled, seconds summed over them.
@@ -334,6 +337,22 @@ impl Point {
             requests: all.len(),
             p999_ms: all.value_at_quantile(0.999) as f64 / 1000.0,
             max_ms: all.max() as f64 / 1000.0,
+        })
+    }
+
+    /// The container figures of its windows, the worst of each: the most charged, every OOM
+    /// kill, the most throttled; None when the server ran in no container.
+    pub fn container(&self) -> Option<ContainerUse> {
+        let windows: Vec<&ContainerUse> = self.samples.iter().filter_map(|s| s.container.as_ref()).collect();
+        let costliest = *windows.iter().max_by_key(|c| c.unreclaimable_bytes())?;
+        Some(ContainerUse {
+            oom_kills: windows.iter().map(|c| c.oom_kills).sum(),
+            oom_kills_since_launch: windows.iter().map(|c| c.oom_kills_since_launch).max().unwrap_or(0),
+            throttled_share: windows.iter().filter_map(|c| c.throttled_share).reduce(f64::max),
+            throttled_s: windows.iter().map(|c| c.throttled_s).sum(),
+            cpu_s: windows.iter().map(|c| c.cpu_s).sum(),
+            workers_fit: windows.iter().filter_map(|c| c.workers_fit).min(),
+            ..costliest.clone()
         })
     }
 

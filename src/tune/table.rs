@@ -54,10 +54,8 @@ pub fn side_by_side(title: &str, headings: [&str; 2], before: &Point, after: &Po
         metric("  of it the front's", front(before), front(after), 0, Relative);
     }
     // In a container: what the kernel charged, killed and throttled (the worst window).
-    let container = |p: &Point, f: &dyn Fn(&super::point::ContainerUse) -> f64| {
-        p.samples.iter().filter_map(|s| s.container.as_ref()).map(f).reduce(f64::max)
-    };
-    if [before, after].iter().any(|p| p.samples.iter().any(|s| s.container.is_some())) {
+    if [before, after].iter().any(|p| p.container().is_some()) {
+        let container = |p: &Point, f: &dyn Fn(&super::point::ContainerUse) -> f64| p.container().map(|c| f(&c));
         let charge = |c: &super::point::ContainerUse| c.charge_max_bytes as f64 / 1024.0;
         metric("Container charge (KiB)", container(before, &charge), container(after, &charge), 0, Relative);
         let kills = |c: &super::point::ContainerUse| c.oom_kills as f64;

@@ -406,6 +406,18 @@ impl Trial {
             if let Some(m) = &sample.sample.memory {
                 self.largest_pss_kib = self.largest_pss_kib.max(m.pss_total_kib);
             }
+            // The kernel has judged: no repeat can admit a pool it killed in.
+            if let Some(c) = sample.sample.container.as_ref().filter(|c| c.oom_kills_since_launch > 0) {
+                let limit =
+                    c.memory_limit_bytes.map_or(String::new(), |m| format!(" of {}", crate::input::format_bytes(m)));
+                notes.push(format!(
+                    "the OOM killer killed {} of its processes since its launch: it does not fit its container's memory{limit} (charged {} at most in a window)",
+                    c.oom_kills_since_launch,
+                    crate::input::format_bytes(c.charge_max_bytes)
+                ));
+                samples.push(sample.sample);
+                break;
+            }
             // A window measured again comes later in the server's life: a leaking pool has grown
             // meanwhile. Its memory is the one read in the first attempt, at the same moment of the
             // server's life as every other configuration's (others' CPU barely moves memory).
@@ -803,6 +815,7 @@ fn container_use(
         sock_bytes: at.sock,
         kernel_bytes: at.kernel,
         oom_kills: after.oom_kills.saturating_sub(before.oom_kills),
+        oom_kills_since_launch: after.oom_kills,
         throttled_share: (periods > 0)
             .then(|| after.throttled_periods.saturating_sub(before.throttled_periods) as f64 / periods as f64),
         throttled_s: after.throttled_us.saturating_sub(before.throttled_us) as f64 / 1e6,

@@ -512,7 +512,7 @@ fn finish(t: &mut Tuner, s: Search, knobs: &Knobs) -> Found {
                 Some(p) if !base_admitted => format!(
                     "the baseline {} misses the objective{}",
                     label(baseline),
-                    if fits(p) { "" } else { " (its workers do not fit the memory budget)" }
+                    crate::tune::objective::misfit(p)
                 ),
                 Some(p) => format!(
                     "the baseline {} {:.1} req/s in {} window(s), under {:.0}% of the leader: not measured again",

@@ -1022,9 +1022,8 @@ pub fn judged_text(label: &str, c: &Judged, objective: &Objective, incumbent_adm
             format!("{label} {rps:.1} req/s: meets the objective")
         }
         (None, None) if objective.admits(&c.point) => format!("{label} {rps:.1} req/s: too few rounds for an interval"),
-        (None, None) => format!(
-            "{label} {rps:.1} req/s: misses the objective{}",
-            if fits(&c.point) { "" } else { " (its workers do not fit the memory budget)" }
-        ),
+        (None, None) => {
+            format!("{label} {rps:.1} req/s: misses the objective{}", crate::tune::objective::misfit(&c.point))
+        }
     }
 }
