@@ -314,3 +314,51 @@ fn init_reads_the_container_limits_of_a_running_server_into_the_target_file() {
     // The budget is the container's: no `memory = "auto"` of the host's.
     assert!(!t.contains("\"auto\""), "{t}");
 }
+
+#[test]
+fn rightsizing_the_lab_finds_the_cpus_its_work_needs_and_a_bench_at_that_size_serves_the_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 ms of CPU a request at 100 requests/s: 0.4 CPUs, so 0.5 on the ladder (0.75 is one
+    // step over, allowed on a busy machine; 0.25 cannot serve it).
+    let f = dir.path().join("target.toml");
+    std::fs::write(
+        &f,
+        "[target]\nadapter = \"lab\"\nlisten = \"127.0.0.1:0\"\n[target.config]\nworkers = 4\ncpu = \"4ms\"\nio_wait = \"2ms\"\n\
+         [knobs]\nworkers = [2, 4]\n[load]\nconnections = 16\nduration = \"2s\"\n",
+    )
+    .unwrap();
+    let run = quick_tune(&f, &["--strategy", "rightsize", "--min-rps", "100", "--slo-p99", "200ms"]);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {} {}", run.stdout, run.stderr));
+    let recommended = &v["recommended"];
+    let value = |k: &str| {
+        recommended.as_array().unwrap().iter().find(|p| p[0] == k).and_then(|p| p[1].as_str()).map(str::to_string)
+    };
+    let cpus: f64 = value("container_cpus").unwrap_or_else(|| panic!("{recommended:#}")).parse().unwrap();
+    assert!(cpus == 0.5 || cpus == 0.75, "{cpus} CPUs: {:#}", v["evidence"]);
+    let memory = value("container_memory").unwrap_or_else(|| panic!("{:#}", v["evidence"]));
+    let evidence = v["evidence"].to_string();
+    assert!(evidence.contains("ms of CPU a request x 100 req/s"), "{evidence}");
+    // Fewer trials than the grid of sizes.
+    assert!(v["cost"]["grid_share"].as_f64().is_none_or(|s| s < 1.0), "{:#}", v["cost"]);
+
+    // The answered container, benched at the rate: served within the objective.
+    let sets = [format!("container_cpus={cpus}"), format!("container_memory={memory}")];
+    let mut launch = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"));
+    launch
+        .args(["launch", f.to_str().unwrap(), "--for", "60s", "--set", &sets[0], "--set", &sets[1]])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = launch.spawn().unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut first).unwrap();
+    let url = first.split_whitespace().last().unwrap_or_default().to_string();
+    let bench = webtune_with_limit(
+        &["bench", "--rate", "100", "-c", "16", "-d", "3s", "--json", &url],
+        Duration::from_secs(60),
+    );
+    crate::support::stop_child(&mut child, Duration::from_secs(5));
+    let b: Value = serde_json::from_str(&bench.stdout).unwrap_or_else(|e| panic!("{e}: {}", bench.stderr));
+    let rps = b["result"]["requests_per_s"].as_f64().unwrap();
+    let p99 = b["result"]["latency_ms"]["total"]["p99"].as_f64().unwrap();
+    assert!(rps >= 95.0 && p99 <= 200.0, "{rps} req/s, p99 {p99} ms at {sets:?}");
+}

@@ -303,11 +303,13 @@ pub struct TuneArgs {
     #[arg(long, value_enum, default_value_t = crate::tune::Strategy::OneAtATime)]
     pub strategy: crate::tune::Strategy,
 
-    /// Objective: the most throughput with p99 at or under this (e.g. 50ms).
-    #[arg(long = "slo-p99", conflicts_with = "min_rps")]
+    /// Objective: the most throughput with p99 at or under this (e.g. 50ms); with --min-rps,
+    /// the p99 that rate must be served within.
+    #[arg(long = "slo-p99")]
     pub slo_p99: Option<String>,
 
-    /// Objective: the least memory that serves at least this many requests/s.
+    /// Objective: the least memory that serves at least this many requests/s (98% of it, as an
+    /// open loop at that rate delivers); with --strategy rightsize, the traffic to serve.
     #[arg(long = "min-rps")]
     pub min_rps: Option<f64>,
 

@@ -81,7 +81,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     outcome.unjudged = unjudged;
     outcome.threshold_pct = Some(spec.judging.threshold_pct);
     let knobs = &spec.knobs;
-    let grid = (!knobs.is_empty()).then(|| knobs.iter().map(|(_, values)| values.len() as u64).product());
+    let grid = a.strategy.grid(knobs);
     outcome.cost = crate::tune::Cost::of(&outcome.points, grid, spec.repeats);
     if let Some(dir) = &a.diff {
         write_diffs(dir, &outcome.diffs, &spec.file)?;
@@ -145,6 +145,11 @@ impl TuneSpec {
         let mut knobs: Knobs = file.knobs.iter().filter(|(k, _)| !sets.iter().any(|(s, _)| s == k)).cloned().collect();
         let baseline = Baseline::of(&file, &sets, &mut knobs).map_err(|e| InputError(format!("{e:#}")))?;
         if let Some(why) = a.strategy.refuses(&knobs) {
+            return Err(InputError(why).into());
+        }
+        if a.strategy == crate::tune::Strategy::Rightsize
+            && let Some(why) = crate::tune::strategies::rightsize::refuses(&objective, file.load.rate)
+        {
             return Err(InputError(why).into());
         }
         let load = Load::of(file.load.clone());
@@ -400,12 +405,16 @@ fn shell_word(path: &Path) -> String {
 }
 
 fn objective(a: &TuneArgs) -> Result<Objective, InputError> {
-    Ok(match (&a.slo_p99, a.min_rps) {
-        (Some(slo), _) => {
-            Objective::ThroughputWithin { p99_ms: input::duration("--slo-p99", slo)?.as_secs_f64() * 1000.0 }
-        }
-        (None, Some(rps)) if rps > 0.0 => Objective::LeastMemory { rps },
-        (None, Some(rps)) => return Err(InputError(format!("--min-rps must be positive, not {rps}"))),
+    let p99_ms = a
+        .slo_p99
+        .as_deref()
+        .map(|slo| input::duration("--slo-p99", slo))
+        .transpose()?
+        .map(|d| d.as_secs_f64() * 1000.0);
+    Ok(match (p99_ms, a.min_rps) {
+        (_, Some(rps)) if rps > 0.0 => Objective::LeastMemory { rps, p99_ms },
+        (_, Some(rps)) => return Err(InputError(format!("--min-rps must be positive, not {rps}"))),
+        (Some(p99_ms), None) => Objective::ThroughputWithin { p99_ms },
         (None, None) => Objective::Throughput,
     })
 }

@@ -308,7 +308,8 @@ pub enum Version {
 #[derive(Debug)]
 pub struct Cgroup {
     pub version: Version,
-    /// v2: the one directory; v1: the memory controller's, then the cpu controller's.
+    /// v2: the one directory; v1: the memory controller's, the cpu controller's, and cpuacct's
+    /// when it is mounted apart.
     pub dirs: Vec<PathBuf>,
     pub limits: Limits,
     removed: bool,
@@ -329,7 +330,13 @@ impl Cgroup {
             return Cgroup::create_v2(&v2.dir_of(&path), &v2.point, &name, limits);
         }
         let mut dirs = Vec::new();
-        for controller in ["memory", "cpu"] {
+        // cpuacct counts the CPU time: with cpu when mounted together, else a third directory.
+        let cpuacct_apart = mounts
+            .v1
+            .iter()
+            .any(|m| m.controllers.iter().any(|c| c == "cpuacct") && !m.controllers.iter().any(|c| c == "cpu"));
+        let controllers: &[&str] = if cpuacct_apart { &["memory", "cpu", "cpuacct"] } else { &["memory", "cpu"] };
+        for &controller in controllers {
             let mount = mounts
                 .v1
                 .iter()
@@ -435,7 +442,7 @@ impl Cgroup {
     pub fn usage(&self) -> Usage {
         match self.version {
             Version::V2 => usage_v2(&self.dirs[0]),
-            Version::V1 => usage_v1(&self.dirs[0], &self.dirs[1]),
+            Version::V1 => usage_v1(&self.dirs[0], &self.dirs[1], self.dirs.get(2).unwrap_or(&self.dirs[1])),
         }
     }
 
@@ -544,12 +551,11 @@ fn usage_v2(dir: &Path) -> Usage {
     }
 }
 
-fn usage_v1(memory: &Path, cpu: &Path) -> Usage {
+fn usage_v1(memory: &Path, cpu: &Path, cpuacct: &Path) -> Usage {
     let stat = keyed(&memory.join("memory.stat"));
     let cpu_stat = keyed(&cpu.join("cpu.stat"));
     let get = |m: &std::collections::HashMap<String, u64>, k: &str| m.get(k).copied().unwrap_or(0);
-    // cpuacct may be mounted apart from cpu: its usage is read where it is, else left 0.
-    let cpu_ns = read_u64(&cpu.join("cpuacct.usage")).unwrap_or(0);
+    let cpu_ns = read_u64(&cpuacct.join("cpuacct.usage")).unwrap_or(0);
     Usage {
         charge: read_u64(&memory.join("memory.usage_in_bytes")).unwrap_or(0),
         peak: read_u64(&memory.join("memory.max_usage_in_bytes")),

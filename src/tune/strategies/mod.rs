@@ -5,6 +5,7 @@ mod joint;
 mod keepalive;
 mod one_at_a_time;
 mod recycle;
+pub mod rightsize;
 mod spares;
 pub mod verdict;
 mod workers;
@@ -13,6 +14,7 @@ pub use joint::joint;
 pub use keepalive::keepalive;
 pub use one_at_a_time::one_at_a_time;
 pub use recycle::recycle;
+pub use rightsize::rightsize;
 pub use spares::spares;
 pub use workers::workers;
 
@@ -61,6 +63,9 @@ pub enum Strategy {
     Keepalive,
     /// The knobs together (2 to 4): a coarse grid, its best refined, halved, then judged.
     Joint,
+    /// The smallest container (CPUs x memory) and workers that serve --min-rps within
+    /// --slo-p99, with no OOM kill.
+    Rightsize,
 }
 
 impl Strategy {
@@ -73,6 +78,7 @@ impl Strategy {
             Strategy::Spares => "spares",
             Strategy::Keepalive => "keepalive",
             Strategy::Joint => "joint",
+            Strategy::Rightsize => "rightsize",
         }
     }
 
@@ -97,6 +103,8 @@ impl Strategy {
             Strategy::Keepalive => values("keepalive").max(2),
             // Every window is a launch: the search's, then the final judgement's first rounds.
             Strategy::Joint => joint::planned_windows(knobs, &super::Judging::default(), 1).least,
+            // The largest size, about two CPU steps, the smaller worker counts, one memory limit.
+            Strategy::Rightsize => 4 + values("workers").saturating_sub(1),
         }
     }
 
@@ -147,6 +155,16 @@ impl Strategy {
         }
     }
 
+    /// The configurations an exhaustive search would measure, for the tune's cost: every
+    /// combination of the knobs' values (the rightsizing's ladder of CPU sizes counting as the
+    /// values of `container_cpus`); None without knobs.
+    pub fn grid(self, knobs: &Knobs) -> Option<u64> {
+        match self {
+            Strategy::Rightsize => Some(rightsize::grid(knobs)),
+            _ => (!knobs.is_empty()).then(|| knobs.iter().map(|(_, values)| values.len() as u64).product()),
+        }
+    }
+
     /// Why this strategy cannot search `knobs`, in one line (the joint search's limits).
     pub fn refuses(self, knobs: &Knobs) -> Option<String> {
         match self {
@@ -171,6 +189,7 @@ impl Strategy {
             Strategy::Spares => spares(t, knobs, base),
             Strategy::Keepalive => keepalive(t, knobs, base),
             Strategy::Joint => joint(t, knobs, base),
+            Strategy::Rightsize => rightsize(t, knobs, base),
         };
         // A run cut short compared only what it measured: evidence that does not say so
         // already is qualified, so no line reads as a verdict on values never measured.

@@ -1,0 +1,388 @@
+//! Rightsizing: the smallest container (CPUs x memory) and the worker count in it that serve
+//! the user's traffic (a rate, open loop) within their latency objective, with no OOM kill.
+//!
+//! The search follows what the kernel measures rather than a grid:
+//! 1. The rate in the largest container of the ladder: if even that does not serve it, no
+//!    smaller one will, and the answer says so. Its CPU time per request (the cgroup's own
+//!    count) times the rate is the CPUs the traffic needs.
+//! 2. The CPU ladder from the smallest step at or above that need: down while a smaller step
+//!    still serves, up while it does not.
+//! 3. At that size, the fewest workers of the `workers` list that still serve.
+//! 4. The memory: the kernel's charge under that load, with headroom, rounded up (or the
+//!    smallest of a `container_memory` list that holds it), measured once more at that limit;
+//!    one step up for each trial the OOM killer or the objective refuses.
+
+use super::{Found, Knobs};
+use crate::bench::spec::Rate;
+use crate::server::container::{CPUS, MEMORY};
+use crate::tune::{Evidence, Objective, Point, Settings, Step, Tuner, Verdict};
+
+/// The CPU sizes tried when the target file lists none (Kubernetes' usual requests).
+const CPU_LADDER: [f64; 12] = [0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0];
+/// The memory limit over the largest charge seen: page cache, a worker's growth, a burst.
+const MEMORY_HEADROOM: f64 = 1.25;
+/// Memory limits are rounded up to this (Kubernetes and Docker take any size; round figures
+/// read better and leave a little more room).
+const MEMORY_STEP: u64 = 16 << 20;
+/// Memory limits tried at the most before the search gives up (each a step of headroom up).
+const MEMORY_TRIES: usize = 3;
+
+/// The traffic and the objective the container must meet.
+#[derive(Debug, Clone, Copy)]
+struct Goal {
+    rps: f64,
+    p99_ms: Option<f64>,
+}
+
+impl Goal {
+    fn describe(self) -> String {
+        match self.p99_ms {
+            Some(p99) => format!("{} req/s with p99 <= {p99} ms", trim(self.rps)),
+            None => format!("{} req/s", trim(self.rps)),
+        }
+    }
+}
+
+fn trim(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Why the rightsizing cannot run with this objective and load, in one line.
+pub fn refuses(objective: &Objective, load_rate: Option<Rate>) -> Option<String> {
+    match (objective, load_rate) {
+        (Objective::LeastMemory { .. }, _) | (_, Some(Rate::PerSecond(_))) => None,
+        _ => Some(
+            "rightsize needs the traffic to serve: --min-rps RATE (with --slo-p99 for its latency), or [load] rate"
+                .into(),
+        ),
+    }
+}
+
+/// The goal of the run: `--min-rps` (and `--slo-p99`), else the load's own rate.
+fn goal(t: &Tuner) -> Option<Goal> {
+    match t.objective {
+        Objective::LeastMemory { rps, p99_ms } => Some(Goal { rps, p99_ms }),
+        Objective::ThroughputWithin { p99_ms } => {
+            t.load.spec.rate.and_then(Rate::per_second).map(|rps| Goal { rps, p99_ms: Some(p99_ms) })
+        }
+        Objective::Throughput => t.load.spec.rate.and_then(Rate::per_second).map(|rps| Goal { rps, p99_ms: None }),
+    }
+}
+
+/// The CPU sizes to try: the target file's `container_cpus` list, else the ladder up to the
+/// CPUs this machine gives the server.
+fn cpu_sizes(knobs: &Knobs) -> Vec<f64> {
+    let listed: Vec<f64> =
+        knobs.iter().filter(|(k, _)| k == CPUS).flat_map(|(_, v)| v.iter().filter_map(|x| x.parse().ok())).collect();
+    let mut sizes = if listed.is_empty() {
+        let cores = crate::sys::available_cores() as f64;
+        CPU_LADDER.iter().copied().filter(|&c| c <= cores).collect()
+    } else {
+        listed
+    };
+    sizes.sort_by(f64::total_cmp);
+    sizes.dedup();
+    sizes
+}
+
+/// The worker counts to try, fewest first: the `workers` list, else the base's own.
+fn worker_counts(knobs: &Knobs, base: &Settings) -> Vec<u64> {
+    let mut counts: Vec<u64> = knobs
+        .iter()
+        .filter(|(k, _)| k == "workers")
+        .flat_map(|(_, v)| v.iter().filter_map(|x| x.parse().ok()))
+        .collect();
+    if counts.is_empty() {
+        counts.extend(base.get("workers").and_then(|w| w.parse::<u64>().ok()));
+    }
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+}
+
+/// The memory limits listed in the target file (`container_memory`), bytes, smallest first.
+fn memory_sizes(knobs: &Knobs) -> Vec<u64> {
+    let mut sizes: Vec<u64> = knobs
+        .iter()
+        .filter(|(k, _)| k == MEMORY)
+        .flat_map(|(_, v)| v.iter().filter_map(|x| crate::input::size_bytes(MEMORY, x).ok()))
+        .collect();
+    sizes.sort_unstable();
+    sizes
+}
+
+/// The sizes an exhaustive search would measure: CPU sizes x worker counts x memory limits
+/// (those listed; one without a list).
+pub fn grid(knobs: &Knobs) -> u64 {
+    let workers = knobs.iter().find(|(k, _)| k == "workers").map_or(1, |(_, v)| v.len());
+    (cpu_sizes(knobs).len() * workers * memory_sizes(knobs).len().max(1)) as u64
+}
+
+/// One measured size and what it showed.
+struct Tried {
+    label: String,
+    point: Point,
+    serves: bool,
+}
+
+impl Tried {
+    /// "1 CPU: 198.2 req/s, p99 12.40 ms" or "0.5 CPU: failed: ...".
+    fn line(&self) -> String {
+        let p = &self.point;
+        let verdict = if self.serves { "serves" } else { "does not serve" };
+        match p.cause() {
+            Some(cause) => format!("{}: failed ({cause})", self.label),
+            None => {
+                let killed = p.container().map_or(0, |c| c.oom_kills_since_launch);
+                let killed = if killed > 0 { format!(", {killed} OOM kills") } else { String::new() };
+                format!("{}: {:.1} req/s, p99 {:.2} ms{killed}: {verdict}", self.label, p.rps(), p.p99())
+            }
+        }
+    }
+}
+
+/// The smallest container that serves the goal; see the module's header for the search.
+pub fn rightsize(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
+    let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
+    let Some(goal) = goal(t) else {
+        found.evidence.push(Evidence::new(
+            "container",
+            "-",
+            refuses(&t.objective, t.load.spec.rate).unwrap_or_default(),
+        ));
+        return found;
+    };
+    // The user's traffic, as an open loop: a closed loop would slow down with the server and
+    // hide the queue a small container builds.
+    t.load.spec.rate = Some(Rate::PerSecond(goal.rps));
+    let budget_kib = t.budget_kib;
+    let admits =
+        |p: &Point| crate::tune::objective::serves(p, goal.rps, goal.p99_ms) && crate::tune::objective::fits(p);
+    let cpus = cpu_sizes(knobs);
+    let workers = worker_counts(knobs, base);
+    let Some(&largest) = cpus.last() else { return found };
+    let most_workers = workers.last().map(u64::to_string);
+    let with = |s: &Settings, cpus: f64, w: Option<&String>| {
+        let s = s.with(CPUS, &trim(cpus));
+        match w {
+            Some(w) => s.with("workers", w),
+            None => s,
+        }
+    };
+    // Without a stated memory, the first trials run in the budget's (else the host's).
+    let roomy = match (base.get(MEMORY), budget_kib) {
+        (Some(_), _) => base.clone(),
+        (None, Some(kib)) => base.with(MEMORY, &crate::input::format_bytes(kib * 1024)),
+        (None, None) => base.clone(),
+    };
+    let mut tried: Vec<Tried> = Vec::new();
+    let measure = |t: &mut Tuner, tried: &mut Vec<Tried>, label: String, s: &Settings| -> Option<(bool, Point)> {
+        let p = t.point(&label, s)?;
+        let serves = admits(&p);
+        tried.push(Tried { label, point: p.clone(), serves });
+        Some((serves, p))
+    };
+
+    // 1. The largest container, the most workers: the need in CPUs.
+    let top = with(&roomy, largest, most_workers.as_ref());
+    let Some((serves, first)) = measure(
+        t,
+        &mut tried,
+        format!("{} CPUs, {} workers", trim(largest), most_workers.clone().unwrap_or_default()),
+        &top,
+    ) else {
+        return found;
+    };
+    found.baseline = Some(first.clone());
+    if !serves {
+        let lines: Vec<String> = tried.iter().map(Tried::line).collect();
+        found.evidence.push(Evidence::new(
+            CPUS,
+            "-",
+            format!("even the largest container tried does not serve {}: {}", goal.describe(), lines.join("; ")),
+        ));
+        return found;
+    }
+    let per_request_s = first.container().and_then(|c| {
+        let requests: u64 = first.samples.iter().map(|s| s.succeeded).sum();
+        (c.cpu_s > 0.0 && requests > 0).then(|| c.cpu_s / requests as f64)
+    });
+    let need = per_request_s.map(|s| s * goal.rps);
+
+    // 2. The CPU ladder, from the smallest step that covers the need.
+    let start = need.map_or(0, |n| cpus.iter().position(|&c| c >= n).unwrap_or(cpus.len() - 1));
+    let mut results: Vec<Option<bool>> = vec![None; cpus.len()];
+    results[cpus.len() - 1] = Some(true);
+    let mut at = start;
+    loop {
+        let serves = match results[at] {
+            Some(s) => s,
+            None => {
+                let s = with(&roomy, cpus[at], most_workers.as_ref());
+                let label = format!("{} CPUs, {} workers", trim(cpus[at]), most_workers.clone().unwrap_or_default());
+                let Some((serves, _)) = measure(t, &mut tried, label, &s) else { break };
+                results[at] = Some(serves);
+                serves
+            }
+        };
+        let next = if serves { at.checked_sub(1) } else { Some(at + 1).filter(|&n| n < cpus.len()) };
+        match next {
+            Some(n) if results[n].is_none() => at = n,
+            _ => break,
+        }
+    }
+    let chosen_at = (0..cpus.len()).find(|&i| results[i] == Some(true) && (i == 0 || results[i - 1] == Some(false)));
+    let chosen_at = chosen_at.unwrap_or(cpus.len() - 1);
+    let cpu = cpus[chosen_at];
+
+    // 3. The fewest workers that still serve at that size.
+    let mut chosen_workers = most_workers.clone();
+    for w in workers.iter().rev().skip(1).rev() {
+        if t.stopped.is_some() {
+            break;
+        }
+        let w = w.to_string();
+        let label = format!("{} CPUs, {w} workers", trim(cpu));
+        let Some((serves, _)) = measure(t, &mut tried, label, &with(&roomy, cpu, Some(&w))) else { break };
+        if serves {
+            chosen_workers = Some(w);
+            break;
+        }
+    }
+    let sized = with(&roomy, cpu, chosen_workers.as_ref());
+    let at_size = tried.iter().rev().find(|r| r.serves && r.point.settings == sized).map(|r| r.point.clone());
+
+    // 4. The memory: the charge under this load, with headroom, measured at that limit.
+    let charge = at_size.as_ref().and_then(Point::container).map(|c| c.charge_max_bytes);
+    let listed = memory_sizes(knobs);
+    let mut memory = None;
+    let mut want = charge.map(|c| round_up((c as f64 * MEMORY_HEADROOM) as u64));
+    for _ in 0..MEMORY_TRIES {
+        let Some(w) = want else { break };
+        let limit = match listed.iter().find(|&&m| m >= w) {
+            Some(&m) => m,
+            None if listed.is_empty() => w,
+            None => break,
+        };
+        if t.stopped.is_some() {
+            break;
+        }
+        let s = sized.with(MEMORY, &crate::input::format_bytes(limit));
+        let label = format!(
+            "{} CPUs, {} workers, {}",
+            trim(cpu),
+            chosen_workers.clone().unwrap_or_default(),
+            crate::input::format_bytes(limit)
+        );
+        let Some((serves, _)) = measure(t, &mut tried, label, &s) else { break };
+        if serves {
+            memory = Some(limit);
+            break;
+        }
+        want = Some(round_up((limit as f64 * MEMORY_HEADROOM) as u64));
+    }
+
+    let lines: Vec<String> = tried.iter().map(Tried::line).collect();
+    let need_line = match (per_request_s, need) {
+        (Some(s), Some(n)) => {
+            format!("{:.2} ms of CPU a request x {} req/s = {n:.2} CPUs needed; ", s * 1000.0, trim(goal.rps))
+        }
+        _ => String::new(),
+    };
+    let grid = self::grid(knobs);
+    let head = format!(
+        "{need_line}measured {} of the {grid} CPU x workers{} sizes: {}",
+        tried.len(),
+        if listed.is_empty() { "" } else { " x memory" },
+        lines.join("; ")
+    );
+    let cut_short = t.stopped.is_some();
+    let line = |knob: &str, value: String, why: String| Evidence { cut_short, ..Evidence::new(knob, value, why) };
+    let mut recommended = sized.clone();
+    found.evidence.push(line(
+        CPUS,
+        trim(cpu),
+        format!("the smallest CPU size that serves {}{}: {head}", goal.describe(), below(&cpus, &results, chosen_at)),
+    ));
+    if let Some(w) = &chosen_workers {
+        found.evidence.push(line(
+            "workers",
+            w.clone(),
+            format!("the fewest workers of {workers:?} that serve it at {} CPUs", trim(cpu)),
+        ));
+    }
+    match memory {
+        Some(m) => {
+            recommended = recommended.with(MEMORY, &crate::input::format_bytes(m));
+            found.evidence.push(line(
+                MEMORY,
+                crate::input::format_bytes(m),
+                format!(
+                    "the kernel charged {} at most under the load; x{MEMORY_HEADROOM} headroom, rounded up, measured: no OOM kill, the traffic served",
+                    charge.map_or("-".into(), crate::input::format_bytes)
+                ),
+            ));
+        }
+        None => found.evidence.push(line(
+            MEMORY,
+            "-".into(),
+            "no memory limit was confirmed (no charge was read, or every limit tried was refused): set it from the charge above, with room".into(),
+        )),
+    }
+    if let Some(after) =
+        tried.iter().rev().find(|r| r.serves && r.point.settings == recommended).map(|r| r.point.clone())
+    {
+        found.steps.push(Step {
+            knob: "container".into(),
+            before_value: format!("{} CPUs", trim(largest)),
+            after_value: format!(
+                "{} CPUs{}",
+                trim(cpu),
+                memory.map_or(String::new(), |m| format!(", {}", crate::input::format_bytes(m)))
+            ),
+            adopted: true,
+            // A constraint only the chosen size meets at its cost: the smaller sizes did not serve.
+            verdict: Some(Verdict::Adopted),
+            effect: None,
+            rounds: 0,
+            before: first,
+            after,
+            candidates: tried.iter().map(|r| r.point.clone()).collect(),
+            challenger: None,
+            evidence: head,
+        });
+        found.recommended = recommended;
+    }
+    found
+}
+
+/// " (0.5 CPUs did not)" when the step below the chosen one was measured and failed.
+fn below(cpus: &[f64], results: &[Option<bool>], at: usize) -> String {
+    match at.checked_sub(1) {
+        None => " (the smallest size of the ladder)".into(),
+        Some(b) if results[b] == Some(false) => format!(" ({} CPUs did not)", trim(cpus[b])),
+        Some(_) => " (the run stopped before a smaller size was measured)".into(),
+    }
+}
+
+/// Bytes rounded up to the memory step.
+fn round_up(bytes: u64) -> u64 {
+    bytes.div_ceil(MEMORY_STEP).max(1) * MEMORY_STEP
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_come_from_the_file_else_the_ladder_within_the_machine() {
+        let knobs: Knobs = vec![(CPUS.into(), vec!["2".into(), "0.5".into(), "1".into()])];
+        assert_eq!(cpu_sizes(&knobs), [0.5, 1.0, 2.0]);
+        let ladder = cpu_sizes(&Vec::new());
+        assert_eq!(ladder[0], 0.25);
+        assert!(ladder.iter().all(|&c| c <= crate::sys::available_cores() as f64));
+        assert_eq!(round_up(1), 16 << 20);
+        assert_eq!(round_up(100 << 20), 112 << 20);
+    }
+}
