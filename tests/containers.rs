@@ -315,6 +315,42 @@ fn init_reads_the_container_limits_of_a_running_server_into_the_target_file() {
     assert!(!t.contains("\"auto\""), "{t}");
 }
 
+/// `tune --strategy rightsize` of `target` for `rate` within `slo`: the answered CPUs,
+/// memory, and the whole JSON.
+fn rightsized(target: &Path, rate: &str, slo: &str) -> (f64, String, Value) {
+    let run = quick_tune(target, &["--strategy", "rightsize", "--min-rps", rate, "--slo-p99", slo]);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {} {}", run.stdout, run.stderr));
+    let value = |k: &str| {
+        v["recommended"].as_array().unwrap().iter().find(|p| p[0] == k).and_then(|p| p[1].as_str()).map(str::to_string)
+    };
+    let cpus = value("container_cpus").unwrap_or_else(|| panic!("{:#}", v["evidence"])).parse().unwrap();
+    let memory = value("container_memory").unwrap_or_else(|| panic!("{:#}", v["evidence"]));
+    // Fewer trials than the grid of sizes.
+    assert!(v["cost"]["grid_share"].as_f64().is_some_and(|s| s < 1.0), "{:#}", v["cost"]);
+    (cpus, memory, v)
+}
+
+/// Requests/s and p99 (ms) of an open loop at `rate` against `target` launched in a container
+/// of `cpus` and `memory`.
+fn bench_in_container(target: &Path, cpus: f64, memory: &str, rate: &str) -> (f64, f64) {
+    let sets = [format!("container_cpus={cpus}"), format!("container_memory={memory}")];
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["launch", target.to_str().unwrap(), "--for", "60s", "--set", &sets[0], "--set", &sets[1]])
+        .env("WEBTUNE_DB", crate::support::test_db())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut first).unwrap();
+    let url = first.split_whitespace().last().unwrap_or_default().to_string();
+    let bench =
+        webtune_with_limit(&["bench", "--rate", rate, "-c", "16", "-d", "3s", "--json", &url], Duration::from_secs(60));
+    crate::support::stop_child(&mut child, Duration::from_secs(5));
+    let b: Value = serde_json::from_str(&bench.stdout).unwrap_or_else(|e| panic!("{e}: {first} {}", bench.stderr));
+    (b["result"]["requests_per_s"].as_f64().unwrap(), b["result"]["latency_ms"]["total"]["p99"].as_f64().unwrap())
+}
+
 #[test]
 fn rightsizing_the_lab_finds_the_cpus_its_work_needs_and_a_bench_at_that_size_serves_the_rate() {
     let dir = tempfile::tempdir().unwrap();
@@ -327,38 +363,42 @@ fn rightsizing_the_lab_finds_the_cpus_its_work_needs_and_a_bench_at_that_size_se
          [knobs]\nworkers = [2, 4]\n[load]\nconnections = 16\nduration = \"2s\"\n",
     )
     .unwrap();
-    let run = quick_tune(&f, &["--strategy", "rightsize", "--min-rps", "100", "--slo-p99", "200ms"]);
-    let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {} {}", run.stdout, run.stderr));
-    let recommended = &v["recommended"];
-    let value = |k: &str| {
-        recommended.as_array().unwrap().iter().find(|p| p[0] == k).and_then(|p| p[1].as_str()).map(str::to_string)
-    };
-    let cpus: f64 = value("container_cpus").unwrap_or_else(|| panic!("{recommended:#}")).parse().unwrap();
+    let (cpus, memory, v) = rightsized(&f, "100", "200ms");
     assert!(cpus == 0.5 || cpus == 0.75, "{cpus} CPUs: {:#}", v["evidence"]);
-    let memory = value("container_memory").unwrap_or_else(|| panic!("{:#}", v["evidence"]));
     let evidence = v["evidence"].to_string();
     assert!(evidence.contains("ms of CPU a request x 100 req/s"), "{evidence}");
-    // Fewer trials than the grid of sizes.
-    assert!(v["cost"]["grid_share"].as_f64().is_none_or(|s| s < 1.0), "{:#}", v["cost"]);
+    let (rps, p99) = bench_in_container(&f, cpus, &memory, "100");
+    assert!(rps >= 95.0 && p99 <= 200.0, "{rps} req/s, p99 {p99} ms at {cpus} CPUs, {memory}");
+}
 
-    // The answered container, benched at the rate: served within the objective.
-    let sets = [format!("container_cpus={cpus}"), format!("container_memory={memory}")];
-    let mut launch = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"));
-    launch
-        .args(["launch", f.to_str().unwrap(), "--for", "60s", "--set", &sets[0], "--set", &sets[1]])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = launch.spawn().unwrap();
-    let mut first = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut first).unwrap();
-    let url = first.split_whitespace().last().unwrap_or_default().to_string();
-    let bench = webtune_with_limit(
-        &["bench", "--rate", "100", "-c", "16", "-d", "3s", "--json", &url],
-        Duration::from_secs(60),
-    );
-    crate::support::stop_child(&mut child, Duration::from_secs(5));
-    let b: Value = serde_json::from_str(&bench.stdout).unwrap_or_else(|e| panic!("{e}: {}", bench.stderr));
-    let rps = b["result"]["requests_per_s"].as_f64().unwrap();
-    let p99 = b["result"]["latency_ms"]["total"]["p99"].as_f64().unwrap();
-    assert!(rps >= 95.0 && p99 <= 200.0, "{rps} req/s, p99 {p99} ms at {sets:?}");
+#[test]
+fn rightsizing_gunicorn_answers_a_container_that_serves_the_rate_and_one_step_smaller_does_not() {
+    if !have(&["gunicorn"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // About 5 ms of Python a request: 40 requests/s need about 0.2 CPUs.
+    std::fs::write(
+        dir.path().join("busy.py"),
+        "def app(environ, start_response):\n    n = 0\n    for i in range(60000):\n        n += i * i\n    \
+         start_response('200 OK', [])\n    return [str(n).encode()]\n",
+    )
+    .unwrap();
+    let f = dir.path().join("target.toml");
+    std::fs::write(
+        &f,
+        format!(
+            "[target]\nadapter = \"gunicorn\"\napp = \"busy:app\"\nchdir = \"{}\"\n[target.config]\nworkers = 2\n\
+             [knobs]\nworkers = [1, 2]\n[load]\nconnections = 8\nduration = \"2s\"\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let (cpus, memory, v) = rightsized(&f, "40", "300ms");
+    let evidence = v["evidence"].to_string();
+    // The answer is the smallest that served: the step below it was measured and refused, or
+    // it is the ladder's first.
+    assert!(cpus == 0.25 || evidence.contains("CPUs did not)"), "{cpus}: {evidence}");
+    let (rps, p99) = bench_in_container(&f, cpus, &memory, "40");
+    assert!(rps >= 38.0 && p99 <= 300.0, "{rps} req/s, p99 {p99} ms at {cpus} CPUs, {memory}");
 }
