@@ -402,3 +402,52 @@ fn rightsizing_gunicorn_answers_a_container_that_serves_the_rate_and_one_step_sm
     let (rps, p99) = bench_in_container(&f, cpus, &memory, "40");
     assert!(rps >= 38.0 && p99 <= 300.0, "{rps} req/s, p99 {p99} ms at {cpus} CPUs, {memory}");
 }
+
+#[test]
+fn a_pool_that_pss_says_fits_but_the_kernels_charge_does_not_is_refused_with_both_figures() {
+    if !have(&["gunicorn"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Each launch writes 120 MiB to a tmpfs file: charged to its cgroup, in no process's PSS.
+    let prefix = format!("/dev/shm/webtune-test-{}-", std::process::id());
+    std::fs::write(
+        dir.path().join("shm.py"),
+        format!(
+            "import os\npath = '{prefix}' + str(os.getppid())\nif not os.path.exists(path):\n    with open(path, 'wb') as f:\n        \
+             for _ in range(120):\n            f.write(b'x' * (1 << 20))\n\
+             def app(environ, start_response):\n    start_response('200 OK', [])\n    return [b'ok']\n"
+        ),
+    )
+    .unwrap();
+    let f = dir.path().join("target.toml");
+    std::fs::write(
+        &f,
+        format!(
+            "[target]\nadapter = \"gunicorn\"\napp = \"shm:app\"\nchdir = \"{}\"\n[target.config]\nworkers = 2\n\
+             [container]\nmemory = \"200MiB\"\n[knobs]\nworkers = [2, 3]\n[load]\nconnections = 4\nduration = \"2s\"\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let run = quick_tune(&f, &[]);
+    for e in std::fs::read_dir("/dev/shm").unwrap().flatten() {
+        if e.path().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {} {}", run.stdout, run.stderr));
+    for p in v["points"].as_array().unwrap() {
+        let c = &p["samples"][0]["container"];
+        let (charge, pss) = (c["workers_fit"].as_u64().unwrap(), c["pss_workers_fit"].as_u64().unwrap());
+        assert!(charge < pss, "{c:#}");
+        // The tuner uses the lower: the memory figures' fit is a charge's (a window measured
+        // again keeps its first attempt's memory, and that attempt's charge).
+        assert!(p["samples"][0]["memory"]["workers_fit"].as_u64().is_some_and(|used| used < pss), "{p:#}");
+        let notes = p["notes"].to_string();
+        assert!(
+            notes.contains(&format!("by PSS {pss} workers fit the memory budget, by the container's charge {charge}")),
+            "{notes}"
+        );
+    }
+}

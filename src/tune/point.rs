@@ -67,6 +67,10 @@ pub struct ContainerUse {
     /// the page cache): the workers seen plus what is left under the limit divided by one
     /// worker's unique memory. None without a limit or a worker.
     pub workers_fit: Option<u64>,
+    /// Workers that fit the memory budget by PSS (the seeds' arithmetic), beside the charge's
+    /// figure: the lower of the two is the fit the tuner uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pss_workers_fit: Option<u64>,
 }
 
 impl ContainerUse {

@@ -406,6 +406,18 @@ impl Trial {
             if let Some(m) = &sample.sample.memory {
                 self.largest_pss_kib = self.largest_pss_kib.max(m.pss_total_kib);
             }
+            // PSS counts a shared page once among its sharers, the kernel charges it whole to
+            // the cgroup that touched it first: where they disagree, both are said.
+            if let Some(c) = &sample.sample.container
+                && let (Some(charge), Some(pss)) = (c.workers_fit, c.pss_workers_fit)
+                && charge < pss
+            {
+                notes.push(format!(
+                    "by PSS {pss} workers fit the memory budget, by the container's charge {charge} (the kernel charged {} against a limit of {}): {charge} is the fit",
+                    crate::input::format_bytes(c.charge_max_bytes),
+                    c.memory_limit_bytes.map_or("-".into(), crate::input::format_bytes)
+                ));
+            }
             // The kernel has judged: no repeat can admit a pool it killed in.
             if let Some(c) = sample.sample.container.as_ref().filter(|c| c.oom_kills_since_launch > 0) {
                 let limit =
@@ -821,6 +833,7 @@ fn container_use(
         throttled_s: after.throttled_us.saturating_sub(before.throttled_us) as f64 / 1e6,
         cpu_s: after.cpu_us.saturating_sub(before.cpu_us) as f64 / 1e6,
         workers_fit: None,
+        pss_workers_fit: None,
     };
     if let (Some(limit), Some(m)) = (limits.memory, memory)
         && m.workers > 0
@@ -830,6 +843,7 @@ fn container_use(
         let room = limit as i64 - c.unreclaimable_bytes() as i64;
         let fit = (m.workers as i64 + room.div_euclid(per_worker)).max(0) as u64;
         c.workers_fit = Some(fit);
+        c.pss_workers_fit = m.workers_fit;
         m.workers_fit = Some(m.workers_fit.map_or(fit, |pss| pss.min(fit)));
     }
     c
