@@ -451,3 +451,38 @@ fn a_pool_that_pss_says_fits_but_the_kernels_charge_does_not_is_refused_with_bot
         );
     }
 }
+
+#[test]
+fn rightsizing_without_a_rate_sizes_for_the_access_logs_busiest_minute() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4,800 requests in the busiest minute (80/s), 600 in the one before.
+    let mut log = String::new();
+    for (minute, n) in [(0, 600), (1, 4800)] {
+        for i in 0..n {
+            let s = i * 60 / n;
+            log.push_str(&format!(
+                "127.0.0.1 - - [20/Nov/2026:14:{minute:02}:{s:02} +0000] \"GET /?n={i} HTTP/1.1\" 200 5 \"-\" \"t\"\n"
+            ));
+        }
+    }
+    std::fs::write(dir.path().join("access.log"), log).unwrap();
+    let f = dir.path().join("target.toml");
+    std::fs::write(
+        &f,
+        "[target]\nadapter = \"lab\"\nlisten = \"127.0.0.1:0\"\n[target.config]\nworkers = 2\ncpu = \"4ms\"\n\
+         [load]\naccess_log = \"access.log\"\nconnections = 16\nduration = \"2s\"\n",
+    )
+    .unwrap();
+    let run = quick_tune(&f, &["--strategy", "rightsize", "--slo-p99", "200ms"]);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {} {}", run.stdout, run.stderr));
+    let evidence = v["evidence"].to_string();
+    // 4 ms x 80/s = 0.32 CPUs: 0.5 on the ladder.
+    assert!(evidence.contains("serves 80 req/s with p99 <= 200 ms"), "{evidence}");
+    assert!(evidence.contains("ms of CPU a request x 80 req/s"), "{evidence}");
+    // Without any traffic named, it is refused before any launch.
+    std::fs::write(&f, "[target]\nadapter = \"lab\"\n[load]\nconnections = 2\n").unwrap();
+    let refused =
+        webtune_with_limit(&["tune", f.to_str().unwrap(), "--strategy", "rightsize"], Duration::from_secs(30));
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("rightsize needs the traffic to serve: --min-rps RATE"), "{}", refused.stderr);
+}

@@ -282,6 +282,12 @@ impl BenchSpec {
         Ok(())
     }
 
+    /// The access logs' busiest minute, requests/s: the traffic to size a server for. None
+    /// without logs (or times in them), or before `load_access_log`.
+    pub fn busiest_minute_rate(&self) -> Option<f64> {
+        self.loaded_log.as_ref()?.0.summary.busiest_minute.as_ref().map(|b| b.rate)
+    }
+
     fn read_access_log(&self) -> Result<AccessLog, InputError> {
         AccessLog::read(&self.access_log, self.log_format.as_deref(), workload::MAX_URLS)
     }

@@ -148,7 +148,7 @@ impl TuneSpec {
             return Err(InputError(why).into());
         }
         if a.strategy == crate::tune::Strategy::Rightsize
-            && let Some(why) = crate::tune::strategies::rightsize::refuses(&objective, file.load.rate)
+            && let Some(why) = crate::tune::strategies::rightsize::refuses(&objective, &file.load)
         {
             return Err(InputError(why).into());
         }

@@ -13,6 +13,7 @@
 //!    one step up for each trial the OOM killer or the objective refuses.
 
 use super::{Found, Knobs};
+use crate::bench::BenchSpec;
 use crate::bench::spec::Rate;
 use crate::server::container::{CPUS, MEMORY};
 use crate::tune::{Evidence, Objective, Point, Settings, Step, Tuner, Verdict};
@@ -49,24 +50,23 @@ fn trim(x: f64) -> String {
 }
 
 /// Why the rightsizing cannot run with this objective and load, in one line.
-pub fn refuses(objective: &Objective, load_rate: Option<Rate>) -> Option<String> {
-    match (objective, load_rate) {
-        (Objective::LeastMemory { .. }, _) | (_, Some(Rate::PerSecond(_))) => None,
-        _ => Some(
-            "rightsize needs the traffic to serve: --min-rps RATE (with --slo-p99 for its latency), or [load] rate"
-                .into(),
-        ),
-    }
+pub fn refuses(objective: &Objective, load: &BenchSpec) -> Option<String> {
+    let traffic = matches!(objective, Objective::LeastMemory { .. })
+        || matches!(load.rate, Some(Rate::PerSecond(_)))
+        || !load.access_log.is_empty();
+    (!traffic).then(|| {
+        "rightsize needs the traffic to serve: --min-rps RATE (with --slo-p99 for its latency), [load] rate, or [load] access_log (its busiest minute)".into()
+    })
 }
 
-/// The goal of the run: `--min-rps` (and `--slo-p99`), else the load's own rate.
+/// The goal of the run: `--min-rps` (and `--slo-p99`), else the load's own rate, else the
+/// access log's busiest minute.
 fn goal(t: &Tuner) -> Option<Goal> {
+    let rate = || t.load.spec.rate.and_then(Rate::per_second).or_else(|| t.load.spec.busiest_minute_rate());
     match t.objective {
         Objective::LeastMemory { rps, p99_ms } => Some(Goal { rps, p99_ms }),
-        Objective::ThroughputWithin { p99_ms } => {
-            t.load.spec.rate.and_then(Rate::per_second).map(|rps| Goal { rps, p99_ms: Some(p99_ms) })
-        }
-        Objective::Throughput => t.load.spec.rate.and_then(Rate::per_second).map(|rps| Goal { rps, p99_ms: None }),
+        Objective::ThroughputWithin { p99_ms } => rate().map(|rps| Goal { rps, p99_ms: Some(p99_ms) }),
+        Objective::Throughput => rate().map(|rps| Goal { rps, p99_ms: None }),
     }
 }
 
@@ -146,11 +146,8 @@ impl Tried {
 pub fn rightsize(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
     let Some(goal) = goal(t) else {
-        found.evidence.push(Evidence::new(
-            "container",
-            "-",
-            refuses(&t.objective, t.load.spec.rate).unwrap_or_default(),
-        ));
+        let why = refuses(&t.objective, &t.load.spec).unwrap_or_else(|| "the access log has no timed requests".into());
+        found.evidence.push(Evidence::new("container", "-", why));
         return found;
     };
     // The user's traffic, as an open loop: a closed loop would slow down with the server and
