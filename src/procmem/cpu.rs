@@ -48,6 +48,11 @@ fn process_ticks(pid: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|s| parse_process_ticks(&s)).unwrap_or(0)
 }
 
+/// Clock ticks a second (/proc's unit of CPU time; 100 on Linux).
+fn ticks_per_second() -> f64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().filter(|&t| t > 0).unwrap_or(100) as f64
+}
+
 /// The server tree's CPU ticks now (processes that vanish while being read count nothing).
 fn tree_ticks(roots: &[i32]) -> u64 {
     roots
@@ -67,6 +72,10 @@ pub struct Interference {
     /// This tool's own CPU time (the client: engine, sampler), as a share of the cores the
     /// window was judged against (those the client and the server may use).
     pub own: f64,
+    /// The server's own CPU time in the window, seconds (its trees', reaped children included):
+    /// what a request costs it, whatever others took meanwhile.
+    #[serde(default)]
+    pub server_s: f64,
 }
 
 /// A window being watched.
@@ -111,6 +120,7 @@ impl CpuWatch {
             others: (others as f64 / total).clamp(0.0, 1.0),
             steal: (steal as f64 / total).clamp(0.0, 1.0),
             own: own_share.clamp(0.0, 1.0),
+            server_s: server as f64 / ticks_per_second(),
         })
     }
 }

@@ -130,6 +130,11 @@ pub struct Sample {
     /// of `succeeded`); None in points stored before they were counted.
     #[serde(default)]
     pub connections: Option<u64>,
+    /// The server's CPU time a successful request, ms (the cgroup's count in a container,
+    /// else its process trees'): a cost that others' CPU barely moves, where req/s falls with
+    /// it. None in points stored before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu_ms_per_request: Option<f64>,
     /// The container's accounting, when the server ran in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<ContainerUse>,
@@ -358,6 +363,12 @@ impl Point {
             workers_fit: windows.iter().filter_map(|c| c.workers_fit).min(),
             ..costliest.clone()
         })
+    }
+
+    /// The server's CPU time a request, ms: the median of its windows that measured it.
+    pub fn cpu_per_request_ms(&self) -> Option<f64> {
+        let v: Vec<f64> = self.samples.iter().filter_map(|s| s.server_cpu_ms_per_request).collect();
+        (!v.is_empty()).then(|| median(&v))
     }
 
     /// The memory figures of the repeat whose workers cost most (the conservative one).

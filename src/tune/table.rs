@@ -44,6 +44,10 @@ pub fn side_by_side(title: &str, headings: [&str; 2], before: &Point, after: &Po
     // The tail a throughput gain can hide (connections queued behind kept-alive ones).
     let tail = |p: &Point| p.ok().then(|| p.p999()).flatten();
     metric("p99.9 latency (ms)", tail(before), tail(after), 2, Relative);
+    let cpu = |p: &Point| p.cpu_per_request_ms().filter(|_| p.ok());
+    if cpu(before).is_some() || cpu(after).is_some() {
+        metric("Server CPU/request (ms)", cpu(before), cpu(after), 3, Relative);
+    }
     let mem = |p: &Point, f: &dyn Fn(&super::point::MemUse) -> u64| p.memory().map(|m| f(m) as f64);
     let (uss, pss) = (|m: &super::point::MemUse| m.worker_uss_max_kib, |m: &super::point::MemUse| m.pss_total_kib);
     metric("Worker USS (KiB)", mem(before, &uss), mem(after, &uss), 0, Relative);

@@ -787,6 +787,11 @@ fn measure_once(server: &dyn Launched, w: &WindowPlan) -> anyhow::Result<Window>
             window_s: Some(report.result.duration_s),
             client_share: interference.map(|i| i.own),
             connections: Some(report.result.connections.opened),
+            server_cpu_ms_per_request: {
+                let cpu_s =
+                    container.as_ref().map(|c| c.cpu_s).filter(|&s| s > 0.0).or(interference.map(|i| i.server_s));
+                cpu_s.filter(|_| report.result.succeeded > 0).map(|s| s * 1000.0 / report.result.succeeded as f64)
+            },
             container,
         },
         trend,

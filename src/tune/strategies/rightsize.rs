@@ -201,10 +201,7 @@ pub fn rightsize(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         ));
         return found;
     }
-    let per_request_s = first.container().and_then(|c| {
-        let requests: u64 = first.samples.iter().map(|s| s.succeeded).sum();
-        (c.cpu_s > 0.0 && requests > 0).then(|| c.cpu_s / requests as f64)
-    });
+    let per_request_s = first.cpu_per_request_ms().map(|ms| ms / 1000.0);
     let need = per_request_s.map(|s| s * goal.rps);
 
     // 2. The CPU ladder, from the smallest step that covers the need.
