@@ -67,7 +67,12 @@ fn make_cgroup(dir: &RunDir, limits: &Limits) -> (Option<Cgroup>, Option<String>
         return (None, None);
     }
     match Cgroup::create(&dir.name(), limits) {
-        Ok(c) => (Some(c), None),
+        Ok(c) => {
+            // For the clean-up by a webtune that runs in another cgroup than this one.
+            let listed: String = c.dirs.iter().map(|d| format!("{}\n", d.display())).collect();
+            let _ = std::fs::write(dir.join(rundir::CGROUPS), listed);
+            (Some(c), None)
+        }
         Err(e) => (
             None,
             Some(format!("{e}: the server runs on the host's limits, not in a container of {}", limits.describe())),

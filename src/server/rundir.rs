@@ -22,6 +22,27 @@ pub fn base() -> PathBuf {
 /// whose leader is gone is still recognised as this run's by a member that carries it.
 pub const MARKER: &str = "WEBTUNE_RUN_DIR";
 
+/// The file of a run directory that lists its server's cgroup directories.
+pub const CGROUPS: &str = "cgroups";
+
+/// A run's cgroup directories: those its `cgroups` file lists (only webtune's own, named
+/// after the run, under /sys/fs/cgroup: the file cannot make the reaper kill elsewhere), and
+/// those its name gives under this process's own cgroups (the file may not have been written).
+fn run_cgroups(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let own_name = format!("{}{name}", crate::sys::cgroup::PREFIX);
+    let listed = std::fs::read_to_string(dir.join(CGROUPS)).unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = listed
+        .lines()
+        .map(PathBuf::from)
+        .filter(|d| d.starts_with("/sys/fs/cgroup") && d.file_name().is_some_and(|n| n.to_string_lossy() == own_name))
+        .filter(|d| !d.components().any(|c| c == std::path::Component::ParentDir))
+        .collect();
+    dirs.extend(crate::sys::cgroup::dirs_named(name));
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
 /// A directory being made: the reaper leaves it alone until its owner is dead.
 const MAKING: &str = ".new-";
 /// How long a directory being made may lack its owner file before it counts as abandoned.
@@ -232,7 +253,7 @@ pub fn reap_stale(base: &Path) -> Vec<i32> {
         }
         // Daemons that left the groups; the directory stays while any survives, for the next try.
         // The run's cgroups hold whatever is left, even a process that cleared its environment.
-        let cgroups_gone = crate::sys::cgroup::remove_dirs(&crate::sys::cgroup::dirs_named(&name));
+        let cgroups_gone = crate::sys::cgroup::remove_dirs(&run_cgroups(&dir, &name));
         if stop_marked(&dir, Duration::from_secs(5)).is_empty() && cgroups_gone {
             let _ = std::fs::remove_dir_all(&dir);
         }
