@@ -212,6 +212,7 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
             "tune",
             file.to_str().unwrap(),
             "--quiet",
+            "--verbose",
             "--repeats",
             "2",
             "--journal",
@@ -567,4 +568,53 @@ fn a_bench_report_reads_at_1280_px_in_chromium_with_throughput_over_time() {
     let dom = readable_at_1280(&browser, &html, "bench-report");
     let titles: Vec<String> = webtune::report::svg::drawn(&dom).into_iter().map(|c| c.title).collect();
     assert_eq!(titles, ["Latency by percentile", "Replies and failures per second"], "{titles:?}");
+}
+
+/// Issue 49: a tune's last lines are its answer (the recommendation, the change with its
+/// interval); a line a step, nothing said twice; the tables behind --verbose and `show`.
+#[test]
+fn a_tune_ends_with_its_answer_and_says_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let file = dir.path().join("lab.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 1\ncpu = \"1ms\"\nio_wait = \"4ms\"\n\
+             [knobs]\nworkers = [1, 4]\n[load]\nconnections = 8\nduration = \"400ms\"\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let args = ["tune", file.to_str().unwrap(), "--quiet", "--repeats", "2", "--journal", journal.to_str().unwrap()];
+    let (code, text, err) = wt(&db, &args);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = wt(&db, &["runs", "--kind", "tune", "--json"]);
+    let id = json(&out)["runs"][0]["id"].to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    // One step: 1 -> 4 serves more (I/O-bound), adopted with its interval.
+    let steps = format!("Steps (each one's table: tune --verbose, webtune show {id}, webtune report {id} --html):");
+    let at = lines.iter().position(|l| *l == steps).unwrap_or_else(|| panic!("{text}"));
+    assert!(lines[at + 1].starts_with("  1. workers 1 -> 4: adopted, +"), "{text}");
+    let rounds = lines[at + 1].rsplit(" (99% interval) over ").next().unwrap();
+    let n: usize = rounds.strip_suffix(" interleaved rounds").and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!((2..=10).contains(&n), "{text}");
+    let n = lines.len();
+    assert_eq!(lines[n - 3], "Recommended configuration:", "{text}");
+    assert!(lines[n - 2].starts_with("    webtune lab --workers 4 "), "{text}");
+    let effect = lines[at + 1].split(": adopted, ").nth(1).unwrap().split(" (99% interval)").next().unwrap();
+    assert_eq!(lines[n - 1], format!("Answer: change workers 1 -> 4 ({effect}, 99% interval)."), "{text}");
+    // Nothing printed twice, no table in the summary.
+    for l in lines.iter().filter(|l| !l.trim().is_empty()) {
+        assert_eq!(lines.iter().filter(|m| *m == l).count(), 1, "{l:?} twice in\n{text}");
+    }
+    assert!(!text.contains("Step 1") && !text.contains("Start to finish") && !text.contains("Evidence"), "{text}");
+    // The tables are in `show` (and --verbose): the step's evidence once, named in Evidence.
+    let (code, shown, err) = wt(&db, &["show", &id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(shown.contains("\nStep 1: workers 1 -> 4 (adopted)\n"), "{shown}");
+    assert!(shown.contains("\nEvidence:\n  workers = 4: step 1\n"), "{shown}");
+    assert!(!shown.contains("Start to finish"), "one step adopted from the baseline is its own table: {shown}");
+    assert!(shown.ends_with(&format!("{}\n", lines[n - 1])), "{shown}");
 }

@@ -369,6 +369,11 @@ pub struct TuneArgs {
     /// No progress lines on stderr, nor the line saying where the run was stored.
     #[arg(long = "quiet")]
     pub quiet: bool,
+
+    /// Every step's before/after table, its notes and evidence (as `show` prints them), not
+    /// a line a step.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]

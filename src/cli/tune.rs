@@ -296,7 +296,9 @@ fn report(
     mut save_error: Option<anyhow::Error>,
     files: &[super::output::OutputFile],
 ) -> anyhow::Result<ExitCode> {
-    let tuned = Tuned { run_id: store.as_ref().map(|(_, id)| *id), ..Tuned::new(outcome) };
+    let detail = if a.verbose { crate::tune::table::Detail::Full } else { crate::tune::table::Detail::Summary };
+    let tuned =
+        Tuned { run_id: store.as_ref().map(|(_, id)| *id), detail, diff_dir: a.diff.clone(), ..Tuned::new(outcome) };
     super::emit(&tuned, super::output::stdout_format(a.json))?;
     let written = super::output::write_files(&tuned, files);
     if let Some((mut s, id)) = store {

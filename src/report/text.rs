@@ -26,17 +26,36 @@ fn write_url(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     }
 }
 
-/// Writes the bench report as text, for a terminal.
+/// Writes the bench report as text, for a terminal: what was asked, what came back, how long
+/// it took, what the client cost, and the --fail-if verdicts.
 pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
-    let res = &r.result;
-    let o = &r.options;
+    write_target(r, out)?;
+    writeln!(out)?;
+    write_pacing(r, out)?;
+    write_inputs(r, out)?;
+    write_counts(r, out)?;
+    write_rates(r, out)?;
+    write_latency(r, out)?;
+    write_parts(r, out)?;
+    write_client(r, out)?;
+    thresholds(&r.thresholds, out)
+}
+
+/// The server, the URL, the first response's length.
+fn write_target(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "Server:              {}", r.target.server.as_deref().unwrap_or("(no Server header)"))?;
     write_url(r, out)?;
     match r.target.document_length {
         Some(n) => writeln!(out, "Document length:     {n} bytes (first response)")?,
         None => writeln!(out, "Document length:     (no successful response)")?,
     }
-    writeln!(out)?;
+    Ok(())
+}
+
+/// How the load was driven: connections, threads, open or closed loop, wake-ups.
+fn write_pacing(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let res = &r.result;
+    let o = &r.options;
     match o.http2_streams {
         Some(streams) => writeln!(
             out,
@@ -88,6 +107,12 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         )?,
         _ => {}
     }
+    Ok(())
+}
+
+/// Where the requests came from (a URL list, an access log), throttling, merging.
+fn write_inputs(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let o = &r.options;
     if let Some(file) = &o.requests_file {
         writeln!(out, "Requests from:       {file} ({} order)", o.order.as_deref().unwrap_or("sequential"))?;
     }
@@ -109,6 +134,12 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(n) = r.merged_runs {
         writeln!(out, "Merged:              {n} runs (rates summed, duration the longest)")?;
     }
+    Ok(())
+}
+
+/// How long it took and what came back: complete, failed and why, length, lateness.
+fn write_counts(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let res = &r.result;
     writeln!(out, "Time taken:          {:.3} s{}", res.duration_s, if r.interrupted { " (interrupted)" } else { "" })?;
     writeln!(out, "Complete requests:   {}", res.succeeded)?;
     writeln!(out, "Failed requests:     {}", res.failed)?;
@@ -143,6 +174,12 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
             res.in_flight_at_end
         )?;
     }
+    Ok(())
+}
+
+/// Status codes, bytes, and the rates.
+fn write_rates(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let res = &r.result;
     let codes: Vec<String> = res.status.iter().map(|(code, n)| format!("{code}: {n}")).collect();
     writeln!(out, "Status codes:        {}", if codes.is_empty() { "none".into() } else { codes.join(", ") })?;
     writeln!(
@@ -167,6 +204,12 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         "Connections:         {} opened, {} closed by the server between requests (retried)",
         res.connections.opened, res.connections.server_closed_idle
     )?;
+    Ok(())
+}
+
+/// The latency table by phase, and the histogram.
+fn write_latency(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let res = &r.result;
     writeln!(out)?;
     writeln!(out, "Latency (ms), from the request's start:")?;
     writeln!(
@@ -191,6 +234,11 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// The breakdowns by stage, request, client and host.
+fn write_parts(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     for (title, parts) in [
         ("By stage", &r.breakdown.stages),
         ("By request", &r.breakdown.requests),
@@ -202,6 +250,11 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
             parts_table(title, parts, out)?;
         }
     }
+    Ok(())
+}
+
+/// What the client cost, where it ran, and the warnings.
+fn write_client(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out)?;
     let cpu = &r.client_cpu;
     write!(
@@ -226,7 +279,7 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     for w in &r.warnings {
         writeln!(out, "WARNING: {w}")?;
     }
-    thresholds(&r.thresholds, out)
+    Ok(())
 }
 
 /// The `--fail-if` verdicts, one line each: pass or FAIL, the expression, the measured value.
