@@ -618,3 +618,49 @@ fn a_tune_ends_with_its_answer_and_says_nothing_twice() {
     assert!(!shown.contains("Start to finish"), "one step adopted from the baseline is its own table: {shown}");
     assert!(shown.ends_with(&format!("{}\n", lines[n - 1])), "{shown}");
 }
+
+/// Issue 49: two 1-second benches are not "beyond the spread": compare says the change with
+/// its interval, what the noise is, and when the runs are too short to know it.
+#[test]
+fn compare_gives_the_change_with_its_interval_or_says_why_not() {
+    let lab = crate::support::lab::Lab::start(&["--workers", "2"]);
+    let url = lab.url("/");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    for d in ["1s", "1s", "3500ms", "3500ms"] {
+        let (code, _, err) = wt(&db, &["bench", "--quiet", "-c", "2", "-d", d, &url]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, out, err) = wt(&db, &["compare", "1", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[2].starts_with("  requests/s ") && lines[2].ends_with("%                        not known"), "{out}");
+    assert_eq!(
+        lines.last().copied(),
+        Some(
+            "requests/s: no interval: runs 1 and 2 measured 1 and 1 one-second rates; two or more each are needed to \
+             know the noise (bench -d 5s or longer; tune --repeats 2 or more)."
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("yes"), "{out}");
+    let (code, out, err) = wt(&db, &["compare", "3", "4"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let verdict = lines[2].rsplit("  ").next().unwrap();
+    assert!(["beyond the noise", "within the noise"].contains(&verdict), "{out}");
+    assert!(lines[2].contains("%  ["), "the interval beside the change: {out}");
+    let n = lines.len();
+    assert!(lines[n - 2].starts_with("Run 4 has ") && lines[n - 2].contains(" times the requests/s of run 3"), "{out}");
+    assert_eq!(
+        lines[n - 1],
+        "The interval is where the change lies with 99% confidence, from the spread of each run's one-second rates \
+         (3 and 3); \"beyond the noise\": it excludes 0%; \"within the noise\": it holds 0%, and the runs cannot tell \
+         this change from their own variation.",
+        "{out}"
+    );
+    let (_, json_out, _) = wt(&db, &["compare", "3", "4", "--json"]);
+    let v = json(&json_out);
+    assert_eq!(v["rows"][0]["samples"], serde_json::json!([3, 3]), "{json_out}");
+    assert_eq!(v["rows"][0]["interval_pct"].as_array().map(|a| a.len()), Some(2), "{json_out}");
+}
