@@ -664,3 +664,44 @@ fn compare_gives_the_change_with_its_interval_or_says_why_not() {
     assert_eq!(v["rows"][0]["samples"], serde_json::json!([3, 3]), "{json_out}");
     assert_eq!(v["rows"][0]["interval_pct"].as_array().map(|a| a.len()), Some(2), "{json_out}");
 }
+
+/// Issue 49: the bench HTML report shows what the terminal does (status codes, failures by
+/// class, the latency table by phase, the histogram), and `report RUN` without --html writes
+/// webtune-ID.html where it runs.
+#[test]
+fn the_bench_html_report_shows_what_the_terminal_does() {
+    let lab = crate::support::lab::Lab::start(&["--workers", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let (code, text, err) = wt(&db, &["bench", "-c", "2", "-n", "300", &lab.url("/")]);
+    assert_eq!(code, 0, "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["report", "last"])
+        .env("WEBTUNE_DB", &db)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "webtune-1.html\n");
+    let html = std::fs::read_to_string(dir.path().join("webtune-1.html")).unwrap();
+    let field = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}: {text}"));
+        line[name.len()..].trim().to_string()
+    };
+    assert!(html.contains(&format!("<tr><td>status codes</td><td>{}</td></tr>", field("Status codes:"))), "{html}");
+    assert_eq!(field("Status codes:"), "200: 300");
+    assert!(html.contains("<tr><td>failures by class</td><td>none</td></tr>"), "{html}");
+    // The latency table: the terminal's Total row, cell by cell.
+    let total: Vec<&str> = text.lines().find(|l| l.starts_with("  Total")).unwrap()[13..].split_whitespace().collect();
+    let cells: String = total.iter().map(|v| format!("<td>{v}</td>")).collect();
+    assert!(html.contains(&format!("<tr><td>total</td>{cells}</tr>")), "{cells} in {html}");
+    // The histogram: the terminal's buckets and counts.
+    let at = text.find("Latency histogram").unwrap();
+    for line in text[at..].lines().skip(1).take_while(|l| !l.is_empty()) {
+        let (range, rest) = line.split_once('[').unwrap();
+        let mut ends = range.split(" - ").map(str::trim);
+        let (from, to) = (ends.next().unwrap(), ends.next().unwrap());
+        let count = rest.split(']').next().unwrap().trim();
+        assert!(html.contains(&format!("<tr><td>{from}</td><td>{to}</td><td>{count}</td>")), "{line} in {html}");
+    }
+}

@@ -218,9 +218,9 @@ pub struct ReportArgs {
     /// The run: its id, last, or last~N.
     #[arg(value_name = "RUN")]
     pub id: RunRef,
-    /// Where to write the HTML file.
-    #[arg(long, required = true)]
-    pub html: PathBuf,
+    /// Where to write the HTML file. Default: webtune-ID.html in the current directory.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -117,12 +117,14 @@ fn written_files<R: Report>(report: &R, files: &[OutputFile]) -> anyhow::Result<
     }
 }
 
-/// `webtune report ID --html FILE`: writes one stored run as an HTML page and prints its path.
+/// `webtune report ID [--html FILE]`: writes one stored run as an HTML page (webtune-ID.html
+/// by default) and prints its path.
 pub fn report(db: Option<&Path>, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
-    let (_, run) = get(&s, a.id)?;
+    let (id, run) = get(&s, a.id)?;
     let html = crate::report::html::render(&run);
-    crate::output::replace(&a.html, html.as_bytes())?;
-    super::write_stdout(|o| writeln!(o, "{}", a.html.display()))?;
+    let path = a.html.clone().unwrap_or_else(|| std::path::PathBuf::from(format!("webtune-{id}.html")));
+    crate::output::replace(&path, html.as_bytes())?;
+    super::write_stdout(|o| writeln!(o, "{}", path.display()))?;
     Ok(ExitCode::SUCCESS)
 }

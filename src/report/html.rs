@@ -96,7 +96,19 @@ fn bench(out: &mut String, r: &BenchReport) {
         );
     }
     row("client CPU per request (µs)", r.client_cpu.us_per_request.map_or("-".into(), |u| format!("{u:.2}")));
-    out.push_str("</table><h2>Latency distribution</h2><div class=\"charts\">");
+    let codes: Vec<String> = res.status.iter().map(|(code, n)| format!("{code}: {n}")).collect();
+    row("status codes", if codes.is_empty() { "none".into() } else { codes.join(", ") });
+    let failures: Vec<String> =
+        res.errors.iter().filter(|(_, n)| **n > 0).map(|(class, n)| format!("{class} {n}")).collect();
+    row("failures by class", if failures.is_empty() { "none".into() } else { failures.join(", ") });
+    row("length differed (not failures)", res.length_differed.to_string());
+    for w in &r.warnings {
+        row("warning", w.clone());
+    }
+    out.push_str("</table>");
+    percentile_table(out, r);
+    histogram_table(out, r);
+    out.push_str("<h2>Latency distribution</h2><div class=\"charts\">");
     // Total drawn first and thicker, first byte dashed over it: both show where they coincide.
     let series: Vec<Series> = [
         ("total", &res.histograms.as_ref().and_then(|h| h.total.clone())),
@@ -149,6 +161,51 @@ fn bench(out: &mut String, r: &BenchReport) {
         }
         out.push_str("</table>");
     }
+}
+
+/// The latency table by phase, as the terminal prints it.
+fn percentile_table(out: &mut String, r: &BenchReport) {
+    out.push_str("<h2>Latency (ms), from the request's start</h2><table><tr><th>phase</th>");
+    for h in ["min", "mean", "stdev", "p50", "p75", "p90", "p99", "p99.9", "max"] {
+        let _ = write!(out, "<th>{h}</th>");
+    }
+    out.push_str("</tr>");
+    let lat = &r.result.latency_ms;
+    for (name, stats) in [("connect", &lat.connect), ("first byte", &lat.first_byte), ("total", &lat.total)] {
+        let _ = write!(out, "<tr><td>{name}</td>");
+        match stats {
+            Some(l) => {
+                for v in [l.min, l.mean, l.stdev, l.p50, l.p75, l.p90, l.p99, l.p999, l.max] {
+                    let _ = write!(out, "<td>{v:.3}</td>");
+                }
+            }
+            None => out.push_str("<td>-</td>"),
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+}
+
+/// The latency histogram's buckets, as the terminal draws them, with a bar each.
+fn histogram_table(out: &mut String, r: &BenchReport) {
+    let Some(h) = r.result.histograms.as_ref().and_then(|h| h.total.as_deref()) else { return };
+    let buckets = super::text::histogram_buckets(h);
+    if buckets.is_empty() {
+        return;
+    }
+    let most = buckets.iter().map(|b| b.2).max().unwrap_or(1).max(1);
+    out.push_str(
+        "<h2>Latency histogram (ms, total; log-spaced buckets)</h2><table><tr><th>from</th><th>to</th><th>requests</th><th></th></tr>",
+    );
+    for (from, to, count) in buckets {
+        let width = (count as f64 / most as f64 * 300.0).round() as u64;
+        let _ = write!(
+            out,
+            "<tr><td>{from:.3}</td><td>{to:.3}</td><td>{count}</td><td style=\"text-align:left\">\
+             <span style=\"display:inline-block;height:.8em;width:{width}px;background:#4a7ab5\"></span></td></tr>"
+        );
+    }
+    out.push_str("</table>");
 }
 
 /// A tune's page: what ran, the answer, the charts, every step's table, every point.

@@ -327,10 +327,10 @@ const HISTOGRAM_BUCKETS: usize = 10;
 /// The longest bar: the whole line stays within 80 columns.
 const HISTOGRAM_BAR: usize = 40;
 
-/// The latency histogram as oha and hey draw it: `HISTOGRAM_BUCKETS` log-spaced buckets from
-/// the fastest to the slowest request (a tail would squash linear ones into the first), each
-/// with its count and a bar; empty when the histogram cannot be read or is empty.
-pub fn histogram_lines(b64: &str) -> Vec<String> {
+/// The latency histogram's buckets, as oha and hey draw it: `HISTOGRAM_BUCKETS` log-spaced
+/// buckets from the fastest to the slowest request (a tail would squash linear ones into the
+/// first), each (from ms, to ms, count); empty when the histogram cannot be read or is empty.
+pub fn histogram_buckets(b64: &str) -> Vec<(f64, f64, u64)> {
     let Ok(h) = crate::aggregate::codec::decode(b64) else { return Vec::new() };
     if h.is_empty() {
         return Vec::new();
@@ -347,18 +347,19 @@ pub fn histogram_lines(b64: &str) -> Vec<String> {
         let i = (0..n).find(|&i| x <= edge(i + 1)).unwrap_or(n - 1);
         counts[i] += v.count_at_value();
     }
-    let most = counts.iter().copied().max().unwrap_or(1).max(1);
-    (0..n)
-        .map(|i| {
-            let bar = (counts[i] as f64 / most as f64 * HISTOGRAM_BAR as f64).round() as usize;
-            let bar = if counts[i] > 0 { bar.max(1) } else { 0 };
-            let line = format!(
-                "  {:>9.3} - {:>9.3}  [{:>9}] {}",
-                edge(i) / 1000.0,
-                edge(i + 1) / 1000.0,
-                counts[i],
-                "■".repeat(bar)
-            );
+    (0..n).map(|i| (edge(i) / 1000.0, edge(i + 1) / 1000.0, counts[i])).collect()
+}
+
+/// The histogram's buckets as lines of text, each with its count and a bar.
+pub fn histogram_lines(b64: &str) -> Vec<String> {
+    let buckets = histogram_buckets(b64);
+    let most = buckets.iter().map(|b| b.2).max().unwrap_or(1).max(1);
+    buckets
+        .iter()
+        .map(|&(from, to, count)| {
+            let bar = (count as f64 / most as f64 * HISTOGRAM_BAR as f64).round() as usize;
+            let bar = if count > 0 { bar.max(1) } else { 0 };
+            let line = format!("  {from:>9.3} - {to:>9.3}  [{count:>9}] {}", "■".repeat(bar));
             line.trim_end().to_string()
         })
         .collect()
