@@ -149,7 +149,7 @@ fn issue_28_a_size_without_a_unit_is_refused_with_the_unit_it_needs() {
 fn issue_28_a_misspelt_lab_knob_is_refused_with_its_line_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let knobs = "workers, start_workers, min_spare, max_spare, max_requests, keepalive, keepalive_timeout, \
-                 max_keepalive_requests, backlog, preload, cpu, io_wait, dirty_kb, leak_kb, body_bytes";
+                 max_keepalive_requests, backlog, preload, cpu, io_wait, dirty, leak, body";
     let config = dir.path().join("config.toml");
     std::fs::write(&config, "[target]\nadapter = \"lab\"\n\n[target.config]\ncpu = \"1ms\"\nworkerz = 2\n").unwrap();
     let swept = dir.path().join("knobs.toml");
