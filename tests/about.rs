@@ -49,7 +49,10 @@ fn the_man_page_printed_alone_names_no_missing_page_and_has_environment_files_an
     for var in ["WEBTUNE_DB", "WEBTUNE_SSH", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"] {
         assert!(section("ENVIRONMENT").contains(&format!("\\fB{var}\\fR")), "{var}: {}", section("ENVIRONMENT"));
     }
-    assert!(section("FILES").contains("webtune/webtune.db") && section("FILES").contains(".tune.jsonl"));
+    assert!(
+        section("FILES").contains("webtune/webtune.db")
+            && section("FILES").contains("webtune/journals/tune\\-ID.jsonl")
+    );
     assert!(section("EXAMPLES").contains("webtune bench"), "{}", section("EXAMPLES"));
 
     // With --dir the pages are written, and webtune(1) refers to them.

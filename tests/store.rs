@@ -705,3 +705,72 @@ fn the_bench_html_report_shows_what_the_terminal_does() {
         assert!(html.contains(&format!("<tr><td>{from}</td><td>{to}</td><td>{count}</td>")), "{line} in {html}");
     }
 }
+
+/// Issue 49: a tune's journal lands beside the history, named by its run, never in the
+/// directory the user runs from; --resume finds it there; a journal given again without
+/// --resume is replaced with a word, not in silence.
+#[test]
+fn journals_live_beside_the_history_named_by_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let db = dir.path().join("data").join("h.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let file = dir.path().join("lab.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2]\n[load]\nconnections = 4\nduration = \"300ms\"\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    let tune = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_webtune"))
+            .args(["tune", file.to_str().unwrap(), "--repeats", "1", "--max-rounds", "2"])
+            .args(extra)
+            .env("WEBTUNE_DB", &db)
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, err) = tune(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    let journal = db.parent().unwrap().join("journals").join("tune-1.jsonl");
+    assert!(err.contains(&format!("; journal {}\n", journal.display())), "{err}");
+    let points = std::fs::read_to_string(&journal).unwrap().lines().count() - 1;
+    assert!(points >= 2, "{points}");
+    assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0, "nothing in the current directory");
+    // --resume finds it: every point reused, none measured again.
+    let (code, err) = tune(&["--resume"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(&format!("; journal {}\n", journal.display())), "{err}");
+    assert_eq!(err.matches(": reused from the interrupted run").count(), points, "{err}");
+    // Given again without --resume: replaced, and said.
+    let (code, err) = tune(&["--journal", journal.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "tune: the journal {} held {points} point(s) of an earlier tune: this one starts afresh over them (--resume continues a journal)\n",
+            journal.display()
+        )),
+        "{err}"
+    );
+    // --resume with nothing to resume: one line, exit 2.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, std::fs::read_to_string(&file).unwrap().replace("[1, 2]", "[2, 1]")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["tune", other.to_str().unwrap(), "--resume"])
+        .env("WEBTUNE_DB", &db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "webtune: --resume: no journal of this tune ({}, one-at-a-time, this file's content and placement) in {}: give its --journal PATH\n",
+            other.display(),
+            journal.parent().unwrap().display()
+        )
+    );
+}

@@ -350,12 +350,13 @@ pub struct TuneArgs {
     #[arg(long = "cpus", value_name = "server=CPUS,client=CPUS")]
     pub cpus: Option<String>,
 
-    /// Every measured point is appended here as it is measured (default:
-    /// FILE's name with .tune.jsonl, in the current directory).
+    /// Every measured point is appended here as it is measured (default: journals/tune-ID.jsonl
+    /// beside the history database, ID the run's).
     #[arg(long)]
     pub journal: Option<PathBuf>,
 
-    /// Continue an interrupted run: points already in the journal are not measured again.
+    /// Continue an interrupted run: points already in the journal (--journal, else the newest
+    /// journal of this tune beside the history database) are not measured again.
     #[arg(long)]
     pub resume: bool,
 
