@@ -300,7 +300,8 @@ fn issue_28_scripts_get_the_run_id_and_name_runs_as_last_and_last_n() {
     let db = dir.path().join("h.db");
     let url = ng.url("/p.html");
     let stored = |id: i64| {
-        format!("bench: stored as run {id} in {} (webtune show {id}; webtune compare last~1 last)\n", db.display())
+        let compare = if id > 1 { "; webtune compare bench~1 bench" } else { "" };
+        format!("bench: stored as run {id} in {} (webtune show {id}{compare})\n", db.display())
     };
 
     let (code, out, err) = wt(&db, &["bench", "--json", "-c", "1", "-n", "20", &url]);
@@ -331,11 +332,11 @@ fn issue_28_scripts_get_the_run_id_and_name_runs_as_last_and_last_n() {
         ("last~3", format!("webtune: no run last~3: {} holds 3 runs\n", db.display())),
         (
             "lsat",
-            "webtune: invalid value 'lsat' for '<RUN>': \"lsat\" is not a run: give its id (12), last, or last~N (last~1 is the one before last) (see webtune show --help)\n".into(),
+            "webtune: invalid value 'lsat' for '<RUN>': \"lsat\" is not a run: give its id (12), last, or last~N (last~1 is the one before last); or a kind's: bench, bench~1, tune, tune~1 (see webtune show --help)\n".into(),
         ),
         (
             "last~x",
-            "webtune: invalid value 'last~x' for '<RUN>': \"last~x\" is not a run: give its id (12), last, or last~N (last~1 is the one before last) (see webtune show --help)\n".into(),
+            "webtune: invalid value 'last~x' for '<RUN>': \"last~x\" is not a run: give its id (12), last, or last~N (last~1 is the one before last); or a kind's: bench, bench~1, tune, tune~1 (see webtune show --help)\n".into(),
         ),
     ] {
         let (code, out, err) = wt(&db, &["show", bad]);
@@ -773,4 +774,49 @@ fn journals_live_beside_the_history_named_by_run() {
             journal.parent().unwrap().display()
         )
     );
+}
+
+/// Issue 49: after a tune between two benches, the comparison suggested is one that works:
+/// `compare bench~1 bench` (the last two benches, whatever ran between); `last~1 last` over
+/// two kinds says which to use.
+#[test]
+fn the_comparison_suggested_after_a_run_works_when_a_tune_ran_between() {
+    let lab = crate::support::lab::Lab::start(&["--workers", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let url = lab.url("/");
+    let bench = || wt(&db, &["bench", "-c", "1", "-n", "50", &url]);
+    let (code, _, err) = bench();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err, format!("bench: stored as run 1 in {} (webtune show 1)\n", db.display()));
+    let file = dir.path().join("lab.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2]\n[load]\nconnections = 2\nduration = \"300ms\"\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = wt(&db, &["tune", file.to_str().unwrap(), "--repeats", "1", "--max-rounds", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.ends_with(&format!("tune: stored as run 2 in {} (webtune show 2)\n", db.display())), "{err}");
+    let (code, _, err) = bench();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        err,
+        format!("bench: stored as run 3 in {} (webtune show 3; webtune compare bench~1 bench)\n", db.display())
+    );
+    let (code, out, err) = wt(&db, &["compare", "bench~1", "bench"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("Run 1 -> run 3\n"), "{out}");
+    let (code, out, err) = wt(&db, &["compare", "last~1", "last"]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert_eq!(
+        err,
+        "webtune: compare two bench runs or two tune runs: run 2 is a tune run, run 3 a bench run (webtune compare \
+         bench~1 bench: the last two bench runs)\n"
+    );
+    let (code, _, err) = wt(&db, &["show", "tune~1"]);
+    assert_eq!((code, err), (2, format!("webtune: no run tune~1: {} holds 1 tune run\n", db.display())));
 }

@@ -147,7 +147,8 @@ pub struct ShowArgs {
     #[command(flatten)]
     pub store: DbArg,
 
-    /// The run: its id (as `webtune runs` lists it), last, or last~N (N runs before the last).
+    /// The run: its id (as `webtune runs` lists it), last, or last~N (N runs before the last);
+    /// bench, bench~N, tune, tune~N among one kind's runs.
     #[arg(value_name = "RUN")]
     pub id: RunRef,
     /// Print the stored run whole as JSON (a bench run's report, or a tune's points and outcome).
@@ -166,10 +167,11 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub store: DbArg,
 
-    /// The run before: an id, last, or last~N (compare last~1 last: the two newest runs).
+    /// The run before: an id, last, last~N, or a kind's (compare bench~1 bench: the two newest
+    /// bench runs, whatever ran between them).
     #[arg(value_name = "BEFORE")]
     pub before: RunRef,
-    /// The run after: an id, last, or last~N.
+    /// The run after: an id, last, last~N, bench, bench~N, tune or tune~N.
     #[arg(value_name = "AFTER")]
     pub after: RunRef,
     /// Print JSON (schema/compare.v1.json): {"schema", "before", "after", "rows", "thresholds"}.
@@ -192,7 +194,7 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub store: DbArg,
 
-    /// The run: its id, last, or last~N.
+    /// The run: its id, last, last~N, bench, bench~N, tune or tune~N.
     #[arg(value_name = "RUN")]
     pub id: RunRef,
     /// The whole stored run as JSON on stdout.
@@ -215,7 +217,7 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub store: DbArg,
 
-    /// The run: its id, last, or last~N.
+    /// The run: its id, last, last~N, bench, bench~N, tune or tune~N.
     #[arg(value_name = "RUN")]
     pub id: RunRef,
     /// Where to write the HTML file. Default: webtune-ID.html in the current directory.

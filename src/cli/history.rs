@@ -66,6 +66,15 @@ pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let files = a.output.files::<Comparison>()?;
     let s = open(db)?;
     let ((before_id, before), (after_id, after)) = (get(&s, a.before)?, get(&s, a.after)?);
+    let kind = |s: &Stored| if matches!(s, Stored::Bench { .. }) { "bench" } else { "tune" };
+    if kind(&before) != kind(&after) {
+        let (b, f) = (kind(&before), kind(&after));
+        return Err(InputError(format!(
+            "compare two bench runs or two tune runs: run {before_id} is a {b} run, run {after_id} a {f} run \
+             (webtune compare {f}~1 {f}: the last two {f} runs)"
+        ))
+        .into());
+    }
     let rows = crate::report::compare::rows(&before, &after).map_err(|e| InputError(e.to_string()))?;
     let thresholds = match (gate::figures(&before), gate::figures(&after)) {
         (Some(b), Some(f)) => gates.iter().map(|g| g.judge_between(b, f)).collect::<Result<_, _>>()?,

@@ -374,7 +374,7 @@ fn report(
         if let Err(e) = s.finish_tune(id, outcome) {
             save_error.get_or_insert(e);
         } else if !a.quiet {
-            eprintln!("{}", super::bench::stored_line("tune", id, &s.path));
+            eprintln!("{}", super::bench::stored_line("tune", id, &s));
         }
     }
     if let Some(e) = save_error {
