@@ -820,3 +820,47 @@ fn the_comparison_suggested_after_a_run_works_when_a_tune_ran_between() {
     let (code, _, err) = wt(&db, &["show", "tune~1"]);
     assert_eq!((code, err), (2, format!("webtune: no run tune~1: {} holds 1 tune run\n", db.display())));
 }
+
+/// Issue 49: `runs` gives every start time in one format, and tells apart target files of
+/// one name in different directories (relative to where it runs when below it, else whole).
+#[test]
+fn runs_lists_one_time_format_and_target_files_apart() {
+    let lab = crate::support::lab::Lab::start(&["--workers", "1"]);
+    let cwd = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let db = cwd.path().join("h.db");
+    let here = cwd.path().join("site");
+    std::fs::create_dir(&here).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_webtune"))
+            .args(args)
+            .env("WEBTUNE_DB", &db)
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&["bench", "--quiet", "-c", "1", "-n", "20", &lab.url("/")]);
+    for dir in [here.as_path(), elsewhere.path()] {
+        std::fs::write(
+            dir.join("target.toml"),
+            format!(
+                "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2]\n[load]\nconnections = 2\nduration = \"300ms\"\n",
+                env!("CARGO_BIN_EXE_webtune")
+            ),
+        )
+        .unwrap();
+        let file = dir.join("target.toml");
+        run(&["tune", file.to_str().unwrap(), "--quiet", "--repeats", "1", "--max-rounds", "2"]);
+    }
+    let listing = run(&["runs"]);
+    let rows: Vec<Vec<&str>> = listing.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), 3, "{listing}");
+    for row in &rows {
+        let t = row[2];
+        assert!(t.len() == 20 && t.ends_with('Z') && t.as_bytes()[10] == b'T' && !t.contains('.'), "{listing}");
+    }
+    assert_eq!(rows[0][4], elsewhere.path().join("target.toml").display().to_string(), "{listing}");
+    assert_eq!(rows[1][4], "site/target.toml", "{listing}");
+}

@@ -342,7 +342,9 @@ fn open_store(a: &TuneArgs, db: Option<&Path>, spec: &TuneSpec, text: &str) -> O
     match crate::store::Store::open(&crate::store::default_path(db)) {
         Ok(mut s) => {
             let options = serde_json::json!({ "objective": spec.objective.describe(), "repeats": spec.repeats, "budget_kib": spec.budget_kib });
-            match s.begin_tune(&a.file.display().to_string(), a.strategy.name(), text, &options) {
+            // The target file's whole path: files of one name in different directories differ.
+            let target = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
+            match s.begin_tune(&target.display().to_string(), a.strategy.name(), text, &options) {
                 Ok(id) => Some((s, id)),
                 Err(e) => {
                     eprintln!("webtune: {e:#}; points go to the journal only");

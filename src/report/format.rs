@@ -285,11 +285,17 @@ impl Report for Runs {
 
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{:>5}  {:<5}  {:<24}  {:<11}  {:<40}  summary", "id", "kind", "started", "status", "target")?;
+        let cwd = std::env::current_dir().ok();
         for r in &self.runs {
+            // A target file's path from here when it is below here, else whole.
+            let target = match cwd.as_deref().and_then(|d| Path::new(&r.target).strip_prefix(d).ok()) {
+                Some(rel) if r.kind == "tune" => rel.display().to_string(),
+                _ => r.target.clone(),
+            };
             writeln!(
                 out,
                 "{:>5}  {:<5}  {:<24}  {:<11}  {:<40}  {}",
-                r.id, r.kind, r.started_at, r.status, r.target, r.summary
+                r.id, r.kind, r.started_at, r.status, target, r.summary
             )?;
         }
         Ok(())

@@ -67,6 +67,15 @@ pub fn default_path(flag: Option<&Path>) -> PathBuf {
     data.join("webtune").join("webtune.db")
 }
 
+/// A stored start time in one format, to the second (`2026-11-25T23:15:38Z`): bench runs
+/// store milliseconds, tune runs seconds. Text that is not RFC 3339 stays as it is.
+fn in_seconds(started_at: String) -> String {
+    match crate::input::rfc3339(&started_at) {
+        Some(t) => humantime::format_rfc3339_seconds(t).to_string(),
+        None => started_at,
+    }
+}
+
 /// An open history database.
 pub struct Store {
     conn: Connection,
@@ -384,7 +393,7 @@ impl Store {
                 Ok(RunRow {
                     id: r.get(0)?,
                     kind: r.get(1)?,
-                    started_at: r.get(2)?,
+                    started_at: in_seconds(r.get(2)?),
                     target: r.get(3)?,
                     summary: r.get(4)?,
                     status: r.get(5)?,

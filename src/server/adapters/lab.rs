@@ -120,7 +120,10 @@ impl Adapter for Lab {
                 Some((_, new, unit)) => {
                     format!("{name} = {value:?}: expected a whole number of {unit} (or {new} = \"64{unit}\")")
                 }
-                None => format!("{name}: the lab has no such knob (its knobs: {})", names.join(", ")),
+                None => match crate::input::nearest(name, &names) {
+                    Some(near) => format!("{name}: the lab has no such knob: did you mean `{near}`?"),
+                    None => format!("{name}: the lab has no such knob (its knobs: {})", names.join(", ")),
+                },
             });
         };
         let checked = match kind {
