@@ -200,7 +200,7 @@ pub struct ExportArgs {
     /// The whole stored run as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// CSV on stdout. Bench: one wide row of figures (README lists the columns); tune: one
+    /// CSV on stdout. Bench: one wide row of figures (docs/history.md lists the columns); tune: one
     /// row per measured point.
     #[arg(long)]
     pub csv: bool,
