@@ -63,3 +63,42 @@ fn the_man_page_printed_alone_names_no_missing_page_and_has_environment_files_an
     assert!(main.contains("webtune\\-bench(1)") && dir.path().join("webtune-bench.1").is_file());
     assert!(main.contains(".SH ENVIRONMENT") && main.contains(".SH EXAMPLES"));
 }
+
+/// Issue 49: the README is a front door: within 400 lines, its sections in a reader's order,
+/// the test command CI runs, and every page it links to there (the reference in docs/).
+#[test]
+fn the_readme_is_a_front_door_whose_links_resolve() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.lines().count() <= 400, "{} lines", readme.lines().count());
+    let sections: Vec<&str> = readme.lines().filter(|l| l.starts_with("## ")).collect();
+    assert_eq!(
+        sections,
+        [
+            "## What it does",
+            "## Set-up",
+            "## A first bench",
+            "## Tune your own server",
+            "## Reading the results",
+            "## In a container",
+            "## Where the rest is"
+        ]
+    );
+    assert!(readme.contains("    scripts/test "), "the test command .ci/run runs");
+    let first_bench = readme.split("## A first bench").nth(1).unwrap().split("\n## ").next().unwrap();
+    assert!(first_bench.contains("webtune lab "), "a first bench starts a server: {first_bench}");
+    for page in ["README.md", "docs/README.md"] {
+        let text = std::fs::read_to_string(root.join(page)).unwrap();
+        let dir = root.join(page).parent().unwrap().to_path_buf();
+        for link in text.split("](").skip(1).filter_map(|rest| rest.split(')').next()) {
+            let path = link.split('#').next().unwrap();
+            if path.is_empty() || path.starts_with("http") {
+                continue;
+            }
+            assert!(dir.join(path).exists(), "{page} links to {link}, which is not there");
+        }
+    }
+    for doc in ["bench", "tune", "target-file", "strategies", "statistics", "history", "lab", "mem", "container"] {
+        assert!(readme.contains(&format!("(docs/{doc}.md)")), "README does not link docs/{doc}.md");
+    }
+}
