@@ -102,3 +102,28 @@ fn the_readme_is_a_front_door_whose_links_resolve() {
         assert!(readme.contains(&format!("(docs/{doc}.md)")), "README does not link docs/{doc}.md");
     }
 }
+
+/// Issue 49: the quick start installs what the lab needs (a linker, and curl for rustup), not
+/// the servers the tests start (apache2, php-fpm, Django...); the test command still does.
+#[test]
+fn the_quick_start_installs_only_what_the_lab_needs() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let list = |mode: &[&str]| {
+        let out = std::process::Command::new("bash")
+            .arg(root.join("scripts/deps"))
+            .arg("--list")
+            .args(mode)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(list(&["lab"]), "curl\ngcc\n");
+    let all = list(&[]);
+    for package in ["apache2", "php-fpm", "python3-django", "nginx", "libapache2-mod-perl2", "gcc", "curl"] {
+        assert!(all.lines().any(|l| l == package), "{package} not in {all}");
+    }
+    let script = |name: &str| std::fs::read_to_string(root.join("scripts").join(name)).unwrap();
+    assert!(script("quickstart").lines().any(|l| l == "source scripts/deps lab"), "{}", script("quickstart"));
+    assert!(script("test").lines().any(|l| l == "source scripts/deps all"), "{}", script("test"));
+}
