@@ -344,6 +344,64 @@ pub mod de {
     }
 }
 
+/// serde's "unknown field `conections`, expected one of `path`, `connections`, ..." with the
+/// nearest name first: "unknown field `conections`: did you mean `connections`?". Without a
+/// near name, the names allowed, each once (`no-keepalive` and `no_keepalive` are one).
+/// Any other message is returned as it is.
+pub fn did_you_mean(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("unknown field `") else { return message.to_string() };
+    let Some((field, expected)) = rest.split_once('`') else { return message.to_string() };
+    let names: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    if names.is_empty() {
+        return message.to_string();
+    }
+    let fold = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    if let Some(name) = nearest(field, &names) {
+        return format!("unknown field `{field}`: did you mean `{name}`?");
+    }
+    let mut once: Vec<&str> = Vec::new();
+    for n in names {
+        if !once.iter().any(|o| fold(o) == fold(n)) {
+            once.push(n);
+        }
+    }
+    format!("unknown field `{field}`: expected one of {}", once.join(", "))
+}
+
+/// The name of `names` nearest to `typed`, when one is near enough to be what was meant (an
+/// edit for every three letters, at least one; case, `-` and `_` aside).
+pub fn nearest<'a>(typed: &str, names: &[&'a str]) -> Option<&'a str> {
+    let fold = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    names
+        .iter()
+        .map(|n| (edit_distance(&fold(typed), &fold(n)), *n))
+        .filter(|(d, n)| *d <= (n.len() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// Levenshtein's distance, with a swap of two neighbours as one edit (Damerau's).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,5 +450,20 @@ mod tests {
         assert!(header_value("-T", "text/plain\r\nX: 1").is_err());
         assert_eq!(setting("workers = 4").unwrap(), ("workers".to_string(), "4".to_string()));
         assert!(setting("=4").is_err());
+    }
+
+    #[test]
+    fn an_unknown_field_names_the_nearest() {
+        let serde = "unknown field `conections`, expected one of `path`, `connections`, `no-keepalive`, `no_keepalive`";
+        assert_eq!(super::did_you_mean(serde), "unknown field `conections`: did you mean `connections`?");
+        assert_eq!(
+            super::did_you_mean("unknown field `budgett`, expected one of `target`, `knobs`, `budget`"),
+            "unknown field `budgett`: did you mean `budget`?"
+        );
+        assert_eq!(
+            super::did_you_mean("unknown field `zzz`, expected one of `path`, `no-keepalive`, `no_keepalive`"),
+            "unknown field `zzz`: expected one of path, no-keepalive"
+        );
+        assert_eq!(super::did_you_mean("invalid type: string"), "invalid type: string");
     }
 }

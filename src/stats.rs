@@ -137,6 +137,40 @@ pub fn paired_effect(before: &[f64], after: &[f64], counts: Option<(&[f64], &[f6
     Some(Effect { pct: pct(m), low_pct: pct(m - half), high_pct: pct(m + half) })
 }
 
+/// Measurements of one run summarized: their mean, sample standard deviation and count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    pub mean: f64,
+    pub sd: f64,
+    pub n: usize,
+}
+
+impl Summary {
+    pub fn of(v: &[f64]) -> Summary {
+        Summary { mean: mean(v), sd: stdev(v), n: v.len() }
+    }
+}
+
+/// The change of the mean from `before` to `after`, two runs measured apart (not in pairs),
+/// with a two-sided interval at `level`: Welch's, on the log of the ratio of the means (the
+/// delta method), so +10% and -9.1% are the same size of change. Each measurement is taken
+/// as known to half a unit at best (a count's rounding: 1/12 squared), so runs of identical
+/// seconds do not give an interval of zero width. None when either run has fewer than two
+/// measurements, or a mean that is not positive.
+pub fn unpaired_effect(before: Summary, after: Summary, level: f64) -> Option<Effect> {
+    if before.n < 2 || after.n < 2 || !(before.mean > 0.0 && after.mean > 0.0) {
+        return None;
+    }
+    // The variance of the log of each mean.
+    let part = |s: Summary| s.sd.powi(2).max(1.0 / 12.0) / (s.n as f64 * s.mean.powi(2));
+    let (vb, va) = (part(before), part(after));
+    let df = (vb + va).powi(2) / (vb.powi(2) / (before.n - 1) as f64 + va.powi(2) / (after.n - 1) as f64);
+    let half = t_quantile(0.5 + level / 2.0, (df.floor() as usize).max(1)) * (vb + va).sqrt();
+    let m = (after.mean / before.mean).ln();
+    let pct = |x: f64| x.exp_m1() * 100.0;
+    Some(Effect { pct: pct(m), low_pct: pct(m - half), high_pct: pct(m + half) })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -189,5 +223,16 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(spread(&[3.0, 1.0, 2.0]), 2.0);
+    }
+
+    #[test]
+    fn runs_measured_apart_have_a_welch_interval_and_one_second_none() {
+        let before = super::Summary::of(&[1000.0, 1010.0, 990.0, 1005.0, 995.0]);
+        let after = super::Summary::of(&[1100.0, 1110.0, 1090.0, 1105.0, 1095.0]);
+        let e = super::unpaired_effect(before, after, 0.99).unwrap();
+        assert!((e.pct - 10.0).abs() < 0.01, "{e:?}");
+        assert!(e.low_pct > 7.0 && e.low_pct < 10.0 && e.high_pct > 10.0 && e.high_pct < 13.0, "{e:?}");
+        let one = super::Summary::of(&[1000.0]);
+        assert_eq!(super::unpaired_effect(one, after, 0.99), None);
     }
 }

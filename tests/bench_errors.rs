@@ -149,19 +149,19 @@ fn issue_28_a_size_without_a_unit_is_refused_with_the_unit_it_needs() {
 fn issue_28_a_misspelt_lab_knob_is_refused_with_its_line_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let knobs = "workers, start_workers, min_spare, max_spare, max_requests, keepalive, keepalive_timeout, \
-                 max_keepalive_requests, backlog, preload, cpu, io_wait, dirty_kb, leak_kb, body_bytes";
+                 max_keepalive_requests, backlog, preload, cpu, io_wait, dirty, leak, body";
     let config = dir.path().join("config.toml");
     std::fs::write(&config, "[target]\nadapter = \"lab\"\n\n[target.config]\ncpu = \"1ms\"\nworkerz = 2\n").unwrap();
     let swept = dir.path().join("knobs.toml");
-    std::fs::write(&swept, "[target]\nadapter = \"lab\"\n[knobs]\nworkerz = [1, 2]\nio_wait = [\"1ms\", \"soon\"]\n")
+    std::fs::write(&swept, "[target]\nadapter = \"lab\"\n[knobs]\nthreads = [1, 2]\nio_wait = [\"1ms\", \"soon\"]\n")
         .unwrap();
     let good = dir.path().join("good.toml");
     std::fs::write(&good, "[target]\nadapter = \"lab\"\n[knobs]\nworkers = [1, 2]\n").unwrap();
     let (config, swept, good) = (config.to_str().unwrap(), swept.to_str().unwrap(), good.to_str().unwrap());
     for (args, says) in [
-        (vec!["tune", config], format!("{config}:6: workerz: the lab has no such knob (its knobs: {knobs})")),
-        (vec!["launch", config], format!("{config}:6: workerz: the lab has no such knob (its knobs: {knobs})")),
-        (vec!["tune", swept], format!("{swept}:4: workerz: the lab has no such knob (its knobs: {knobs})")),
+        (vec!["tune", config], format!("{config}:6: workerz: the lab has no such knob: did you mean `workers`?")),
+        (vec!["launch", config], format!("{config}:6: workerz: the lab has no such knob: did you mean `workers`?")),
+        (vec!["tune", swept], format!("{swept}:4: threads: the lab has no such knob (its knobs: {knobs})")),
         (
             vec!["tune", good, "--set", "workers=abc"],
             "--set workers = \"abc\": expected a whole number, e.g. workers = 4".into(),
@@ -274,4 +274,42 @@ fn issue_28_one_vocabulary_and_the_peers_habits() {
     assert!(show.contains("Print the stored run whole as JSON"), "{show}");
     assert!(webtune(&["runs", "--help"]).stdout.contains("Print the list as JSON (schema/runs.v1.json)"));
     assert!(!webtune(&["--help"]).stdout.contains("seed 0"));
+}
+
+/// Issue 49: a misspelt field in any table of a target file names the field meant.
+#[test]
+fn a_misspelt_target_file_field_says_did_you_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, line, says) in [
+        (
+            "[target]\nadapter = \"lab\"\n[knobs]\nworkers = [1, 2]\n[load]\nconections = 4\n",
+            6,
+            "conections: unknown field `conections`: did you mean `connections`?",
+        ),
+        (
+            "[target]\nadapter = \"lab\"\nlisen = \"127.0.0.1:0\"\n",
+            3,
+            "lisen: unknown field `lisen`: did you mean `listen`?",
+        ),
+        (
+            "[target]\nadapter = \"lab\"\n[budget]\nmemroy = \"1GiB\"\n",
+            4,
+            "memroy: unknown field `memroy`: did you mean `memory`?",
+        ),
+        (
+            "[target]\nadapter = \"lab\"\n[budgett]\nmemory = \"1GiB\"\n",
+            3,
+            "unknown field `budgett`: did you mean `budget`?",
+        ),
+        (
+            "[target]\nadapter = \"lab\"\n[target.config]\nworkerz = 2\n",
+            4,
+            "workerz: the lab has no such knob: did you mean `workers`?",
+        ),
+    ] {
+        let file = dir.path().join("t.toml");
+        std::fs::write(&file, text).unwrap();
+        let f = file.to_str().unwrap();
+        assert_eq!(refused(&["tune", f]), (2, format!("webtune: {f}:{line}: {says}\n")), "{text}");
+    }
 }

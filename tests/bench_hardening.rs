@@ -171,7 +171,7 @@ fn huge_equal_weights_split_evenly() {
     assert!((150..=250).contains(&a) && a + b == 400, "{a} /a, {b} /b");
 }
 
-/// Class 5: `--body` without `-m` sent a GET with a body; the README says POST.
+/// Class 5: `--body` without `-m` sent a GET with a body; the reference (docs/bench.md) says POST.
 #[test]
 fn a_body_without_a_method_is_posted() {
     let methods = Arc::new(Mutex::new(Vec::new()));

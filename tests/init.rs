@@ -153,3 +153,29 @@ fn init_pid_as_nobody_names_a_root_apache() {
     let conf = apache.dir.path().join("httpd.conf");
     assert!(run.stdout.contains(&conf.display().to_string()), "{}", run.stdout);
 }
+
+/// Issue 49: `init --pid` of webtune's own lab writes a lab target whose base is its command
+/// line (the old `--dirty-kb` under its one name), and the target launches.
+#[test]
+fn init_pid_on_webtunes_own_lab_writes_a_lab_target() {
+    let lab = crate::support::lab::Lab::start(&["--workers", "2", "--cpu", "1ms", "--dirty-kb", "64"]);
+    let run = webtune(&["init", "--pid", &lab.pid().to_string()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = run.stdout;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        lines[..12].join("\n"),
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n\n[target.config]\nworkers = 2\ncpu = \"1ms\"\ndirty = \"64KiB\"\n\n\
+             [knobs]\nworkers = [1, 2, 4]\nmax_requests = [0, 1000, 10000]",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+        "{text}"
+    );
+    assert!(text.contains("# The lab's command line sets: workers = 2, cpu = 1ms, dirty = 64KiB\n"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("lab.toml");
+    std::fs::write(&target, &text).unwrap();
+    let page = launch_and_get(&target);
+    assert_eq!(page, "x".repeat(100), "the lab answers");
+}

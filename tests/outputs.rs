@@ -171,7 +171,9 @@ fn compare_show_export_and_runs_write_files_and_their_json_follows_the_schemas()
     assert!(md.starts_with("## webtune compare: run 1 -> run 2") && md.contains("| requests/s |"), "{md}");
     let csv = std::fs::read_to_string(dir.path().join("c.csv")).unwrap();
     assert!(
-        csv.starts_with("before_id,after_id,metric,before,after,change_pct,beyond_spread\n1,2,requests/s,"),
+        csv.starts_with(
+            "before_id,after_id,metric,before,after,change_pct,beyond_spread,interval_low_pct,interval_high_pct\n1,2,requests/s,"
+        ),
         "{csv}"
     );
     let (code, out, _) = wt(&db, &["compare", "1", "2", "--json", "--fail-if", "rps < -99.9%"]);

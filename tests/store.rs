@@ -212,6 +212,7 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
             "tune",
             file.to_str().unwrap(),
             "--quiet",
+            "--verbose",
             "--repeats",
             "2",
             "--journal",
@@ -299,7 +300,8 @@ fn issue_28_scripts_get_the_run_id_and_name_runs_as_last_and_last_n() {
     let db = dir.path().join("h.db");
     let url = ng.url("/p.html");
     let stored = |id: i64| {
-        format!("bench: stored as run {id} in {} (webtune show {id}; webtune compare last~1 last)\n", db.display())
+        let compare = if id > 1 { "; webtune compare bench~1 bench" } else { "" };
+        format!("bench: stored as run {id} in {} (webtune show {id}{compare})\n", db.display())
     };
 
     let (code, out, err) = wt(&db, &["bench", "--json", "-c", "1", "-n", "20", &url]);
@@ -330,11 +332,11 @@ fn issue_28_scripts_get_the_run_id_and_name_runs_as_last_and_last_n() {
         ("last~3", format!("webtune: no run last~3: {} holds 3 runs\n", db.display())),
         (
             "lsat",
-            "webtune: invalid value 'lsat' for '<RUN>': \"lsat\" is not a run: give its id (12), last, or last~N (last~1 is the one before last) (see webtune show --help)\n".into(),
+            "webtune: invalid value 'lsat' for '<RUN>': \"lsat\" is not a run: give its id (12), last, or last~N (last~1 is the one before last); or a kind's: bench, bench~1, tune, tune~1 (see webtune show --help)\n".into(),
         ),
         (
             "last~x",
-            "webtune: invalid value 'last~x' for '<RUN>': \"last~x\" is not a run: give its id (12), last, or last~N (last~1 is the one before last) (see webtune show --help)\n".into(),
+            "webtune: invalid value 'last~x' for '<RUN>': \"last~x\" is not a run: give its id (12), last, or last~N (last~1 is the one before last); or a kind's: bench, bench~1, tune, tune~1 (see webtune show --help)\n".into(),
         ),
     ] {
         let (code, out, err) = wt(&db, &["show", bad]);
@@ -567,4 +569,298 @@ fn a_bench_report_reads_at_1280_px_in_chromium_with_throughput_over_time() {
     let dom = readable_at_1280(&browser, &html, "bench-report");
     let titles: Vec<String> = webtune::report::svg::drawn(&dom).into_iter().map(|c| c.title).collect();
     assert_eq!(titles, ["Latency by percentile", "Replies and failures per second"], "{titles:?}");
+}
+
+/// Issue 49: a tune's last lines are its answer (the recommendation, the change with its
+/// interval); a line a step, nothing said twice; the tables behind --verbose and `show`.
+#[test]
+fn a_tune_ends_with_its_answer_and_says_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let file = dir.path().join("lab.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 1\ncpu = \"1ms\"\nio_wait = \"4ms\"\n\
+             [knobs]\nworkers = [1, 4]\n[load]\nconnections = 8\nduration = \"400ms\"\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let args = ["tune", file.to_str().unwrap(), "--quiet", "--repeats", "2", "--journal", journal.to_str().unwrap()];
+    let (code, text, err) = wt(&db, &args);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = wt(&db, &["runs", "--kind", "tune", "--json"]);
+    let id = json(&out)["runs"][0]["id"].to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    // One step: 1 -> 4 serves more (I/O-bound), adopted with its interval.
+    let steps = format!("Steps (each one's table: tune --verbose, webtune show {id}, webtune report {id} --html):");
+    let at = lines.iter().position(|l| *l == steps).unwrap_or_else(|| panic!("{text}"));
+    assert!(lines[at + 1].starts_with("  1. workers 1 -> 4: adopted, +"), "{text}");
+    let rounds = lines[at + 1].rsplit(" (99% interval) over ").next().unwrap();
+    let n: usize = rounds.strip_suffix(" interleaved rounds").and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!((2..=10).contains(&n), "{text}");
+    let n = lines.len();
+    assert_eq!(lines[n - 3], "Recommended configuration:", "{text}");
+    assert!(lines[n - 2].starts_with("    webtune lab --workers 4 "), "{text}");
+    let effect = lines[at + 1].split(": adopted, ").nth(1).unwrap().split(" (99% interval)").next().unwrap();
+    assert_eq!(lines[n - 1], format!("Answer: change workers 1 -> 4 ({effect}, 99% interval)."), "{text}");
+    // Nothing printed twice, no table in the summary.
+    for l in lines.iter().filter(|l| !l.trim().is_empty()) {
+        assert_eq!(lines.iter().filter(|m| *m == l).count(), 1, "{l:?} twice in\n{text}");
+    }
+    assert!(!text.contains("Step 1") && !text.contains("Start to finish") && !text.contains("Evidence"), "{text}");
+    // The tables are in `show` (and --verbose): the step's evidence once, named in Evidence.
+    let (code, shown, err) = wt(&db, &["show", &id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(shown.contains("\nStep 1: workers 1 -> 4 (adopted)\n"), "{shown}");
+    assert!(shown.contains("\nEvidence:\n  workers = 4: step 1\n"), "{shown}");
+    assert!(!shown.contains("Start to finish"), "one step adopted from the baseline is its own table: {shown}");
+    assert!(shown.ends_with(&format!("{}\n", lines[n - 1])), "{shown}");
+}
+
+/// Issue 49: two 1-second benches are not "beyond the spread": compare says the change with
+/// its interval, what the noise is, and when the runs are too short to know it.
+#[test]
+fn compare_gives_the_change_with_its_interval_or_says_why_not() {
+    let lab = crate::support::lab::Lab::start(&["--workers", "2"]);
+    let url = lab.url("/");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    for d in ["1s", "1s", "3500ms", "3500ms"] {
+        let (code, _, err) = wt(&db, &["bench", "--quiet", "-c", "2", "-d", d, &url]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, out, err) = wt(&db, &["compare", "1", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[2].starts_with("  requests/s ") && lines[2].ends_with("%                        not known"), "{out}");
+    assert_eq!(
+        lines.last().copied(),
+        Some(
+            "requests/s: no interval: runs 1 and 2 measured 1 and 1 one-second rates; two or more each are needed to \
+             know the noise (bench -d 5s or longer; tune --repeats 2 or more)."
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("yes"), "{out}");
+    let (code, out, err) = wt(&db, &["compare", "3", "4"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let verdict = lines[2].rsplit("  ").next().unwrap();
+    assert!(["beyond the noise", "within the noise"].contains(&verdict), "{out}");
+    assert!(lines[2].contains("%  ["), "the interval beside the change: {out}");
+    let n = lines.len();
+    assert!(lines[n - 2].starts_with("Run 4 has ") && lines[n - 2].contains(" times the requests/s of run 3"), "{out}");
+    assert_eq!(
+        lines[n - 1],
+        "The interval is where the change lies with 99% confidence, from the spread of each run's one-second rates \
+         (3 and 3); \"beyond the noise\": it excludes 0%; \"within the noise\": it holds 0%, and the runs cannot tell \
+         this change from their own variation.",
+        "{out}"
+    );
+    let (_, json_out, _) = wt(&db, &["compare", "3", "4", "--json"]);
+    let v = json(&json_out);
+    assert_eq!(v["rows"][0]["samples"], serde_json::json!([3, 3]), "{json_out}");
+    assert_eq!(v["rows"][0]["interval_pct"].as_array().map(|a| a.len()), Some(2), "{json_out}");
+}
+
+/// Issue 49: the bench HTML report shows what the terminal does (status codes, failures by
+/// class, the latency table by phase, the histogram), and `report RUN` without --html writes
+/// webtune-ID.html where it runs.
+#[test]
+fn the_bench_html_report_shows_what_the_terminal_does() {
+    let lab = crate::support::lab::Lab::start(&["--workers", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let (code, text, err) = wt(&db, &["bench", "-c", "2", "-n", "300", &lab.url("/")]);
+    assert_eq!(code, 0, "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["report", "last"])
+        .env("WEBTUNE_DB", &db)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "webtune-1.html\n");
+    let html = std::fs::read_to_string(dir.path().join("webtune-1.html")).unwrap();
+    let field = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}: {text}"));
+        line[name.len()..].trim().to_string()
+    };
+    assert!(html.contains(&format!("<tr><td>status codes</td><td>{}</td></tr>", field("Status codes:"))), "{html}");
+    assert_eq!(field("Status codes:"), "200: 300");
+    assert!(html.contains("<tr><td>failures by class</td><td>none</td></tr>"), "{html}");
+    // The latency table: the terminal's Total row, cell by cell.
+    let total: Vec<&str> = text.lines().find(|l| l.starts_with("  Total")).unwrap()[13..].split_whitespace().collect();
+    let cells: String = total.iter().map(|v| format!("<td>{v}</td>")).collect();
+    assert!(html.contains(&format!("<tr><td>total</td>{cells}</tr>")), "{cells} in {html}");
+    // The histogram: the terminal's buckets and counts.
+    let at = text.find("Latency histogram").unwrap();
+    for line in text[at..].lines().skip(1).take_while(|l| !l.is_empty()) {
+        let (range, rest) = line.split_once('[').unwrap();
+        let mut ends = range.split(" - ").map(str::trim);
+        let (from, to) = (ends.next().unwrap(), ends.next().unwrap());
+        let count = rest.split(']').next().unwrap().trim();
+        assert!(html.contains(&format!("<tr><td>{from}</td><td>{to}</td><td>{count}</td>")), "{line} in {html}");
+    }
+}
+
+/// Issue 49: a tune's journal lands beside the history, named by its run, never in the
+/// directory the user runs from; --resume finds it there; a journal given again without
+/// --resume is replaced with a word, not in silence.
+#[test]
+fn journals_live_beside_the_history_named_by_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let db = dir.path().join("data").join("h.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let file = dir.path().join("lab.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2]\n[load]\nconnections = 4\nduration = \"300ms\"\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    let tune = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_webtune"))
+            .args(["tune", file.to_str().unwrap(), "--repeats", "1", "--max-rounds", "2"])
+            .args(extra)
+            .env("WEBTUNE_DB", &db)
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, err) = tune(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    let journal = db.parent().unwrap().join("journals").join("tune-1.jsonl");
+    assert!(err.contains(&format!("; journal {}\n", journal.display())), "{err}");
+    let points = std::fs::read_to_string(&journal).unwrap().lines().count() - 1;
+    assert!(points >= 2, "{points}");
+    assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0, "nothing in the current directory");
+    // --resume finds it: every point reused, none measured again.
+    let (code, err) = tune(&["--resume"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(&format!("; journal {}\n", journal.display())), "{err}");
+    assert_eq!(err.matches(": reused from the interrupted run").count(), points, "{err}");
+    // Given again without --resume: replaced, and said.
+    let (code, err) = tune(&["--journal", journal.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "tune: the journal {} held {points} point(s) of an earlier tune: this one starts afresh over them (--resume continues a journal)\n",
+            journal.display()
+        )),
+        "{err}"
+    );
+    // --resume with nothing to resume: one line, exit 2.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, std::fs::read_to_string(&file).unwrap().replace("[1, 2]", "[2, 1]")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_webtune"))
+        .args(["tune", other.to_str().unwrap(), "--resume"])
+        .env("WEBTUNE_DB", &db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "webtune: --resume: no journal of this tune ({}, one-at-a-time, this file's content and placement) in {}: give its --journal PATH\n",
+            other.display(),
+            journal.parent().unwrap().display()
+        )
+    );
+}
+
+/// Issue 49: after a tune between two benches, the comparison suggested is one that works:
+/// `compare bench~1 bench` (the last two benches, whatever ran between); `last~1 last` over
+/// two kinds says which to use.
+#[test]
+fn the_comparison_suggested_after_a_run_works_when_a_tune_ran_between() {
+    let lab = crate::support::lab::Lab::start(&["--workers", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let url = lab.url("/");
+    let bench = || wt(&db, &["bench", "-c", "1", "-n", "50", &url]);
+    let (code, _, err) = bench();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err, format!("bench: stored as run 1 in {} (webtune show 1)\n", db.display()));
+    let file = dir.path().join("lab.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2]\n[load]\nconnections = 2\nduration = \"300ms\"\n",
+            env!("CARGO_BIN_EXE_webtune")
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = wt(&db, &["tune", file.to_str().unwrap(), "--repeats", "1", "--max-rounds", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.ends_with(&format!("tune: stored as run 2 in {} (webtune show 2)\n", db.display())), "{err}");
+    let (code, _, err) = bench();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        err,
+        format!("bench: stored as run 3 in {} (webtune show 3; webtune compare bench~1 bench)\n", db.display())
+    );
+    let (code, out, err) = wt(&db, &["compare", "bench~1", "bench"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("Run 1 -> run 3\n"), "{out}");
+    let (code, out, err) = wt(&db, &["compare", "last~1", "last"]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert_eq!(
+        err,
+        "webtune: compare two bench runs or two tune runs: run 2 is a tune run, run 3 a bench run (webtune compare \
+         bench~1 bench: the last two bench runs)\n"
+    );
+    let (code, _, err) = wt(&db, &["show", "tune~1"]);
+    assert_eq!((code, err), (2, format!("webtune: no run tune~1: {} holds 1 tune run\n", db.display())));
+}
+
+/// Issue 49: `runs` gives every start time in one format, and tells apart target files of
+/// one name in different directories (relative to where it runs when below it, else whole).
+#[test]
+fn runs_lists_one_time_format_and_target_files_apart() {
+    let lab = crate::support::lab::Lab::start(&["--workers", "1"]);
+    let cwd = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let db = cwd.path().join("h.db");
+    let here = cwd.path().join("site");
+    std::fs::create_dir(&here).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_webtune"))
+            .args(args)
+            .env("WEBTUNE_DB", &db)
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(&["bench", "--quiet", "-c", "1", "-n", "20", &lab.url("/")]);
+    for dir in [here.as_path(), elsewhere.path()] {
+        std::fs::write(
+            dir.join("target.toml"),
+            format!(
+                "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2]\n[load]\nconnections = 2\nduration = \"300ms\"\n",
+                env!("CARGO_BIN_EXE_webtune")
+            ),
+        )
+        .unwrap();
+        let file = dir.join("target.toml");
+        run(&["tune", file.to_str().unwrap(), "--quiet", "--repeats", "1", "--max-rounds", "2"]);
+    }
+    let listing = run(&["runs"]);
+    let rows: Vec<Vec<&str>> = listing.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), 3, "{listing}");
+    for row in &rows {
+        let t = row[2];
+        assert!(t.len() == 20 && t.ends_with('Z') && t.as_bytes()[10] == b'T' && !t.contains('.'), "{listing}");
+    }
+    assert_eq!(rows[0][4], elsewhere.path().join("target.toml").display().to_string(), "{listing}");
+    assert_eq!(rows[1][4], "site/target.toml", "{listing}");
 }

@@ -411,3 +411,53 @@ fn a_fifo_anywhere_in_the_input_is_refused_at_once() {
         missing("apache2");
     }
 }
+
+/// Issue 49: one name for the lab's dirtied heap: `dirty` (a size) in `lab --help`, in target
+/// files, in --set and in the recommendation; the old `dirty_kb` (KiB) is still read as it.
+#[test]
+fn the_labs_dirty_knob_has_one_name_everywhere() {
+    let help = crate::support::webtune(&["lab", "--help"]).stdout;
+    assert!(help.contains("--dirty <SIZE>") && !help.contains("dirty-kb"), "{help}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lab.toml");
+    let write = |config: &str, knobs: &str| {
+        std::fs::write(
+            &file,
+            format!(
+                "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\npreload = \"8MiB\"\n{config}\n\
+                 [knobs]\n{knobs}\n[load]\nconnections = 4\nduration = \"300ms\"\n",
+                env!("CARGO_BIN_EXE_webtune")
+            ),
+        )
+        .unwrap();
+    };
+    let recommended = |extra: &[&str]| {
+        let run = crate::support::quick_tune(&file, extra);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        v["config"].as_str().unwrap().to_string()
+    };
+    // The new name in the file, and the old: both are `--dirty SIZE` in the answer.
+    write("dirty = \"64KiB\"", "workers = [1, 2]");
+    let new = recommended(&[]);
+    assert!(new.contains(" --dirty 64KiB") && !new.contains("dirty-kb"), "{new}");
+    write("dirty_kb = 64", "workers = [1, 2]");
+    assert_eq!(recommended(&[]), new, "dirty_kb = 64 is dirty = \"64KiB\"");
+    // --set in either spelling, and a swept list in the old one.
+    assert!(recommended(&["--set", "dirty=128KiB"]).contains(" --dirty 128KiB"));
+    assert!(recommended(&["--set", "dirty_kb=128"]).contains(" --dirty 128KiB"));
+    write("workers = 2", "dirty_kb = [0, 64]");
+    let swept = recommended(&[]);
+    assert!(swept.contains(" --dirty 0KiB") || swept.contains(" --dirty 64KiB"), "{swept}");
+    // A size in the old spelling's place is refused with what it takes.
+    write("dirty_kb = \"64KiB\"", "workers = [1, 2]");
+    let run = crate::support::quick_tune(&file, &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "webtune: {}:6: dirty_kb = \"64KiB\": expected a whole number of KiB (or dirty = \"64KiB\")\n",
+            file.display()
+        )
+    );
+}

@@ -446,7 +446,7 @@ fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
 
 /// toml's errors span lines (a source excerpt); keep the line number and the message.
 fn one_line(e: &toml::de::Error, text: &str) -> String {
-    let msg = e.message().trim().replace('\n', " ");
+    let msg = input::did_you_mean(&e.message().trim().replace('\n', " "));
     match e.span() {
         Some(span) => format!("line {}: {msg}", text[..span.start.min(text.len())].matches('\n').count() + 1),
         None => msg,

@@ -147,7 +147,8 @@ pub struct ShowArgs {
     #[command(flatten)]
     pub store: DbArg,
 
-    /// The run: its id (as `webtune runs` lists it), last, or last~N (N runs before the last).
+    /// The run: its id (as `webtune runs` lists it), last, or last~N (N runs before the last);
+    /// bench, bench~N, tune, tune~N among one kind's runs.
     #[arg(value_name = "RUN")]
     pub id: RunRef,
     /// Print the stored run whole as JSON (a bench run's report, or a tune's points and outcome).
@@ -166,10 +167,11 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub store: DbArg,
 
-    /// The run before: an id, last, or last~N (compare last~1 last: the two newest runs).
+    /// The run before: an id, last, last~N, or a kind's (compare bench~1 bench: the two newest
+    /// bench runs, whatever ran between them).
     #[arg(value_name = "BEFORE")]
     pub before: RunRef,
-    /// The run after: an id, last, or last~N.
+    /// The run after: an id, last, last~N, bench, bench~N, tune or tune~N.
     #[arg(value_name = "AFTER")]
     pub after: RunRef,
     /// Print JSON (schema/compare.v1.json): {"schema", "before", "after", "rows", "thresholds"}.
@@ -192,13 +194,13 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub store: DbArg,
 
-    /// The run: its id, last, or last~N.
+    /// The run: its id, last, last~N, bench, bench~N, tune or tune~N.
     #[arg(value_name = "RUN")]
     pub id: RunRef,
     /// The whole stored run as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// CSV on stdout. Bench: one wide row of figures (README lists the columns); tune: one
+    /// CSV on stdout. Bench: one wide row of figures (docs/history.md lists the columns); tune: one
     /// row per measured point.
     #[arg(long)]
     pub csv: bool,
@@ -215,12 +217,12 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub store: DbArg,
 
-    /// The run: its id, last, or last~N.
+    /// The run: its id, last, last~N, bench, bench~N, tune or tune~N.
     #[arg(value_name = "RUN")]
     pub id: RunRef,
-    /// Where to write the HTML file.
-    #[arg(long, required = true)]
-    pub html: PathBuf,
+    /// Where to write the HTML file. Default: webtune-ID.html in the current directory.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -352,12 +354,13 @@ pub struct TuneArgs {
     #[arg(long = "cpus", value_name = "server=CPUS,client=CPUS")]
     pub cpus: Option<String>,
 
-    /// Every measured point is appended here as it is measured (default:
-    /// FILE's name with .tune.jsonl, in the current directory).
+    /// Every measured point is appended here as it is measured (default: journals/tune-ID.jsonl
+    /// beside the history database, ID the run's).
     #[arg(long)]
     pub journal: Option<PathBuf>,
 
-    /// Continue an interrupted run: points already in the journal are not measured again.
+    /// Continue an interrupted run: points already in the journal (--journal, else the newest
+    /// journal of this tune beside the history database) are not measured again.
     #[arg(long)]
     pub resume: bool,
 
@@ -371,6 +374,11 @@ pub struct TuneArgs {
     /// No progress lines on stderr, nor the line saying where the run was stored.
     #[arg(long = "quiet")]
     pub quiet: bool,
+
+    /// Every step's before/after table, its notes and evidence (as `show` prints them), not
+    /// a line a step.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]

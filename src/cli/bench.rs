@@ -152,13 +152,13 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     // Stored before it is printed, so the JSON (and a file's CSV row) can carry its id; a
     // store that fails loses nothing the user sees: the report is printed all the same.
     let saved = crate::store::Store::open(&crate::store::default_path(db))
-        .and_then(|mut s| s.save_bench(&report).map(|id| (id, s.path)));
+        .and_then(|mut s| s.save_bench(&report).map(|id| (id, s)));
     let id = saved.as_ref().ok().map(|(id, _)| *id);
     let numbered = Numbered { id, report: &report };
     super::emit(&numbered, super::output::stdout_format(a.json))?;
     let mut failed = false;
     match saved {
-        Ok((id, path)) if !a.quiet => eprintln!("{}", stored_line("bench", id, &path)),
+        Ok((id, store)) if !a.quiet => eprintln!("{}", stored_line("bench", id, &store)),
         Ok(_) => {}
         Err(e) => {
             eprintln!("webtune: {}; the result above was not saved", super::one_line(&e));
@@ -194,9 +194,14 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
 }
 
 /// The line that says where a run was stored, the same for bench and tune (scripts read it):
-/// `bench: stored as run 12 in PATH (webtune show 12; webtune compare last~1 last)`.
-pub fn stored_line(command: &str, id: i64, db: &Path) -> String {
-    format!("{command}: stored as run {id} in {} (webtune show {id}; webtune compare last~1 last)", db.display())
+/// `bench: stored as run 12 in PATH (webtune show 12; webtune compare bench~1 bench)`, the
+/// comparison with the run of its kind before it (whatever ran between), when there is one.
+pub fn stored_line(command: &str, id: i64, store: &crate::store::Store) -> String {
+    let compare = match store.count(Some(command)) {
+        Ok(n) if n > 1 => format!("; webtune compare {command}~1 {command}"),
+        _ => String::new(),
+    };
+    format!("{command}: stored as run {id} in {} (webtune show {id}{compare})", store.path.display())
 }
 
 /// A remote host's share (`--agent`, started by `--remote` over ssh): says it is ready, starts

@@ -66,6 +66,15 @@ pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let files = a.output.files::<Comparison>()?;
     let s = open(db)?;
     let ((before_id, before), (after_id, after)) = (get(&s, a.before)?, get(&s, a.after)?);
+    let kind = |s: &Stored| if matches!(s, Stored::Bench { .. }) { "bench" } else { "tune" };
+    if kind(&before) != kind(&after) {
+        let (b, f) = (kind(&before), kind(&after));
+        return Err(InputError(format!(
+            "compare two bench runs or two tune runs: run {before_id} is a {b} run, run {after_id} a {f} run \
+             (webtune compare {f}~1 {f}: the last two {f} runs)"
+        ))
+        .into());
+    }
     let rows = crate::report::compare::rows(&before, &after).map_err(|e| InputError(e.to_string()))?;
     let thresholds = match (gate::figures(&before), gate::figures(&after)) {
         (Some(b), Some(f)) => gates.iter().map(|g| g.judge_between(b, f)).collect::<Result<_, _>>()?,
@@ -117,12 +126,14 @@ fn written_files<R: Report>(report: &R, files: &[OutputFile]) -> anyhow::Result<
     }
 }
 
-/// `webtune report ID --html FILE`: writes one stored run as an HTML page and prints its path.
+/// `webtune report ID [--html FILE]`: writes one stored run as an HTML page (webtune-ID.html
+/// by default) and prints its path.
 pub fn report(db: Option<&Path>, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
-    let (_, run) = get(&s, a.id)?;
+    let (id, run) = get(&s, a.id)?;
     let html = crate::report::html::render(&run);
-    crate::output::replace(&a.html, html.as_bytes())?;
-    super::write_stdout(|o| writeln!(o, "{}", a.html.display()))?;
+    let path = a.html.clone().unwrap_or_else(|| std::path::PathBuf::from(format!("webtune-{id}.html")));
+    crate::output::replace(&path, html.as_bytes())?;
+    super::write_stdout(|o| writeln!(o, "{}", path.display()))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -132,6 +132,11 @@ fn server_of(pid: i32, args: &[String]) -> Option<(&'static str, String)> {
     if let Some((_, adapter)) = known(&own) {
         return Some((adapter, program));
     }
+    // webtune's own lab (`webtune lab ...`), its binary perhaps rebuilt since it started.
+    if own.starts_with("webtune") && args.get(1).is_some_and(|a| a == "lab") {
+        let program = program.strip_suffix(" (deleted)").map_or(program.clone(), str::to_string);
+        return Some(("lab", program));
+    }
     if !(own.starts_with("python") || own.starts_with("perl")) {
         return None;
     }
@@ -195,7 +200,7 @@ fn from_pid(pid: i32) -> Result<Found, InputError> {
         let program =
             exe(master).map(|p| p.display().to_string()).unwrap_or_else(|| args.first().cloned().unwrap_or_default());
         return Err(InputError(format!(
-            "--pid {pid}: it runs {program} ({}): webtune init knows apache2/httpd, nginx, php-fpm, gunicorn and uwsgi",
+            "--pid {pid}: it runs {program} ({}): webtune init knows apache2/httpd, nginx, php-fpm, gunicorn, uwsgi and webtune lab",
             crate::input::echo(&joined)
         )));
     };
@@ -220,6 +225,10 @@ fn from_pid(pid: i32) -> Result<Found, InputError> {
         let inside = joined.split_once('(').and_then(|(_, r)| r.rsplit_once(')')).map(|(p, _)| p.trim().to_string());
         found.config = inside.or_else(|| flag(&args, &["-y", "--fpm-config"])).map(PathBuf::from);
         found.program = Some(program.clone());
+    } else if adapter == "lab" {
+        found.adapter = "lab";
+        found.program = Some(program.clone());
+        found.given = lab_flags(&args);
     } else if adapter == "nginx" {
         found.adapter = "nginx";
         found.config = Some(nginx_config(&args));
@@ -311,6 +320,28 @@ fn fronted(found: &mut Found, config: &Path) {
 }
 
 /// The canonical settings a command line gives, by their flags.
+/// The lab's flags from its command line (`--workers 4 --dirty 64KiB`) as its knobs, under
+/// their one name (`--dirty-kb 64` is dirty = 64KiB); not where it listens.
+fn lab_flags(args: &[String]) -> Vec<(String, String)> {
+    let lab = crate::server::adapters::adapter(AdapterName::Lab);
+    let mut given = Vec::new();
+    let mut rest = args.iter().skip(2);
+    while let Some(arg) = rest.next() {
+        let Some(flag) = arg.strip_prefix("--") else { continue };
+        let (name, value) = match flag.split_once('=') {
+            Some((n, v)) => (n.to_string(), v.to_string()),
+            None => match rest.next() {
+                Some(v) => (flag.to_string(), v.clone()),
+                None => break,
+            },
+        };
+        if name != "listen" {
+            given.push(crate::server::adapters::respell(lab, &name.replace('-', "_"), &value));
+        }
+    }
+    given
+}
+
 fn given(args: &[String], flags: &[(&str, &[&str])]) -> Vec<(String, String)> {
     flags.iter().filter_map(|(knob, names)| Some((knob.to_string(), flag(args, names)?))).collect()
 }
@@ -362,8 +393,12 @@ fn quoted(text: &str) -> String {
 
 fn target_text(found: &Found, how: &str) -> Result<String, InputError> {
     let mut t = String::new();
-    let _ = writeln!(t, "# Written by `webtune init {how}`: the base is your own configuration, read in place and");
-    let _ = writeln!(t, "# never written; `webtune tune THIS_FILE --diff DIR` answers with a diff of your files.");
+    if found.adapter == "lab" {
+        let _ = writeln!(t, "# Written by `webtune init {how}`: webtune's own lab, its command line the base.");
+    } else {
+        let _ = writeln!(t, "# Written by `webtune init {how}`: the base is your own configuration, read in place and");
+        let _ = writeln!(t, "# never written; `webtune tune THIS_FILE --diff DIR` answers with a diff of your files.");
+    }
     for n in &found.notes {
         let _ = writeln!(t, "# {n}");
     }
@@ -398,7 +433,8 @@ fn target_text(found: &Found, how: &str) -> Result<String, InputError> {
     let get = |k: &str| current.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     if !current.is_empty() {
         let set: Vec<String> = current.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-        let _ = writeln!(t, "# Your configuration sets: {}", set.join(", "));
+        let whose = if found.adapter == "lab" { "The lab's command line" } else { "Your configuration" };
+        let _ = writeln!(t, "# {whose} sets: {}", set.join(", "));
     }
     // Values read from the command line are the base a tune starts from: without a file of
     // the server's own to hold them, the target file's [target.config] does.

@@ -14,6 +14,9 @@ use crate::server::{self, TargetFile};
 /// `knob=value` pairs from --set.
 pub fn parse_sets(file: &TargetFile, sets: &[String]) -> Result<Vec<(String, String)>, InputError> {
     let sets: Vec<(String, String)> = sets.iter().map(|s| crate::input::setting(s)).collect::<Result<_, _>>()?;
+    // An old spelling (--set dirty_kb=64) under its one name (dirty=64KiB).
+    let sets: Vec<(String, String)> =
+        sets.iter().map(|(k, v)| crate::server::adapters::respell(file.adapter(), k, v)).collect();
     // Judged as the target file's own knobs are, before anything starts: bad input, exit 2.
     for (k, v) in &sets {
         crate::server::adapters::check_knob(file.adapter(), k, v).map_err(|e| InputError(format!("--set {e}")))?;

@@ -55,8 +55,8 @@ pub const FILES: &[(&str, &str)] = &[
         "The history database (SQLite; ~/.local/share/webtune/webtune.db by default): every bench run and tune point, for runs, show, compare, export and report. --db or WEBTUNE_DB choose another.",
     ),
     (
-        "FILE.tune.jsonl",
-        "The tune journal, in the current directory, named after the target file (--journal chooses another): every point as it is measured, one JSON line each, for tune --resume.",
+        "$XDG_DATA_HOME/webtune/journals/tune-ID.jsonl",
+        "The tune journals, beside the history database, named by their run (--journal chooses another file): every point as it is measured, one JSON line each, for tune --resume, which takes the newest journal of the same tune.",
     ),
     (
         "$XDG_RUNTIME_DIR/webtune/",

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+
 use super::args::TuneArgs;
 use crate::input::{self, InputError};
 use crate::procmem::capacity::Budget;
@@ -51,7 +53,12 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     };
 
     let text = crate::input::read_text(&a.file, "target file").unwrap_or_default();
-    let (journal_path, mut journal, reused) = open_journal(a, &spec, &text)?;
+    let header = journal_header(a, &spec, &text);
+    let journal_at = journal_path(a, db, &header)?;
+    // Every point goes to the journal (for --resume) and to the history database.
+    let mut store = open_store(a, db, &spec, &text);
+    let journal_at = journal_at.unwrap_or_else(|| new_journal(db, store.as_ref().map(|(_, id)| *id)));
+    let (journal_path, mut journal, reused) = open_journal(&journal_at, &header, a.resume)?;
 
     let mut launcher = TargetLauncher { file: &spec.file, interrupt: interrupt.clone() };
     let mut measure =
@@ -62,8 +69,6 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         let per_window = measure.estimate(&spec.load) / spec.repeats.max(1) as u32;
         announce(a, &spec, plan, per_window, &journal_path);
     }
-    // Every point goes to the journal (for --resume) and to the history database.
-    let mut store = open_store(a, db, &spec, &text);
     let mut observer = Progress { quiet: a.quiet, journal: &mut journal, store: store.as_mut(), save_error: None };
     let mut t = spec.tuner(&mut measure, &mut observer, reused, interrupt, plan);
     let found = a.strategy.run(&mut t, &spec.knobs, &spec.baseline, spec.knee);
@@ -203,26 +208,90 @@ impl TuneSpec {
     }
 }
 
-/// The journal of this run (a new one, or the interrupted run's with --resume), its path,
-/// and the points it already holds.
-fn open_journal(a: &TuneArgs, spec: &TuneSpec, text: &str) -> anyhow::Result<(PathBuf, Journal, Vec<Point>)> {
-    let journal_path = a.journal.clone().unwrap_or_else(|| default_journal(&a.file));
-    let header = Header {
+/// What a journal of this tune begins with: its target file, strategy, the file's digest and
+/// the placement; --resume continues only a journal whose header is this one.
+fn journal_header(a: &TuneArgs, spec: &TuneSpec, text: &str) -> Header {
+    Header {
         journal: "webtune.tune.v1".into(),
         target_file: a.file.display().to_string(),
         strategy: a.strategy.name().into(),
         target_digest: format!("{:016x}", fnv1a(text.as_bytes())),
         placement: Some(spec.file.placement.clone()),
+    }
+}
+
+/// The journals' directory: beside the history database, in the data directory.
+fn journal_dir(db: Option<&Path>) -> PathBuf {
+    let store = crate::store::default_path(db);
+    store.parent().map_or_else(|| PathBuf::from("journals"), |d| d.join("journals"))
+}
+
+/// The journal to open: --journal, or with --resume the newest journal of the same tune in
+/// the journals' directory; None: a new one, named by its run (new_journal).
+fn journal_path(a: &TuneArgs, db: Option<&Path>, header: &Header) -> anyhow::Result<Option<PathBuf>> {
+    if let Some(path) = &a.journal {
+        return Ok(Some(path.clone()));
+    }
+    if !a.resume {
+        return Ok(None);
+    }
+    let dir = journal_dir(db);
+    let newest = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .filter(|p| Journal::header_of(p).as_ref() == Some(header))
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    match newest {
+        Some(path) => Ok(Some(path)),
+        None => Err(InputError(format!(
+            "--resume: no journal of this tune ({}, {}, this file's content and placement) in {}: give its --journal PATH",
+            a.file.display(),
+            a.strategy.name(),
+            dir.display()
+        ))
+        .into()),
+    }
+}
+
+/// A new journal's path in the journals' directory, named by the run it belongs to (the
+/// history's id; without the history, the time and this process).
+fn new_journal(db: Option<&Path>, run_id: Option<i64>) -> PathBuf {
+    let name = match run_id {
+        Some(id) => format!("tune-{id}.jsonl"),
+        None => {
+            let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            format!("tune-at-{secs}-{}.jsonl", std::process::id())
+        }
     };
-    let (journal, reused) = Journal::open(&journal_path, &header, a.resume)?;
+    journal_dir(db).join(name)
+}
+
+/// The journal of this run (a new one, or the interrupted run's with --resume), its path,
+/// and the points it already holds.
+fn open_journal(path: &Path, header: &Header, resume: bool) -> anyhow::Result<(PathBuf, Journal, Vec<Point>)> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot make the journals' directory {}", dir.display()))?;
+    }
+    let (journal, reused) = Journal::open(path, header, resume)?;
     if journal.torn_lines() > 0 {
         eprintln!(
             "webtune: {}: {} line(s) were not whole points (cut short or torn), skipped: those points are measured again",
-            journal_path.display(),
+            path.display(),
             journal.torn_lines()
         );
     }
-    Ok((journal_path, journal, reused))
+    if journal.replaced_points() > 0 {
+        eprintln!(
+            "tune: the journal {} held {} point(s) of an earlier tune: this one starts afresh over them (--resume continues a journal)",
+            path.display(),
+            journal.replaced_points()
+        );
+    }
+    Ok((path.to_path_buf(), journal, reused))
 }
 
 /// The plan, before the first trial: what is tuned, how, and about how long it takes.
@@ -278,7 +347,9 @@ fn open_store(a: &TuneArgs, db: Option<&Path>, spec: &TuneSpec, text: &str) -> O
     match crate::store::Store::open(&crate::store::default_path(db)) {
         Ok(mut s) => {
             let options = serde_json::json!({ "objective": spec.objective.describe(), "repeats": spec.repeats, "budget_kib": spec.budget_kib });
-            match s.begin_tune(&a.file.display().to_string(), a.strategy.name(), text, &options) {
+            // The target file's whole path: files of one name in different directories differ.
+            let target = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
+            match s.begin_tune(&target.display().to_string(), a.strategy.name(), text, &options) {
                 Ok(id) => Some((s, id)),
                 Err(e) => {
                     eprintln!("webtune: {e:#}; points go to the journal only");
@@ -301,14 +372,16 @@ fn report(
     mut save_error: Option<anyhow::Error>,
     files: &[super::output::OutputFile],
 ) -> anyhow::Result<ExitCode> {
-    let tuned = Tuned { run_id: store.as_ref().map(|(_, id)| *id), ..Tuned::new(outcome) };
+    let detail = if a.verbose { crate::tune::table::Detail::Full } else { crate::tune::table::Detail::Summary };
+    let tuned =
+        Tuned { run_id: store.as_ref().map(|(_, id)| *id), detail, diff_dir: a.diff.clone(), ..Tuned::new(outcome) };
     super::emit(&tuned, super::output::stdout_format(a.json))?;
     let written = super::output::write_files(&tuned, files);
     if let Some((mut s, id)) = store {
         if let Err(e) = s.finish_tune(id, outcome) {
             save_error.get_or_insert(e);
         } else if !a.quiet {
-            eprintln!("{}", super::bench::stored_line("tune", id, &s.path));
+            eprintln!("{}", super::bench::stored_line("tune", id, &s));
         }
     }
     if let Some(e) = save_error {
@@ -417,11 +490,6 @@ fn objective(a: &TuneArgs) -> Result<Objective, InputError> {
         (Some(p99_ms), None) => Objective::ThroughputWithin { p99_ms },
         (None, None) => Objective::Throughput,
     })
-}
-
-fn default_journal(file: &Path) -> PathBuf {
-    let stem = file.file_stem().map_or("target".into(), |s| s.to_string_lossy().into_owned());
-    PathBuf::from(format!("{stem}.tune.jsonl"))
 }
 
 /// FNV-1a: a stable digest of the target file (std's hasher may change between releases).

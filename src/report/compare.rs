@@ -1,5 +1,6 @@
 //! `webtune compare`: two stored runs side by side, each metric before and after, its change,
-//! and whether the change is larger than the spread the runs measured.
+//! and for throughput the change's 99% interval from the spread each run measured (its
+//! one-second rates, or a tune's windows), as hyperfine gives "1.52 ± 0.04 times faster".
 
 use std::io::{self, Write};
 
@@ -7,6 +8,7 @@ use serde::Serialize;
 
 use crate::aggregate::BenchReport;
 use crate::aggregate::result::{Judged, LatencyStats};
+use crate::stats::Summary;
 use crate::store::Stored;
 use crate::tune::Point;
 
@@ -39,18 +41,60 @@ pub struct Row {
     pub before: f64,
     pub after: f64,
     pub change_pct: Option<f64>,
-    /// Whether the change is larger than the spread measured within each run (None when the
-    /// runs do not say how much this metric varies).
+    /// Whether the change's 99% interval excludes zero (None when the runs do not say how
+    /// much this metric varies: fewer than two measurements each).
     pub beyond_spread: Option<bool>,
+    /// The change's 99% interval, % (low, high), when the runs measured their spread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_pct: Option<(f64, f64)>,
+    /// The measurements each run's spread comes from (before, after), for a metric that has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<(usize, usize)>,
+    /// What those measurements are ("one-second rates", "windows").
+    #[serde(skip)]
+    pub samples_are: &'static str,
 }
 
-fn row(metric: &str, before: f64, after: f64, spread: Option<f64>) -> Row {
+/// The confidence the interval is given at.
+pub const LEVEL: f64 = 0.99;
+
+/// A metric without a measured spread.
+fn row(metric: &str, before: f64, after: f64) -> Row {
     Row {
         metric: metric.into(),
         before,
         after,
         change_pct: (before != 0.0).then(|| (after - before) / before * 100.0),
-        beyond_spread: spread.map(|s| (after - before).abs() > s),
+        beyond_spread: None,
+        interval_pct: None,
+        samples: None,
+        samples_are: "",
+    }
+}
+
+/// A metric whose runs measured its spread: `what` each run's measurements are.
+fn spread_row(metric: &str, before: f64, after: f64, spread: (Summary, Summary), what: &'static str) -> Row {
+    let effect = crate::stats::unpaired_effect(spread.0, spread.1, LEVEL);
+    Row {
+        beyond_spread: effect.map(|e| e.low_pct > 0.0 || e.high_pct < 0.0),
+        interval_pct: effect.map(|e| (e.low_pct, e.high_pct)),
+        samples: Some((spread.0.n, spread.1.n)),
+        samples_are: what,
+        ..row(metric, before, after)
+    }
+}
+
+/// A bench run's one-second rates: kept since the report kept them, else from their summary
+/// (its deviation is the population's).
+fn per_second(r: &BenchReport) -> Summary {
+    match &r.reply_rate {
+        Some(rate) if !rate.per_second.is_empty() => Summary::of(&rate.per_second),
+        Some(rate) => {
+            let n = rate.samples;
+            let sd = if n > 1 { rate.stdev * (n as f64 / (n - 1) as f64).sqrt() } else { 0.0 };
+            Summary { mean: rate.mean, sd, n }
+        }
+        None => Summary { mean: r.result.requests_per_s, sd: 0.0, n: 1 },
     }
 }
 
@@ -68,21 +112,20 @@ pub enum Incomparable {
 pub fn rows(before: &Stored, after: &Stored) -> Result<Vec<Row>, Incomparable> {
     Ok(match (before, after) {
         (Stored::Bench { report: b, .. }, Stored::Bench { report: f, .. }) => {
-            // Throughput varies second by second: the larger stdev of the per-second rates.
-            let spread = b.reply_rate.as_ref().zip(f.reply_rate.as_ref()).map(|(x, y)| x.stdev.max(y.stdev));
+            // Throughput varies second by second: each run's one-second rates are its spread.
+            let spread = (per_second(b), per_second(f));
             let lat =
                 |r: &BenchReport, f: fn(&LatencyStats) -> f64| r.result.latency_ms.total.as_ref().map_or(f64::NAN, f);
             vec![
-                row("requests/s", b.result.requests_per_s, f.result.requests_per_s, spread),
-                row("latency mean (ms)", lat(b, |l| l.mean), lat(f, |l| l.mean), None),
-                row("latency p50 (ms)", lat(b, |l| l.p50), lat(f, |l| l.p50), None),
-                row("latency p99 (ms)", lat(b, |l| l.p99), lat(f, |l| l.p99), None),
-                row("failed", b.result.failed as f64, f.result.failed as f64, None),
+                spread_row("requests/s", b.result.requests_per_s, f.result.requests_per_s, spread, "one-second rates"),
+                row("latency mean (ms)", lat(b, |l| l.mean), lat(f, |l| l.mean)),
+                row("latency p50 (ms)", lat(b, |l| l.p50), lat(f, |l| l.p50)),
+                row("latency p99 (ms)", lat(b, |l| l.p99), lat(f, |l| l.p99)),
+                row("failed", b.result.failed as f64, f.result.failed as f64),
                 row(
                     "client CPU µs/request",
                     b.client_cpu.us_per_request.unwrap_or(f64::NAN),
                     f.client_cpu.us_per_request.unwrap_or(f64::NAN),
-                    None,
                 ),
             ]
         }
@@ -90,19 +133,19 @@ pub fn rows(before: &Stored, after: &Stored) -> Result<Vec<Row>, Incomparable> {
             let (Some(x), Some(y)) = (before.standing_point(), after.standing_point()) else {
                 return Err(Incomparable::NoPoint);
             };
-            // One repeat has no range: a run of one says nothing of the noise.
-            let spread = |p: &Point| (p.samples.len() >= 2).then(|| p.rps_range());
+            // Each window's rate: one window says nothing of the noise.
+            let windows = |p: &Point| Summary::of(&p.samples.iter().map(|s| s.rps).collect::<Vec<_>>());
             let mem = |p: &Point| p.memory().map_or(f64::NAN, |m| m.pss_total_kib as f64);
             let mut rows = vec![
-                row("requests/s", x.rps(), y.rps(), spread(x).zip(spread(y)).map(|(a, b)| a.max(b))),
-                row("p99 (ms)", x.p99(), y.p99(), None),
-                row("server PSS (KiB)", mem(x), mem(y), None),
+                spread_row("requests/s", x.rps(), y.rps(), (windows(x), windows(y)), "windows"),
+                row("p99 (ms)", x.p99(), y.p99()),
+                row("server PSS (KiB)", mem(x), mem(y)),
             ];
             // Runs measured at different times read their binaries' pages shared with whatever
             // else ran then: the pages only the server has are what a change of it changed.
             if crate::tune::point::own_pages_read(&[x, y]) {
                 let own = |p: &Point| p.memory().and_then(|m| m.own_pss_kib).map_or(f64::NAN, |k| k as f64);
-                rows.push(row("server PSS, own pages (KiB)", own(x), own(y), None));
+                rows.push(row("server PSS, own pages (KiB)", own(x), own(y)));
             }
             rows
         }
@@ -110,21 +153,76 @@ pub fn rows(before: &Stored, after: &Stored) -> Result<Vec<Row>, Incomparable> {
     })
 }
 
-/// The rows as a table, then the gates' verdicts.
+/// The rows as a table, what the interval says in words, then the gates' verdicts.
 pub fn write_text(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
     let (before, after, rows) = (c.before, c.after, &c.rows);
     writeln!(out, "Run {before} -> run {after}")?;
-    writeln!(out, "  {:<28} {:>12} {:>12} {:>9}  beyond the spread", "metric", "before", "after", "change")?;
+    writeln!(
+        out,
+        "  {:<28} {:>12} {:>12} {:>9}  {:<20}  verdict",
+        "metric", "before", "after", "change", "99% interval"
+    )?;
     for r in rows {
         let change = r.change_pct.map_or(String::new(), |c| format!("{c:+.1}%"));
-        let beyond = match r.beyond_spread {
-            Some(true) => "yes",
-            Some(false) => "no (within the noise)",
-            None => "-",
+        let interval = r.interval_pct.map_or(String::new(), |(lo, hi)| format!("[{}, {}]", pct(lo), pct(hi)));
+        let verdict = match (r.beyond_spread, r.samples) {
+            (Some(true), _) => "beyond the noise",
+            (Some(false), _) => "within the noise",
+            (None, Some(_)) => "not known",
+            (None, None) => "",
         };
-        writeln!(out, "  {:<28} {:>12.2} {:>12.2} {change:>9}  {beyond}", r.metric, r.before, r.after)?;
+        let line =
+            format!("  {:<28} {:>12.2} {:>12.2} {change:>9}  {interval:<20}  {verdict}", r.metric, r.before, r.after);
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    for r in rows.iter().filter(|r| r.samples.is_some()) {
+        explain(c, r, out)?;
     }
     super::text::thresholds(&c.thresholds, out)
+}
+
+/// "+5.1%", a bound past +999% "+999%+".
+fn pct(x: f64) -> String {
+    if x > 999.0 { "+999%+".into() } else { format!("{x:+.1}%") }
+}
+
+/// A metric with a spread in words: the ratio with its ± as hyperfine says it, and what the
+/// verdict means; or why there is no interval.
+fn explain(c: &Comparison, r: &Row, out: &mut impl Write) -> io::Result<()> {
+    let Some((nb, na)) = r.samples else { return Ok(()) };
+    writeln!(out)?;
+    match r.interval_pct {
+        Some((lo, hi)) => {
+            let ratio = |p: f64| 1.0 + p / 100.0;
+            let mid = r.change_pct.map_or((ratio(lo) + ratio(hi)) / 2.0, ratio);
+            let (after, before, metric) = (c.after, c.before, &r.metric);
+            if hi > 999.0 || lo < -99.0 {
+                writeln!(
+                    out,
+                    "Run {after} has {mid:.2} times the {metric} of run {before}; the 99% interval is too wide to bound it."
+                )?;
+            } else {
+                let half = (ratio(hi) - ratio(lo)) / 2.0;
+                writeln!(
+                    out,
+                    "Run {after} has {mid:.2} ± {half:.2} times the {metric} of run {before} (99% interval)."
+                )?;
+            }
+            writeln!(
+                out,
+                "The interval is where the change lies with 99% confidence, from the spread of each run's {} \
+                 ({nb} and {na}); \"beyond the noise\": it excludes 0%; \"within the noise\": it holds 0%, and \
+                 the runs cannot tell this change from their own variation.",
+                r.samples_are
+            )
+        }
+        None => writeln!(
+            out,
+            "{}: no interval: runs {} and {} measured {nb} and {na} {}; two or more each are needed to know the \
+             noise (bench -d 5s or longer; tune --repeats 2 or more).",
+            r.metric, c.before, c.after, r.samples_are
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -170,5 +268,33 @@ mod tests {
         }
         assert_eq!(rows(&two, &two).unwrap()[0].beyond_spread, Some(false));
         assert_eq!(rows(&two, &one).unwrap()[0].beyond_spread, None);
+        assert_eq!(rows(&two, &one).unwrap()[0].samples, Some((2, 1)));
+    }
+
+    #[test]
+    fn the_text_gives_the_change_with_its_interval_and_says_what_noise_means() {
+        let spread = |rates: &[f64]| Summary::of(rates);
+        let rps = spread_row(
+            "requests/s",
+            1000.0,
+            1100.0,
+            (spread(&[1000.0, 1010.0, 990.0, 1005.0, 995.0]), spread(&[1100.0, 1110.0, 1090.0, 1105.0, 1095.0])),
+            "one-second rates",
+        );
+        let c = Comparison::new(3, 4, vec![rps, row("latency p99 (ms)", 2.0, 1.5)], Vec::new());
+        let mut out = Vec::new();
+        write_text(&c, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Run 3 -> run 4\n  \
+             metric                             before        after    change  99% interval          verdict\n  \
+             requests/s                        1000.00      1100.00    +10.0%  [+8.2%, +11.9%]       beyond the noise\n  \
+             latency p99 (ms)                     2.00         1.50    -25.0%\n\
+             \n\
+             Run 4 has 1.10 ± 0.02 times the requests/s of run 3 (99% interval).\n\
+             The interval is where the change lies with 99% confidence, from the spread of each run's one-second \
+             rates (5 and 5); \"beyond the noise\": it excludes 0%; \"within the noise\": it holds 0%, and the runs \
+             cannot tell this change from their own variation.\n"
+        );
     }
 }

@@ -116,7 +116,10 @@ pub fn points(points: &[Point], out: &mut impl Write) -> io::Result<()> {
 
 /// Two runs compared, one row per metric.
 pub fn comparison(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
-    writeln!(out, "before_id,after_id,metric,before,after,change_pct,beyond_spread")?;
+    writeln!(
+        out,
+        "before_id,after_id,metric,before,after,change_pct,beyond_spread,interval_low_pct,interval_high_pct"
+    )?;
     for r in &c.rows {
         line(
             out,
@@ -128,6 +131,8 @@ pub fn comparison(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
                 r.after.to_string(),
                 opt(r.change_pct),
                 opt(r.beyond_spread),
+                opt(r.interval_pct.map(|i| i.0)),
+                opt(r.interval_pct.map(|i| i.1)),
             ],
         )?;
     }

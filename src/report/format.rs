@@ -161,7 +161,10 @@ impl Report for Stored {
             Stored::Tune { row, points, outcome, .. } => {
                 writeln!(out, "tune {} on {} ({}), started {}", row.id, row.target, row.status, row.started_at)?;
                 match outcome {
-                    Some(o) => write!(out, "{}", crate::tune::table::report(o)),
+                    Some(o) => {
+                        let at = crate::tune::table::Pointers { run_id: Some(row.id), diff_dir: None };
+                        write!(out, "{}", crate::tune::table::report(o, crate::tune::table::Detail::Full, at))
+                    }
                     // Interrupted or killed before its outcome: the points measured.
                     None => points.iter().try_for_each(|p| {
                         let figures = p.cause().map_or_else(
@@ -203,11 +206,23 @@ pub struct Tuned<'a> {
     /// The id the history stored it under (None: not stored).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<i64>,
+    /// The text's detail: a line a step (tune), or every step's table (--verbose).
+    #[serde(skip)]
+    pub detail: crate::tune::table::Detail,
+    /// Where `--diff` wrote the diffs, for the answer's last lines.
+    #[serde(skip)]
+    pub diff_dir: Option<std::path::PathBuf>,
 }
 
 impl<'a> Tuned<'a> {
     pub fn new(outcome: &'a Outcome) -> Tuned<'a> {
-        Tuned { schema: TUNE_SCHEMA_ID, outcome, run_id: None }
+        Tuned {
+            schema: TUNE_SCHEMA_ID,
+            outcome,
+            run_id: None,
+            detail: crate::tune::table::Detail::Summary,
+            diff_dir: None,
+        }
     }
 }
 
@@ -216,7 +231,8 @@ impl Report for Tuned<'_> {
     const NAME: &'static str = "tune outcome";
 
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        write!(out, "{}", crate::tune::table::report(self.outcome))
+        let at = crate::tune::table::Pointers { run_id: self.run_id, diff_dir: self.diff_dir.as_deref() };
+        write!(out, "{}", crate::tune::table::report(self.outcome, self.detail, at))
     }
 
     fn csv(&self, mut out: &mut dyn Write) -> io::Result<()> {
@@ -269,11 +285,17 @@ impl Report for Runs {
 
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{:>5}  {:<5}  {:<24}  {:<11}  {:<40}  summary", "id", "kind", "started", "status", "target")?;
+        let cwd = std::env::current_dir().ok();
         for r in &self.runs {
+            // A target file's path from here when it is below here, else whole.
+            let target = match cwd.as_deref().and_then(|d| Path::new(&r.target).strip_prefix(d).ok()) {
+                Some(rel) if r.kind == "tune" => rel.display().to_string(),
+                _ => r.target.clone(),
+            };
             writeln!(
                 out,
                 "{:>5}  {:<5}  {:<24}  {:<11}  {:<40}  {}",
-                r.id, r.kind, r.started_at, r.status, r.target, r.summary
+                r.id, r.kind, r.started_at, r.status, target, r.summary
             )?;
         }
         Ok(())

@@ -96,7 +96,19 @@ fn bench(out: &mut String, r: &BenchReport) {
         );
     }
     row("client CPU per request (µs)", r.client_cpu.us_per_request.map_or("-".into(), |u| format!("{u:.2}")));
-    out.push_str("</table><h2>Latency distribution</h2><div class=\"charts\">");
+    let codes: Vec<String> = res.status.iter().map(|(code, n)| format!("{code}: {n}")).collect();
+    row("status codes", if codes.is_empty() { "none".into() } else { codes.join(", ") });
+    let failures: Vec<String> =
+        res.errors.iter().filter(|(_, n)| **n > 0).map(|(class, n)| format!("{class} {n}")).collect();
+    row("failures by class", if failures.is_empty() { "none".into() } else { failures.join(", ") });
+    row("length differed (not failures)", res.length_differed.to_string());
+    for w in &r.warnings {
+        row("warning", w.clone());
+    }
+    out.push_str("</table>");
+    percentile_table(out, r);
+    histogram_table(out, r);
+    out.push_str("<h2>Latency distribution</h2><div class=\"charts\">");
     // Total drawn first and thicker, first byte dashed over it: both show where they coincide.
     let series: Vec<Series> = [
         ("total", &res.histograms.as_ref().and_then(|h| h.total.clone())),
@@ -151,13 +163,75 @@ fn bench(out: &mut String, r: &BenchReport) {
     }
 }
 
+/// The latency table by phase, as the terminal prints it.
+fn percentile_table(out: &mut String, r: &BenchReport) {
+    out.push_str("<h2>Latency (ms), from the request's start</h2><table><tr><th>phase</th>");
+    for h in ["min", "mean", "stdev", "p50", "p75", "p90", "p99", "p99.9", "max"] {
+        let _ = write!(out, "<th>{h}</th>");
+    }
+    out.push_str("</tr>");
+    let lat = &r.result.latency_ms;
+    for (name, stats) in [("connect", &lat.connect), ("first byte", &lat.first_byte), ("total", &lat.total)] {
+        let _ = write!(out, "<tr><td>{name}</td>");
+        match stats {
+            Some(l) => {
+                for v in [l.min, l.mean, l.stdev, l.p50, l.p75, l.p90, l.p99, l.p999, l.max] {
+                    let _ = write!(out, "<td>{v:.3}</td>");
+                }
+            }
+            None => out.push_str("<td>-</td>"),
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+}
+
+/// The latency histogram's buckets, as the terminal draws them, with a bar each.
+fn histogram_table(out: &mut String, r: &BenchReport) {
+    let Some(h) = r.result.histograms.as_ref().and_then(|h| h.total.as_deref()) else { return };
+    let buckets = super::text::histogram_buckets(h);
+    if buckets.is_empty() {
+        return;
+    }
+    let most = buckets.iter().map(|b| b.2).max().unwrap_or(1).max(1);
+    out.push_str(
+        "<h2>Latency histogram (ms, total; log-spaced buckets)</h2><table><tr><th>from</th><th>to</th><th>requests</th><th></th></tr>",
+    );
+    for (from, to, count) in buckets {
+        let width = (count as f64 / most as f64 * 300.0).round() as u64;
+        let _ = write!(
+            out,
+            "<tr><td>{from:.3}</td><td>{to:.3}</td><td>{count}</td><td style=\"text-align:left\">\
+             <span style=\"display:inline-block;height:.8em;width:{width}px;background:#4a7ab5\"></span></td></tr>"
+        );
+    }
+    out.push_str("</table>");
+}
+
+/// A tune's page: what ran, the answer, the charts, every step's table, every point.
 fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Outcome>) {
+    tune_intro(out, strategy, points);
+    tune_answer(out, outcome);
+    knob_charts(out, points, outcome);
+    latency_first_and_recommended(out, points, outcome);
+    windows_over_time(out, points);
+    memory_per_worker(out, points);
+    step_tables(out, outcome);
+    every_point(out, points);
+}
+
+/// The strategy, how many points, where the server and the client ran.
+fn tune_intro(out: &mut String, strategy: &str, points: &[Point]) {
     let _ = write!(out, "<p>Strategy <b>{}</b>; {} points measured.</p>", escape(strategy), points.len());
     if let Some(p) = points.iter().find_map(|p| p.placement.as_ref()) {
         let share = points.iter().map(|p| p.client_share).fold(None, crate::tune::point::max_share);
         let share = share.map_or(String::new(), |s| format!("; the client took at most {:.1}% of the CPU", s * 100.0));
         let _ = write!(out, "<p>Placement: {}{share}.</p>", escape(&p.describe()));
     }
+}
+
+/// The recommended configuration with each value's evidence, or why there is none.
+fn tune_answer(out: &mut String, outcome: Option<&Outcome>) {
     match outcome {
         Some(o) => {
             let _ = write!(out, "<h2>Recommended configuration</h2><pre>{}</pre>", escape(&o.config));
@@ -171,7 +245,10 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
         }
         None => out.push_str("<p>The experiment did not finish (interrupted or still running): its points so far.</p>"),
     }
-    // Throughput and p99 against each swept knob: the points that differ from the first in it.
+}
+
+/// Throughput and p99 against each swept knob: the points that differ from the first in it.
+fn knob_charts(out: &mut String, points: &[Point], outcome: Option<&Outcome>) {
     out.push_str("<h2>Throughput and p99 against each knob</h2><div class=\"charts\">");
     let knobs: Vec<String> = points.iter().filter_map(|p| p.step.split_once('=').map(|(k, _)| k.to_string())).fold(
         Vec::new(),
@@ -240,7 +317,12 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
             series: &[Series::with_spread("p99", at(&|s| s.p99_ms))],
         }));
     }
-    out.push_str("</div><h2>Latency distribution</h2><div class=\"charts\">");
+    out.push_str("</div>");
+}
+
+/// The latency by percentile of the first point and of the recommended one.
+fn latency_first_and_recommended(out: &mut String, points: &[Point], outcome: Option<&Outcome>) {
+    out.push_str("<h2>Latency distribution</h2><div class=\"charts\">");
     let first = points.iter().find(|p| p.ok());
     let last = outcome
         .and_then(|o| o.steps.iter().rev().find(|s| s.adopted).map(|s| &s.after))
@@ -256,10 +338,14 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
     if !series.is_empty() {
         out.push_str(&latency_chart(&series));
     }
-    // Every window in the order measured: drift of the machine, and failures, over the run.
+    out.push_str("</div>");
+}
+
+/// Every window in the order measured: drift of the machine, and failures, over the run.
+fn windows_over_time(out: &mut String, points: &[Point]) {
     let windows: Vec<&crate::tune::point::Sample> = points.iter().flat_map(|p| &p.samples).collect();
     if windows.len() > 1 {
-        out.push_str("</div><h2>Throughput and errors over time</h2><div class=\"charts\">");
+        out.push_str("<h2>Throughput and errors over time</h2><div class=\"charts\">");
         let over = |f: &dyn Fn(&crate::tune::point::Sample) -> f64| -> Vec<(f64, f64)> {
             windows.iter().enumerate().map(|(i, s)| ((i + 1) as f64, f(s))).collect()
         };
@@ -272,8 +358,13 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
             y: YAxis::Linear,
             series: &[Series::new("succeeded/s", over(&|s| s.rps)), Series::new("failed/s", over(&failed))],
         }));
+        out.push_str("</div>");
     }
-    out.push_str("</div><h2>Memory per worker</h2><div class=\"charts\">");
+}
+
+/// Memory per worker, one group per configuration.
+fn memory_per_worker(out: &mut String, points: &[Point]) {
+    out.push_str("<h2>Memory per worker</h2><div class=\"charts\">");
     // One group per configuration (its windows together, the costliest reading with the
     // range of all), never one per window: 37 windows are a handful of configurations.
     let mut configs: Vec<(String, Vec<&crate::tune::point::MemUse>)> = Vec::new();
@@ -312,15 +403,19 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
         }
     }
     out.push_str("</div>");
+}
+
+/// Each step's before/after table (a step judged again on the same measurements, once).
+fn step_tables(out: &mut String, outcome: Option<&Outcome>) {
     if let Some(o) = outcome {
-        for (i, s) in o.steps.iter().enumerate() {
+        for (n, s) in crate::tune::table::distinct_steps(o) {
             let verdict = crate::tune::table::step_verdict(s);
             match s.challenger_point().filter(|_| !s.adopted) {
                 Some(ch) => {
                     let _ = write!(
                         out,
                         "<h2>Step {}: {} stays {}; best challenger {} ({verdict})</h2>",
-                        i + 1,
+                        n,
                         escape(&s.knob),
                         escape(&s.before_value),
                         escape(&crate::tune::table::changes(&s.before.settings, &ch.settings)),
@@ -331,7 +426,7 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
                     let _ = write!(
                         out,
                         "<h2>Step {}: {} {} &rarr; {} ({verdict})</h2>",
-                        i + 1,
+                        n,
                         escape(&s.knob),
                         escape(&s.before_value),
                         escape(&s.after_value),
@@ -350,6 +445,10 @@ fn tune(out: &mut String, strategy: &str, points: &[Point], outcome: Option<&Out
             let _ = write!(out, "<p class=\"ev\">{}</p>", escape(&s.evidence));
         }
     }
+}
+
+/// Every point measured, in order.
+fn every_point(out: &mut String, points: &[Point]) {
     out.push_str("<h2>Every point</h2><table><tr><th>step</th><th>status</th><th>req/s</th><th>p99 ms</th><th>p99.9 ms</th><th>worker USS KiB</th></tr>");
     for p in points {
         let _ = write!(

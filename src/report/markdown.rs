@@ -107,15 +107,17 @@ pub fn comparison(c: &Comparison, out: &mut impl Write) -> io::Result<()> {
                 format!("{:.2}", r.before),
                 format!("{:.2}", r.after),
                 r.change_pct.map_or("-".into(), |p| format!("{p:+.1}%")),
-                match r.beyond_spread {
-                    Some(true) => "yes".into(),
-                    Some(false) => "no".into(),
-                    None => "-".into(),
+                r.interval_pct.map_or("-".into(), |(lo, hi)| format!("[{lo:+.1}%, {hi:+.1}%]")),
+                match (r.beyond_spread, r.samples) {
+                    (Some(true), _) => "beyond the noise".into(),
+                    (Some(false), _) => "within the noise".into(),
+                    (None, Some(_)) => "not known".into(),
+                    (None, None) => "-".into(),
                 },
             ]
         })
         .collect();
-    table(out, &["metric", "before", "after", "change", "beyond the spread"], &rows)?;
+    table(out, &["metric", "before", "after", "change", "99% interval", "verdict"], &rows)?;
     thresholds(&c.thresholds, out)
 }
 

@@ -26,17 +26,36 @@ fn write_url(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     }
 }
 
-/// Writes the bench report as text, for a terminal.
+/// Writes the bench report as text, for a terminal: what was asked, what came back, how long
+/// it took, what the client cost, and the --fail-if verdicts.
 pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
-    let res = &r.result;
-    let o = &r.options;
+    write_target(r, out)?;
+    writeln!(out)?;
+    write_pacing(r, out)?;
+    write_inputs(r, out)?;
+    write_counts(r, out)?;
+    write_rates(r, out)?;
+    write_latency(r, out)?;
+    write_parts(r, out)?;
+    write_client(r, out)?;
+    thresholds(&r.thresholds, out)
+}
+
+/// The server, the URL, the first response's length.
+fn write_target(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "Server:              {}", r.target.server.as_deref().unwrap_or("(no Server header)"))?;
     write_url(r, out)?;
     match r.target.document_length {
         Some(n) => writeln!(out, "Document length:     {n} bytes (first response)")?,
         None => writeln!(out, "Document length:     (no successful response)")?,
     }
-    writeln!(out)?;
+    Ok(())
+}
+
+/// How the load was driven: connections, threads, open or closed loop, wake-ups.
+fn write_pacing(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let res = &r.result;
+    let o = &r.options;
     match o.http2_streams {
         Some(streams) => writeln!(
             out,
@@ -88,6 +107,12 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         )?,
         _ => {}
     }
+    Ok(())
+}
+
+/// Where the requests came from (a URL list, an access log), throttling, merging.
+fn write_inputs(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let o = &r.options;
     if let Some(file) = &o.requests_file {
         writeln!(out, "Requests from:       {file} ({} order)", o.order.as_deref().unwrap_or("sequential"))?;
     }
@@ -109,6 +134,12 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     if let Some(n) = r.merged_runs {
         writeln!(out, "Merged:              {n} runs (rates summed, duration the longest)")?;
     }
+    Ok(())
+}
+
+/// How long it took and what came back: complete, failed and why, length, lateness.
+fn write_counts(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let res = &r.result;
     writeln!(out, "Time taken:          {:.3} s{}", res.duration_s, if r.interrupted { " (interrupted)" } else { "" })?;
     writeln!(out, "Complete requests:   {}", res.succeeded)?;
     writeln!(out, "Failed requests:     {}", res.failed)?;
@@ -143,6 +174,12 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
             res.in_flight_at_end
         )?;
     }
+    Ok(())
+}
+
+/// Status codes, bytes, and the rates.
+fn write_rates(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let res = &r.result;
     let codes: Vec<String> = res.status.iter().map(|(code, n)| format!("{code}: {n}")).collect();
     writeln!(out, "Status codes:        {}", if codes.is_empty() { "none".into() } else { codes.join(", ") })?;
     writeln!(
@@ -167,6 +204,12 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
         "Connections:         {} opened, {} closed by the server between requests (retried)",
         res.connections.opened, res.connections.server_closed_idle
     )?;
+    Ok(())
+}
+
+/// The latency table by phase, and the histogram.
+fn write_latency(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
+    let res = &r.result;
     writeln!(out)?;
     writeln!(out, "Latency (ms), from the request's start:")?;
     writeln!(
@@ -191,6 +234,11 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// The breakdowns by stage, request, client and host.
+fn write_parts(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     for (title, parts) in [
         ("By stage", &r.breakdown.stages),
         ("By request", &r.breakdown.requests),
@@ -202,6 +250,11 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
             parts_table(title, parts, out)?;
         }
     }
+    Ok(())
+}
+
+/// What the client cost, where it ran, and the warnings.
+fn write_client(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     writeln!(out)?;
     let cpu = &r.client_cpu;
     write!(
@@ -226,7 +279,7 @@ pub fn write(r: &BenchReport, out: &mut impl Write) -> io::Result<()> {
     for w in &r.warnings {
         writeln!(out, "WARNING: {w}")?;
     }
-    thresholds(&r.thresholds, out)
+    Ok(())
 }
 
 /// The `--fail-if` verdicts, one line each: pass or FAIL, the expression, the measured value.
@@ -274,10 +327,10 @@ const HISTOGRAM_BUCKETS: usize = 10;
 /// The longest bar: the whole line stays within 80 columns.
 const HISTOGRAM_BAR: usize = 40;
 
-/// The latency histogram as oha and hey draw it: `HISTOGRAM_BUCKETS` log-spaced buckets from
-/// the fastest to the slowest request (a tail would squash linear ones into the first), each
-/// with its count and a bar; empty when the histogram cannot be read or is empty.
-pub fn histogram_lines(b64: &str) -> Vec<String> {
+/// The latency histogram's buckets, as oha and hey draw it: `HISTOGRAM_BUCKETS` log-spaced
+/// buckets from the fastest to the slowest request (a tail would squash linear ones into the
+/// first), each (from ms, to ms, count); empty when the histogram cannot be read or is empty.
+pub fn histogram_buckets(b64: &str) -> Vec<(f64, f64, u64)> {
     let Ok(h) = crate::aggregate::codec::decode(b64) else { return Vec::new() };
     if h.is_empty() {
         return Vec::new();
@@ -294,18 +347,19 @@ pub fn histogram_lines(b64: &str) -> Vec<String> {
         let i = (0..n).find(|&i| x <= edge(i + 1)).unwrap_or(n - 1);
         counts[i] += v.count_at_value();
     }
-    let most = counts.iter().copied().max().unwrap_or(1).max(1);
-    (0..n)
-        .map(|i| {
-            let bar = (counts[i] as f64 / most as f64 * HISTOGRAM_BAR as f64).round() as usize;
-            let bar = if counts[i] > 0 { bar.max(1) } else { 0 };
-            let line = format!(
-                "  {:>9.3} - {:>9.3}  [{:>9}] {}",
-                edge(i) / 1000.0,
-                edge(i + 1) / 1000.0,
-                counts[i],
-                "■".repeat(bar)
-            );
+    (0..n).map(|i| (edge(i) / 1000.0, edge(i + 1) / 1000.0, counts[i])).collect()
+}
+
+/// The histogram's buckets as lines of text, each with its count and a bar.
+pub fn histogram_lines(b64: &str) -> Vec<String> {
+    let buckets = histogram_buckets(b64);
+    let most = buckets.iter().map(|b| b.2).max().unwrap_or(1).max(1);
+    buckets
+        .iter()
+        .map(|&(from, to, count)| {
+            let bar = (count as f64 / most as f64 * HISTOGRAM_BAR as f64).round() as usize;
+            let bar = if count > 0 { bar.max(1) } else { 0 };
+            let line = format!("  {from:>9.3} - {to:>9.3}  [{count:>9}] {}", "■".repeat(bar));
             line.trim_end().to_string()
         })
         .collect()

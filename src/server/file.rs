@@ -257,8 +257,10 @@ impl TargetFile {
             }
             None => path.display().to_string(),
         };
-        let raw: Raw = toml::from_str(text)
-            .map_err(|e| InputError(format!("{}: {}", at(e.span()), e.message().trim().replace('\n', " "))))?;
+        let raw: Raw = toml::from_str(text).map_err(|e| {
+            let message = crate::input::did_you_mean(&e.message().trim().replace('\n', " "));
+            InputError(format!("{}: {message}", at(e.span())))
+        })?;
         let line_of = |needle: &str| line_of(text, path, needle);
         let t = raw.target;
         let (host, port) = t

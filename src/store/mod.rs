@@ -67,6 +67,15 @@ pub fn default_path(flag: Option<&Path>) -> PathBuf {
     data.join("webtune").join("webtune.db")
 }
 
+/// A stored start time in one format, to the second (`2026-11-25T23:15:38Z`): bench runs
+/// store milliseconds, tune runs seconds. Text that is not RFC 3339 stays as it is.
+fn in_seconds(started_at: String) -> String {
+    match crate::input::rfc3339(&started_at) {
+        Some(t) => humantime::format_rfc3339_seconds(t).to_string(),
+        None => started_at,
+    }
+}
+
 /// An open history database.
 pub struct Store {
     conn: Connection,
@@ -91,25 +100,41 @@ pub struct RunRow {
 }
 
 /// A run as the history commands take it: its id, or `last`, `last~1`, `last~N` (the
-/// newest run, the one before it, N before it), as git names commits.
+/// newest run, the one before it, N before it), as git names commits; or the same among one
+/// kind's runs: `bench`, `bench~1`, `tune`, `tune~N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunRef {
     Id(i64),
-    Last(u64),
+    /// N runs before the newest, of one kind ("bench", "tune") or of any.
+    Last {
+        kind: Option<&'static str>,
+        back: u64,
+    },
 }
+
+/// The kinds of run, as `RunRef` names them.
+const KINDS: [&str; 2] = ["bench", "tune"];
 
 impl std::str::FromStr for RunRef {
     type Err = String;
 
     fn from_str(text: &str) -> Result<RunRef, String> {
-        let bad =
-            || format!("{text:?} is not a run: give its id (12), last, or last~N (last~1 is the one before last)");
+        let bad = || {
+            format!(
+                "{text:?} is not a run: give its id (12), last, or last~N (last~1 is the one before last); \
+                 or a kind's: bench, bench~1, tune, tune~1"
+            )
+        };
         let t = text.trim();
-        if t == "last" {
-            return Ok(RunRef::Last(0));
+        let (name, back) = match t.split_once('~') {
+            Some((name, back)) => (name, back.parse().map_err(|_| bad())?),
+            None => (t, 0),
+        };
+        if name == "last" {
+            return Ok(RunRef::Last { kind: None, back });
         }
-        if let Some(back) = t.strip_prefix("last~") {
-            return back.parse().map(RunRef::Last).map_err(|_| bad());
+        if let Some(kind) = KINDS.iter().find(|k| **k == name) {
+            return Ok(RunRef::Last { kind: Some(kind), back });
         }
         match t.parse() {
             Ok(id) if id > 0 => Ok(RunRef::Id(id)),
@@ -122,8 +147,8 @@ impl std::fmt::Display for RunRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RunRef::Id(id) => write!(f, "{id}"),
-            RunRef::Last(0) => write!(f, "last"),
-            RunRef::Last(n) => write!(f, "last~{n}"),
+            RunRef::Last { kind, back: 0 } => write!(f, "{}", kind.unwrap_or("last")),
+            RunRef::Last { kind, back } => write!(f, "{}~{back}", kind.unwrap_or("last")),
         }
     }
 }
@@ -368,7 +393,7 @@ impl Store {
                 Ok(RunRow {
                     id: r.get(0)?,
                     kind: r.get(1)?,
-                    started_at: r.get(2)?,
+                    started_at: in_seconds(r.get(2)?),
                     target: r.get(3)?,
                     summary: r.get(4)?,
                     status: r.get(5)?,
@@ -392,15 +417,15 @@ impl Store {
     /// The id a reference names: an id as it is, `last~N` the (N+1)th newest run. A
     /// reference past the oldest run is bad input.
     pub fn resolve(&self, run: RunRef) -> anyhow::Result<i64> {
-        let back = match run {
+        let (kind, back) = match run {
             RunRef::Id(id) => return Ok(id),
-            RunRef::Last(back) => back,
+            RunRef::Last { kind, back } => (kind, back),
         };
         let newest = self
             .conn
             .query_row(
-                "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1",
-                [i64::try_from(back).unwrap_or(i64::MAX)],
+                "SELECT id FROM runs WHERE ?2 IS NULL OR kind = ?2 ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                rusqlite::params![i64::try_from(back).unwrap_or(i64::MAX), kind],
                 |r| r.get(0),
             )
             .optional()
@@ -408,16 +433,23 @@ impl Store {
         match newest {
             Some(id) => Ok(id),
             None => {
-                let count: i64 =
-                    self.conn.query_row("SELECT count(*) FROM runs", [], |r| r.get(0)).map_err(|e| self.err(e))?;
+                let count = self.count(kind)?;
                 Err(crate::input::InputError(format!(
-                    "no run {run}: {} holds {count} run{}",
+                    "no run {run}: {} holds {count} {}run{}",
                     self.path.display(),
+                    kind.map_or(String::new(), |k| format!("{k} ")),
                     if count == 1 { "" } else { "s" }
                 ))
                 .into())
             }
         }
+    }
+
+    /// How many runs there are of `kind` (of any, None).
+    pub fn count(&self, kind: Option<&str>) -> anyhow::Result<i64> {
+        self.conn
+            .query_row("SELECT count(*) FROM runs WHERE ?1 IS NULL OR kind = ?1", [kind], |r| r.get(0))
+            .map_err(|e| self.err(e))
     }
 
     /// Run `id` in full (report, or points and outcome); None when there is no such run.

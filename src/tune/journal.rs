@@ -40,6 +40,7 @@ pub struct Journal {
     path: PathBuf,
     file: Flock<std::fs::File>,
     torn: usize,
+    replaced: usize,
 }
 
 impl Journal {
@@ -105,13 +106,20 @@ impl Journal {
                 file.write_all(b"\n").with_context(|| format!("cannot write {}", path.display()))?;
             }
         }
+        let mut replaced = 0;
         if reused.is_empty() {
+            if !resume {
+                // Said by the caller: an earlier tune's points are not replaced in silence.
+                let mut text = Vec::new();
+                file.read_to_end(&mut text).with_context(|| format!("cannot read {}", path.display()))?;
+                replaced = text.split(|&b| b == b'\n').skip(1).filter(|l| !l.is_empty()).count();
+            }
             file.set_len(0).with_context(|| format!("cannot write {}", path.display()))?;
             let mut line = serde_json::to_vec(&Line::Header(header.clone()))?;
             line.push(b'\n');
             file.write_all(&line).with_context(|| format!("cannot write {}", path.display()))?;
         }
-        Ok((Journal { path: path.to_path_buf(), file, torn }, reused))
+        Ok((Journal { path: path.to_path_buf(), file, torn, replaced }, reused))
     }
 
     /// Appends one point, flushed to the disk before returning. The line goes out in one
@@ -133,6 +141,22 @@ impl Journal {
     /// Lines of the resumed journal that were not whole points, skipped.
     pub fn torn_lines(&self) -> usize {
         self.torn
+    }
+
+    /// Points of an earlier tune the file held, replaced by this one (not resumed).
+    pub fn replaced_points(&self) -> usize {
+        self.replaced
+    }
+
+    /// The header of the journal at `path`, when it is one.
+    pub fn header_of(path: &Path) -> Option<Header> {
+        use std::io::BufRead;
+        let mut first = String::new();
+        std::io::BufReader::new(std::fs::File::open(path).ok()?).read_line(&mut first).ok()?;
+        match serde_json::from_str::<Line>(&first).ok()? {
+            Line::Header(h) => Some(h),
+            Line::Point(_) => None,
+        }
     }
 }
 

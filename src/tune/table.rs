@@ -76,13 +76,8 @@ pub fn side_by_side(title: &str, headings: [&str; 2], before: &Point, after: &Po
     let mut out = format!("{title}\n{}", grid.render());
     // A kept value's step has the same point on both sides: its notes once.
     let points = if before.step == after.step { vec![before] } else { vec![before, after] };
-    for p in points {
-        if let Some(cause) = p.cause() {
-            let _ = writeln!(out, "  ({} failed: {cause})", p.step);
-        }
-        for note in &p.notes {
-            let _ = writeln!(out, "  ({}: {note})", p.step);
-        }
+    for line in collapse_notes(&points) {
+        let _ = writeln!(out, "  {line}");
     }
     out
 }
@@ -188,8 +183,62 @@ impl Grid {
     }
 }
 
-/// The whole text report: each step's table, the start-to-finish table, the recommendation.
-pub fn report(o: &Outcome) -> String {
+/// How much of a tune the text tells.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Detail {
+    /// A line a step, the notes once, then the answer: what `tune` prints.
+    #[default]
+    Summary,
+    /// Every step's table and evidence (`tune --verbose`, `show`).
+    Full,
+}
+
+/// What the answer's last lines point to: the stored run, and where `--diff` wrote the diffs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pointers<'a> {
+    pub run_id: Option<i64>,
+    pub diff_dir: Option<&'a std::path::Path>,
+}
+
+/// The whole text report: the run's placement, its steps (a line each, or each one's table),
+/// then the answer in its last lines.
+pub fn report(o: &Outcome, detail: Detail, at: Pointers) -> String {
+    let mut out = header(o);
+    let steps = distinct_steps(o);
+    match detail {
+        Detail::Summary => {
+            out += &step_lines(&steps, at);
+            out += &run_notes(o);
+        }
+        Detail::Full => {
+            for (n, step) in &steps {
+                out += &step_detail(*n, step);
+            }
+            out += &start_to_finish(o, &steps);
+        }
+    }
+    if let Some(why) = &o.stopped {
+        let _ = writeln!(
+            out,
+            "\nStopped early ({why}): what was judged before the stop stands; the rest stays as the baseline has it."
+        );
+    }
+    if detail == Detail::Full {
+        out += &evidence(o, &steps);
+    }
+    if o.cost.launches > 0 {
+        let _ = writeln!(out, "\nCost: {}", o.cost.describe());
+    }
+    let _ = writeln!(out, "\nRecommended configuration:");
+    for line in o.config.lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+    out += &answer(o, at);
+    out
+}
+
+/// The strategy, the objective, where the server and the client ran.
+fn header(o: &Outcome) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Strategy: {}; objective: {}", o.strategy, o.objective);
     if let Some(p) = &o.placement {
@@ -203,57 +252,200 @@ pub fn report(o: &Outcome) -> String {
             let _ = writeln!(out, "WARNING: {w}");
         }
     }
-    for (i, step) in o.steps.iter().enumerate() {
-        out += &step_table(i + 1, step);
-        if let Some(e) = &step.effect {
-            let of = step
-                .challenger_point()
-                .map_or(String::new(), |c| format!(" of {}", changes(&step.before.settings, &c.settings)));
-            let _ = writeln!(
-                out,
-                "  Effect{of} {} (99% interval), over {} interleaved rounds: {}",
-                e.text(),
-                step.rounds,
-                step_verdict(step)
-            );
-        }
-        let _ = writeln!(out, "  {}", step.evidence);
-    }
-    if let (Some(first), Some(last)) = (&o.baseline, o.steps.iter().rev().find(|s| s.adopted).map(|s| &s.after)) {
-        out += &before_after("\nStart to finish", first, last);
-    }
-    if let Some(why) = &o.stopped {
-        let _ = writeln!(
-            out,
-            "\nStopped early ({why}): what was judged before the stop stands; the rest stays as the baseline has it."
-        );
-    }
-    let _ = writeln!(out, "\nRecommended configuration:");
-    for line in o.config.lines() {
-        let _ = writeln!(out, "    {line}");
-    }
-    for (tree, diff) in &o.diffs {
-        let files = crate::server::tree::changed_files(diff).join(", ");
-        let _ = writeln!(
-            out,
-            "Your {tree} files that change: {files} (tune --diff DIR writes {tree}.diff; show --diff prints it)"
-        );
-    }
-    let _ = writeln!(out, "\nEvidence:");
-    for e in &o.evidence {
-        let _ = writeln!(out, "  {} = {}: {}", e.knob, e.value, e.why);
-    }
-    if o.cost.launches > 0 {
-        let _ = writeln!(out, "\nCost: {}", o.cost.describe());
-    }
-    out += &answer(o);
     out
 }
 
-/// The last lines: what to do with the answer (keep, or change what and by how much), and
-/// what was not judged, with what it would take.
-pub fn answer(o: &Outcome) -> String {
-    let mut out = String::from("\n");
+/// The steps, each with its number, less a step that repeats an earlier one's table and
+/// evidence (a knob judged again on the same measurements, as after a resumed run).
+pub fn distinct_steps(o: &Outcome) -> Vec<(usize, &super::Step)> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut steps = Vec::new();
+    for step in &o.steps {
+        let key = format!("{}\n{}", step_table(0, step), step.evidence);
+        if !seen.contains(&key) {
+            seen.push(key);
+            steps.push((steps.len() + 1, step));
+        }
+    }
+    steps
+}
+
+/// A line a step: what moved or stayed, the verdict, the effect with its interval.
+fn step_lines(steps: &[(usize, &super::Step)], at: Pointers) -> String {
+    if steps.is_empty() {
+        return String::new();
+    }
+    let tables = match at.run_id {
+        Some(id) => format!("tune --verbose, webtune show {id}, webtune report {id} --html"),
+        None => "tune --verbose".to_string(),
+    };
+    let mut out = format!("\nSteps (each one's table: {tables}):\n");
+    for (n, step) in steps {
+        let what = match step.challenger_point().filter(|_| !step.adopted) {
+            Some(ch) => format!(
+                "{} stays {} (best challenger {})",
+                step.knob,
+                step.before_value,
+                changes(&step.before.settings, &ch.settings)
+            ),
+            None => format!("{} {} -> {}", step.knob, step.before_value, step.after_value),
+        };
+        let why = match &step.effect {
+            Some(e) => format!("{} (99% interval) over {} interleaved rounds", e.text(), step.rounds),
+            None => step.evidence.clone(),
+        };
+        let _ = writeln!(out, "  {n}. {what}: {}, {why}", step_verdict(step));
+    }
+    out
+}
+
+/// Every point's notes and failures over the run, a sentence once however many windows said it.
+fn run_notes(o: &Outcome) -> String {
+    let points: Vec<&Point> = if o.points.is_empty() {
+        o.baseline.iter().chain(o.steps.iter().flat_map(|s| [&s.before, &s.after])).collect()
+    } else {
+        o.points.iter().collect()
+    };
+    let lines = collapse_notes(&points);
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nNotes:\n");
+    for line in lines {
+        let _ = writeln!(out, "  {line}");
+    }
+    out
+}
+
+/// A step's table, its effect, its evidence, its notes.
+fn step_detail(number: usize, step: &super::Step) -> String {
+    let mut out = step_table(number, step);
+    if let Some(e) = &step.effect {
+        let of = step
+            .challenger_point()
+            .map_or(String::new(), |c| format!(" of {}", changes(&step.before.settings, &c.settings)));
+        let _ = writeln!(
+            out,
+            "  Effect{of} {} (99% interval), over {} interleaved rounds: {}",
+            e.text(),
+            step.rounds,
+            step_verdict(step)
+        );
+    }
+    let _ = writeln!(out, "  {}", step.evidence);
+    out
+}
+
+/// The baseline against the last adopted value, unless that is a step's table already (one
+/// step adopted, from the baseline).
+fn start_to_finish(o: &Outcome, steps: &[(usize, &super::Step)]) -> String {
+    let adopted: Vec<&super::Step> = steps.iter().map(|(_, s)| *s).filter(|s| s.adopted).collect();
+    match (&o.baseline, adopted.last()) {
+        (Some(first), Some(last)) if !(adopted.len() == 1 && last.before.step == first.step) => {
+            before_after("\nStart to finish", first, &last.after)
+        }
+        _ => String::new(),
+    }
+}
+
+/// Each recommended value's evidence; a step's own is named by its number, not printed again.
+fn evidence(o: &Outcome, steps: &[(usize, &super::Step)]) -> String {
+    let mut out = String::from("\nEvidence:\n");
+    for e in &o.evidence {
+        match steps.iter().find(|(_, s)| s.evidence == e.why) {
+            Some((n, _)) => writeln!(out, "  {} = {}: step {n}", e.knob, e.value),
+            None => writeln!(out, "  {} = {}: {}", e.knob, e.value, e.why),
+        }
+        .unwrap_or(());
+    }
+    out
+}
+
+/// Notes of many points, each sentence once: notes that differ only in their figures are one
+/// line, the figures as ranges ("others took 35-52% of the CPU ..."), with how many times and
+/// of which points it was said.
+fn collapse_notes(points: &[&Point]) -> Vec<String> {
+    // (sentence with its figures taken out, the figures of each time, the points it was said of)
+    let mut groups: Vec<(String, Vec<Vec<String>>, Vec<String>)> = Vec::new();
+    // A failure's cause reads "(STEP failed: CAUSE)", a note "(STEP: NOTE)".
+    let said = points.iter().flat_map(|p| {
+        let cause = p.cause().map(|c| (p.step.as_str(), format!(" failed: {c}")));
+        cause.into_iter().chain(p.notes.iter().map(|n| (p.step.as_str(), format!(": {n}"))))
+    });
+    for (step, note) in said {
+        // A configuration's rounds ("workers=4 #2") are the configuration's.
+        let step = match step.rsplit_once(" #") {
+            Some((name, n)) if n.chars().all(|c| c.is_ascii_digit()) => name,
+            _ => step,
+        };
+        let (shape, figures) = figures_of(&note);
+        match groups.iter_mut().find(|g| g.0 == shape) {
+            Some(g) => {
+                g.1.push(figures);
+                if !g.2.iter().any(|s| s == step) {
+                    g.2.push(step.to_string());
+                }
+            }
+            None => groups.push((shape, vec![figures], vec![step.to_string()])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(shape, figures, steps)| {
+            let mut text = String::new();
+            for (i, part) in shape.split('\u{0}').enumerate() {
+                if i > 0 {
+                    text += &range(figures.iter().map(|f| f[i - 1].as_str()));
+                }
+                text += part;
+            }
+            let times = if figures.len() > 1 { format!("; {} times", figures.len()) } else { String::new() };
+            format!("({}{text}{times})", steps.join(", "))
+        })
+        .collect()
+}
+
+/// A note with each figure replaced by a NUL, and its figures.
+fn figures_of(note: &str) -> (String, Vec<String>) {
+    let (mut shape, mut figures) = (String::new(), Vec::new());
+    let mut chars = note.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            let mut figure = c.to_string();
+            while let Some(&d) = chars.peek() {
+                if !(d.is_ascii_digit() || d == '.') {
+                    break;
+                }
+                figure.push(d);
+                chars.next();
+            }
+            // A sentence's full stop is not the figure's.
+            let stop = figure.ends_with('.');
+            figures.push(figure.trim_end_matches('.').to_string());
+            shape.push('\u{0}');
+            if stop {
+                shape.push('.');
+            }
+        } else {
+            shape.push(c);
+        }
+    }
+    (shape, figures)
+}
+
+/// "50" when every figure is the same, else "35-52" (lowest to highest).
+fn range<'a>(figures: impl Iterator<Item = &'a str>) -> String {
+    let figures: Vec<&str> = figures.collect();
+    let value = |f: &&str| f.parse::<f64>().unwrap_or(0.0);
+    let lo = figures.iter().min_by(|a, b| value(a).total_cmp(&value(b))).copied().unwrap_or("");
+    let hi = figures.iter().max_by(|a, b| value(a).total_cmp(&value(b))).copied().unwrap_or("");
+    if value(&lo) == value(&hi) { lo.to_string() } else { format!("{lo}-{hi}") }
+}
+
+/// The last lines: what to do with the answer (keep, or change what and by how much), where
+/// the diff of the user's files is, and what was not judged, with what it would take.
+pub fn answer(o: &Outcome, at: Pointers) -> String {
+    let mut out = String::new();
     let changes = o.changes();
     if changes.is_empty() {
         let _ = writeln!(
@@ -263,17 +455,45 @@ pub fn answer(o: &Outcome) -> String {
         );
     } else {
         let moved: Vec<String> = changes.iter().map(|(k, from, to)| format!("{k} {from} -> {to}")).collect();
-        let effect = o
-            .steps
-            .iter()
-            .rev()
-            .find(|s| s.adopted)
-            .and_then(|s| s.effect)
-            .map_or(String::new(), |e| format!(" ({}, 99%)", e.text()));
+        let adopted: Vec<&super::Step> =
+            distinct_steps(o).into_iter().map(|(_, s)| s).filter(|s| s.adopted && s.effect.is_some()).collect();
+        let effect = match adopted.as_slice() {
+            [] => String::new(),
+            [one] => format!(" ({}, 99% interval)", one.effect.map(|e| e.text()).unwrap_or_default()),
+            many => {
+                let each: Vec<String> = many
+                    .iter()
+                    .map(|s| format!("{} {}", s.knob, s.effect.map(|e| e.text()).unwrap_or_default()))
+                    .collect();
+                format!(" (step by step: {}; 99% intervals)", each.join("; "))
+            }
+        };
         let _ = writeln!(out, "Answer: change {}{effect}.", moved.join(", "));
     }
+    out += &diff_lines(o, at);
     if !o.unjudged.is_empty() {
         let _ = writeln!(out, "Not judged (kept as you run them): {}; {}", o.unjudged.join(", "), to_judge(o));
+    }
+    out
+}
+
+/// Where each diff of the user's files is: the file --diff wrote, else how to have it.
+fn diff_lines(o: &Outcome, at: Pointers) -> String {
+    let mut out = String::new();
+    for (tree, diff) in &o.diffs {
+        let files = crate::server::tree::changed_files(diff).join(", ");
+        let _ = match (at.diff_dir, at.run_id) {
+            (Some(dir), _) => {
+                writeln!(out, "Diff: {} (your {tree} files {files})", dir.join(format!("{tree}.diff")).display())
+            }
+            (None, Some(id)) => writeln!(
+                out,
+                "Diff: your {tree} files {files}: webtune show {id} --diff prints it; tune --diff DIR writes {tree}.diff"
+            ),
+            (None, None) => {
+                writeln!(out, "Diff: your {tree} files {files}: tune --diff DIR writes {tree}.diff")
+            }
+        };
     }
     out
 }
@@ -400,5 +620,111 @@ mod tests {
         // Without histograms the tail is unknown, not zero.
         let plain = before_after("Step 1", &point(1.0, &[]), &point(2.0, &[]));
         assert!(plain.lines().any(|l| l.starts_with("  p99.9 latency (ms)") && l.contains(" - ")), "{plain}");
+    }
+
+    /// A tune of one knob whose step was judged twice on the same measurements (a resumed
+    /// run), every window of it noted as disturbed.
+    fn resumed_tune() -> Outcome {
+        let disturbed =
+            |pct: u32| format!("others took {pct}% of the CPU in a window measured 3 times: kept, but disturbed");
+        let mut before = point(315.0, &[("workers", "1")]);
+        before.step = "baseline".into();
+        before.notes = vec![disturbed(50), disturbed(51)];
+        let mut after = point(895.0, &[("workers", "4")]);
+        after.step = "workers=4".into();
+        after.notes = vec![disturbed(49)];
+        let mut again = after.clone();
+        again.step = "workers=4 #2".into();
+        again.notes = vec![disturbed(67)];
+        let step = super::super::Step {
+            knob: "workers".into(),
+            before_value: "1".into(),
+            after_value: "4".into(),
+            adopted: true,
+            verdict: Some(super::super::Verdict::Adopted),
+            effect: Some(crate::stats::Effect { pct: 184.1, low_pct: 160.3, high_pct: 210.1 }),
+            rounds: 2,
+            before: before.clone(),
+            after: after.clone(),
+            candidates: vec![after.clone()],
+            challenger: None,
+            evidence: "workers 1 -> 4: 315.0 -> 895.0 req/s, +184.1% [+160.3%, +210.1%]; adopted".into(),
+        };
+        let found = Found {
+            baseline: Some(before.clone()),
+            steps: vec![step.clone(), step.clone()],
+            recommended: after.settings.clone(),
+            evidence: vec![crate::tune::Evidence::new("workers", "4", step.evidence.clone())],
+        };
+        let config = "webtune lab --workers 4".to_string();
+        let mut o = found.into_outcome(
+            "one-at-a-time",
+            "maximum throughput".into(),
+            None,
+            config,
+            Default::default(),
+            vec![before, after, again],
+        );
+        o.baseline_values = vec![crate::tune::baseline::Origin {
+            knob: "workers".into(),
+            value: "1".into(),
+            source: crate::tune::baseline::Source::FirstListed,
+            added: false,
+        }];
+        o
+    }
+
+    #[test]
+    fn a_tune_ends_with_its_answer_and_says_each_thing_once() {
+        let o = resumed_tune();
+        let at = Pointers { run_id: Some(7), diff_dir: None };
+        assert_eq!(
+            report(&o, Detail::Summary, at),
+            "Strategy: one-at-a-time; objective: maximum throughput\n\
+             \n\
+             Steps (each one's table: tune --verbose, webtune show 7, webtune report 7 --html):\n  \
+             1. workers 1 -> 4: adopted, +184.1% [+160.3%, +210.1%] (99% interval) over 2 interleaved rounds\n\
+             \n\
+             Notes:\n  \
+             (baseline, workers=4: others took 49-67% of the CPU in a window measured 3 times: kept, but disturbed; 4 times)\n\
+             \n\
+             Recommended configuration:\n    \
+             webtune lab --workers 4\n\
+             Answer: change workers 1 -> 4 (+184.1% [+160.3%, +210.1%], 99% interval).\n"
+        );
+        let full = report(&o, Detail::Full, at);
+        // One step (the resumed copy is the same table), its evidence once, its notes once, and
+        // no start-to-finish table repeating it.
+        assert_eq!(full.matches("Step ").count(), 1, "{full}");
+        assert_eq!(full.matches(&o.steps[0].evidence).count(), 1, "{full}");
+        assert!(full.contains("\nEvidence:\n  workers = 4: step 1\n"), "{full}");
+        assert!(!full.contains("Start to finish"), "{full}");
+        assert!(
+            full.contains(
+                "  (baseline, workers=4: others took 49-51% of the CPU in a window measured 3 times: kept, but disturbed; 3 times)\n"
+            ),
+            "{full}"
+        );
+        assert!(
+            full.ends_with("Answer: change workers 1 -> 4 (+184.1% [+160.3%, +210.1%], 99% interval).\n"),
+            "{full}"
+        );
+    }
+
+    #[test]
+    fn the_answer_names_the_diff_written() {
+        let mut o = resumed_tune();
+        o.diffs.insert("nginx".into(), "--- a/nginx.conf\n+++ b/nginx.conf\n@@ -1 +1 @@\n-a\n+b\n".into());
+        let dir = std::path::Path::new("/tmp/diffs");
+        let text = answer(&o, Pointers { run_id: Some(3), diff_dir: Some(dir) });
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "Diff: /tmp/diffs/nginx.diff (your nginx files nginx.conf)", "{text}");
+        let text = answer(&o, Pointers { run_id: Some(3), diff_dir: None });
+        assert_eq!(
+            text.lines().nth(1),
+            Some(
+                "Diff: your nginx files nginx.conf: webtune show 3 --diff prints it; tune --diff DIR writes nginx.diff"
+            )
+        );
     }
 }

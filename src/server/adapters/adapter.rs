@@ -112,6 +112,11 @@ pub trait Adapter: Sync {
     fn syntax(&self) -> &'static [char] {
         &[]
     }
+    /// An old spelling of a knob, as its one name now and the value in that name's terms
+    /// (the lab's `dirty_kb = 64` is `dirty = "64KiB"`); None for a name that is current.
+    fn respell(&self, _name: &str, _value: &str) -> Option<(&'static str, String)> {
+        None
+    }
     /// The adapter's own rules for one knob's value (a knob of webtune's own, a path that must
     /// stay inside the run directory), beyond the rules every adapter shares.
     fn check_value(&self, _name: &str, _value: &str) -> Result<(), String> {

@@ -25,11 +25,14 @@ enum Value {
     Count,
     Switch,
     Duration,
+    /// A size in KiB or larger units (preload, dirty, leak).
     Size,
+    /// A size in bytes (body).
+    Bytes,
 }
 
 /// Every knob the lab has: its flags, as `webtune lab --help` lists them.
-const KNOBS: [(&str, Value); 16] = [
+const KNOBS: [(&str, Value); 15] = [
     ("workers", Value::Count),
     ("start_workers", Value::Count),
     ("min_spare", Value::Count),
@@ -40,13 +43,20 @@ const KNOBS: [(&str, Value); 16] = [
     ("max_keepalive_requests", Value::Count),
     ("backlog", Value::Count),
     ("preload", Value::Size),
-    // The old spelling, in MiB, still read.
-    ("preload_mb", Value::Count),
     ("cpu", Value::Duration),
     ("io_wait", Value::Duration),
-    ("dirty_kb", Value::Count),
-    ("leak_kb", Value::Count),
-    ("body_bytes", Value::Count),
+    ("dirty", Value::Size),
+    ("leak", Value::Size),
+    ("body", Value::Bytes),
+];
+
+/// The old spellings, with the unit in the name, still read in target files and --set: each
+/// is its one name with the unit in the value (`dirty_kb = 64` is `dirty = "64KiB"`).
+const OLD_SPELLINGS: [(&str, &str, &str); 4] = [
+    ("dirty_kb", "dirty", "KiB"),
+    ("leak_kb", "leak", "KiB"),
+    ("body_bytes", "body", "B"),
+    ("preload_mb", "preload", "MiB"),
 ];
 
 fn flag(knob: &str) -> String {
@@ -97,10 +107,24 @@ impl Adapter for Lab {
         })
     }
 
+    fn respell(&self, name: &str, value: &str) -> Option<(&'static str, String)> {
+        let (_, new, unit) = OLD_SPELLINGS.iter().find(|(old, _, _)| *old == name)?;
+        value.trim().parse::<u64>().ok().map(|n| (*new, format!("{n}{unit}")))
+    }
+
     fn check_value(&self, name: &str, value: &str) -> Result<(), String> {
         let Some((_, kind)) = KNOBS.iter().find(|(k, _)| *k == name) else {
-            let names: Vec<&str> = KNOBS.iter().map(|(k, _)| *k).filter(|k| *k != "preload_mb").collect();
-            return Err(format!("{name}: the lab has no such knob (its knobs: {})", names.join(", ")));
+            let names: Vec<&str> = KNOBS.iter().map(|(k, _)| *k).collect();
+            let old = OLD_SPELLINGS.iter().find(|(old, _, _)| *old == name);
+            return Err(match old {
+                Some((_, new, unit)) => {
+                    format!("{name} = {value:?}: expected a whole number of {unit} (or {new} = \"64{unit}\")")
+                }
+                None => match crate::input::nearest(name, &names) {
+                    Some(near) => format!("{name}: the lab has no such knob: did you mean `{near}`?"),
+                    None => format!("{name}: the lab has no such knob (its knobs: {})", names.join(", ")),
+                },
+            });
         };
         let checked = match kind {
             Value::Count => {
@@ -111,9 +135,11 @@ impl Adapter for Lab {
                 _ => Err("expected on or off".to_string()),
             },
             Value::Duration => crate::input::duration("", value).map(drop).map_err(|e| e.0),
-            Value::Size => crate::input::size_kib("", value)
+            Value::Size if name == "preload" => crate::input::size_kib("", value)
                 .map(drop)
                 .map_err(|e| format!("{} (the lab always preloads; this is how much)", e.0)),
+            Value::Size => crate::input::size_kib("", value).map(drop).map_err(|e| e.0),
+            Value::Bytes => crate::input::size_bytes("", value).map(drop).map_err(|e| e.0),
         };
         checked.map_err(|why| format!("{name} = {value:?}: {why}"))
     }

@@ -34,9 +34,36 @@ impl TargetFile {
     /// Checks a target file's text: its values (file.rs), then what its server's adapter
     /// says of them; `path` names it in errors and anchors its relative paths.
     pub fn parse(text: &str, path: &Path) -> Result<TargetFile, InputError> {
-        let target = TargetFile::read(text, path)?;
+        let mut target = TargetFile::read(text, path)?;
+        respell_target(&mut target);
         judge(&target, text, path)?;
         Ok(target)
+    }
+}
+
+/// A knob under its one name: an old spelling (`dirty_kb = 64`) becomes it (`dirty = "64KiB"`).
+pub fn respell(adapter: &dyn Adapter, name: &str, value: &str) -> (String, String) {
+    match adapter.respell(name, value) {
+        Some((new, value)) => (new.to_string(), value),
+        None => (name.to_string(), value.to_string()),
+    }
+}
+
+/// Every knob of a target file under its one name, in [target.config] and in [knobs] (a list
+/// whose every value reads in the old unit; else it stays, to be refused with its line).
+fn respell_target(target: &mut TargetFile) {
+    let adapter = adapter(target.adapter);
+    if let file::Config::Settings(settings) = &mut target.config {
+        for (k, v) in settings.iter_mut() {
+            (*k, *v) = respell(adapter, k, v);
+        }
+    }
+    for (k, values) in target.knobs.iter_mut() {
+        let new: Vec<(String, String)> = values.iter().map(|v| respell(adapter, k, v)).collect();
+        if let Some((name, _)) = new.first().filter(|(name, _)| name != k && new.iter().all(|(n, _)| n == name)) {
+            *k = name.clone();
+            *values = new.into_iter().map(|(_, v)| v).collect();
+        }
     }
 }
 

@@ -726,7 +726,7 @@ fn a_sure_loss_is_worse_not_no_effect_and_its_table_shows_the_challenger() {
     assert_eq!(serde_json::to_value(step).unwrap()["verdict"], "worse");
     let outcome =
         found.into_outcome("one-at-a-time", "throughput".into(), None, String::new(), Default::default(), Vec::new());
-    let text = crate::tune::table::report(&outcome);
+    let text = crate::tune::table::report(&outcome, crate::tune::table::Detail::Full, Default::default());
     // Never the kept value against itself: the challenger's column and its change.
     assert!(!text.contains("keepalive on -> on"), "{text}");
     assert!(text.contains("Step 1: keepalive stays on; best challenger keepalive=off (worse)"), "{text}");

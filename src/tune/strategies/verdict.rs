@@ -312,7 +312,7 @@ fn judge_rounds(
 /// processes sit, its memory layout), so rounds on the same two launches pair that difference
 /// with the change, and an interval on them is too narrow: 7 of 90 nginx null decisions read
 /// a sure change where a 99% interval allows about 1; pairs of nginx launches of one
-/// configuration read from -7.1% to +5.2% apart (bench/launches.py; bench/README.md, "Launch
+/// configuration read from -7.1% to +5.2% apart (bench/launches.py; bench/HISTORY.md, "Launch
 /// to launch"). Two sets of launches judged alone must agree.
 const LAUNCH_MARGIN_PCT: f64 = 8.0;
 
