@@ -148,7 +148,7 @@ fn a_leaking_lab_in_a_200mib_container_is_reported_as_oom_killed_not_as_a_crash(
     // 1 MiB never freed per request: 200 MiB within a few hundred requests of one worker.
     let f = lab_target(
         dir.path(),
-        "workers = 2\nleak_kb = 1024",
+        "workers = 2\nleak = \"1MiB\"",
         "memory = \"200MiB\"",
         "connections = 4\nduration = \"3s\"\n[budget]\nmemory = \"4GiB\"",
     );
