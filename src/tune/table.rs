@@ -470,6 +470,14 @@ pub fn answer(o: &Outcome, at: Pointers) -> String {
         };
         let _ = writeln!(out, "Answer: change {}{effect}.", moved.join(", "));
     }
+    let container = crate::server::container::limits(&o.recommended.0);
+    if container.memory.is_some() || container.cpus.is_some() {
+        let _ = writeln!(
+            out,
+            "Container: {}, the size it served in (Kubernetes resources and docker run flags above).",
+            container.describe()
+        );
+    }
     out += &diff_lines(o, at);
     if !o.unjudged.is_empty() {
         let _ = writeln!(out, "Not judged (kept as you run them): {}; {}", o.unjudged.join(", "), to_judge(o));
