@@ -156,6 +156,7 @@ fn a_leaking_lab_in_a_200mib_container_is_reported_as_oom_killed_not_as_a_crash(
     // ends at the first sample over it, before the kernel acts): the kernel judges.
     let run = quick_tune(&f, &[]);
     let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {} {}", run.stdout, run.stderr));
+    crate::support::assert_schema("tune.v1.json", &v);
     let points = v["points"].as_array().unwrap();
     assert!(!points.is_empty(), "{v:#}");
     for p in points {
@@ -320,6 +321,7 @@ fn init_reads_the_container_limits_of_a_running_server_into_the_target_file() {
 fn rightsized(target: &Path, rate: &str, slo: &str) -> (f64, String, Value) {
     let run = quick_tune(target, &["--strategy", "rightsize", "--min-rps", rate, "--slo-p99", slo]);
     let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {} {}", run.stdout, run.stderr));
+    crate::support::assert_schema("tune.v1.json", &v);
     let value = |k: &str| {
         v["recommended"].as_array().unwrap().iter().find(|p| p[0] == k).and_then(|p| p[1].as_str()).map(str::to_string)
     };
