@@ -12,7 +12,7 @@ use crate::store::RunRef;
     name = "webtune",
     version = crate::VERSION,
     about = "Find, by measurement, the server configuration that serves the most within its memory",
-    after_help = super::manual::exit_status_help()
+    after_help = super::exit::exit_status_help()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -34,7 +34,7 @@ pub struct DbArg {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test a URL: closed loop over N connections, latency in HDR histograms.
-    #[command(after_help = super::manual::exit_status_help())]
+    #[command(after_help = super::exit::exit_status_help())]
     Bench(Box<BenchArgs>),
     /// Combine the --json reports of runs made at once from several machines (exact percentiles).
     Merge(MergeArgs),
@@ -50,7 +50,7 @@ pub enum Command {
     Show(ShowArgs),
     /// Compare two stored runs: each metric before and after, the % change, and whether it
     /// exceeds the runs' spread.
-    #[command(after_help = super::manual::exit_status_help())]
+    #[command(after_help = super::exit::exit_status_help())]
     Compare(CompareArgs),
     /// Export a stored run as JSON, CSV or markdown.
     Export(ExportArgs),

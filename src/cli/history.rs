@@ -53,7 +53,7 @@ pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         if o.diffs.is_empty() {
             eprintln!("run {}: none of the user's configuration files changes", a.id);
         }
-        super::write_stdout(|out| o.diffs.values().try_for_each(|d| out.write_all(d.as_bytes())))?;
+        super::print::write_stdout(|out| o.diffs.values().try_for_each(|d| out.write_all(d.as_bytes())))?;
         return Ok(ExitCode::SUCCESS);
     }
     written(&run, stdout_format(a.json), &files)
@@ -62,7 +62,7 @@ pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
 /// `webtune compare A B`: two stored runs' figures side by side, and the `--fail-if` gates
 /// between them (exit 3 when one fails).
 pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let gates = super::thresholds(&a.fail_if)?;
+    let gates = super::thresholds::thresholds(&a.fail_if)?;
     let files = a.output.files::<Comparison>()?;
     let s = open(db)?;
     let ((before_id, before), (after_id, after)) = (get(&s, a.before)?, get(&s, a.after)?);
@@ -75,7 +75,7 @@ pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let comparison = Comparison::new(before_id, after_id, rows, thresholds);
     let code = written(&comparison, stdout_format(a.json), &files)?;
     if code == ExitCode::SUCCESS && !gate::all_pass(&comparison.thresholds) {
-        return Ok(ExitCode::from(super::THRESHOLD_FAILED));
+        return Ok(ExitCode::from(super::exit::THRESHOLD_FAILED));
     }
     Ok(code)
 }
@@ -103,7 +103,7 @@ pub fn export(db: Option<&Path>, a: &ExportArgs) -> anyhow::Result<ExitCode> {
 /// Prints `report` on stdout in `format`, then writes the files: exit 1 when one cannot be
 /// written (the others are).
 fn written<R: Report>(report: &R, format: Format, files: &[OutputFile]) -> anyhow::Result<ExitCode> {
-    super::emit(report, format)?;
+    super::print::emit(report, format)?;
     written_files(report, files)
 }
 
@@ -111,7 +111,7 @@ fn written_files<R: Report>(report: &R, files: &[OutputFile]) -> anyhow::Result<
     match super::output::write_files(report, files) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
-            eprintln!("webtune: {}", super::one_line(&e));
+            eprintln!("webtune: {}", super::print::one_line(&e));
             Ok(ExitCode::from(1))
         }
     }
@@ -123,6 +123,6 @@ pub fn report(db: Option<&Path>, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let (_, run) = get(&s, a.id)?;
     let html = crate::report::html::render(&run);
     crate::output::replace(&a.html, html.as_bytes())?;
-    super::write_stdout(|o| writeln!(o, "{}", a.html.display()))?;
+    super::print::write_stdout(|o| writeln!(o, "{}", a.html.display()))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -41,7 +41,7 @@ pub fn run(a: &InitArgs) -> anyhow::Result<ExitCode> {
         (None, None) => return Err(InputError("give --config PATH or --pid PID".into()).into()),
     };
     let text = target_text(&found, &how)?;
-    super::write_stdout(|out| out.write_all(text.as_bytes()))?;
+    super::print::write_stdout(|out| out.write_all(text.as_bytes()))?;
     Ok(ExitCode::SUCCESS)
 }
 

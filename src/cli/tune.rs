@@ -297,7 +297,7 @@ fn report(
     files: &[super::output::OutputFile],
 ) -> anyhow::Result<ExitCode> {
     let tuned = Tuned { run_id: store.as_ref().map(|(_, id)| *id), ..Tuned::new(outcome) };
-    super::emit(&tuned, super::output::stdout_format(a.json))?;
+    super::print::emit(&tuned, super::output::stdout_format(a.json))?;
     let written = super::output::write_files(&tuned, files);
     if let Some((mut s, id)) = store {
         if let Err(e) = s.finish_tune(id, outcome) {
@@ -311,7 +311,7 @@ fn report(
         return Ok(ExitCode::from(1));
     }
     if let Err(e) = written {
-        eprintln!("webtune: {}", super::one_line(&e));
+        eprintln!("webtune: {}", super::print::one_line(&e));
         return Ok(ExitCode::from(1));
     }
     if outcome.stopped.as_deref() == Some("interrupted") {
@@ -331,7 +331,7 @@ fn report(
             "webtune: nothing was judged ({}): keep your configuration",
             outcome.stopped.as_deref().unwrap_or("the run stopped")
         );
-        return Ok(ExitCode::from(super::NOTHING_JUDGED));
+        return Ok(ExitCode::from(super::exit::NOTHING_JUDGED));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -17,11 +17,12 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
 use super::coalesce::{self, Coalescer};
+use super::plan::{Gate, Order, Pacing, Plan, Shared, Stop, Template};
 use super::record::{ConnEvent, ErrorClass, Record};
 use super::response::{ParseError, Progress, ResponseReader};
 use super::schedule::{Arrivals, Schedule};
+use super::sink::Sink;
 use super::transport::{RxStampBuf, TlsSettings, Transport};
-use super::{Order, Pacing, Plan, Shared, Sink, Stop, Template};
 
 /// How often deadlines are checked; also the longest a stop request waits.
 const TICK: Duration = Duration::from_millis(10);
@@ -348,7 +349,7 @@ impl<S: Sink> Worker<S> {
         })
     }
 
-    pub fn run(mut self, start: &super::Gate) -> anyhow::Result<Done<S>> {
+    pub fn run(mut self, start: &Gate) -> anyhow::Result<Done<S>> {
         if !start.wait() {
             return Ok(Done {
                 sink: self.sink,

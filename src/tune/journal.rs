@@ -9,8 +9,8 @@ use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
-use super::Point;
 use crate::input::InputError;
+use crate::tune::point::Point;
 
 /// The first line of a journal: what was being tuned, so --resume only reuses matching points.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -18,16 +18,15 @@
 
 use std::path::{Component, Path};
 
-use super::apache_tree::{ApacheTree, Placing, STATUS};
-use super::{Adapter, Ctx, Prepared, bracket, get, natives, on, seconds, write};
+use super::adapter::{Adapter, Ctx, Prepared, bracket, get, natives, on, seconds, write};
+use super::apache_tree::{ApacheTree, MODULES, Placing, STATUS};
 use crate::fileset;
-use crate::server::TargetFile;
+use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
 
 /// The Apache httpd adapter (prefork MPM, mod_perl).
 pub struct Apache;
 
-pub(super) const MODULES: &str = "/usr/lib/apache2/modules";
 /// webtune's knob that moves the app's directives (the seed's ".htaccess yes/no").
 const APP_CONFIG: &str = "app_config";
 const STATE_DIR: &str = "PerlSetVar StateDir";
@@ -177,7 +176,7 @@ impl Adapter for Apache {
         let Some(config) = file.config.file() else { return Ok(Vec::new()) };
         let tree = ApacheTree::read(&config.path).map_err(anyhow::Error::msg)?;
         let mut out = Vec::new();
-        for knob in super::CANONICAL {
+        for knob in super::adapter::CANONICAL {
             let Some(native) = self.native(knob) else { continue };
             if let Some(v) = tree.current(native) {
                 let v = if knob == "keepalive" { v.to_ascii_lowercase() } else { v };

@@ -909,7 +909,7 @@ impl Placed {
         own += &format!(
             "<IfModule !status_module>\nLoadModule status_module {}/mod_status.so\n</IfModule>\n\
              <Location {STATUS}>\n  SetHandler server-status\n  <IfModule authz_core_module>\n    Require all granted\n  </IfModule>\n</Location>\n",
-            super::apache::MODULES
+            MODULES
         );
         self.own = own;
     }
@@ -1019,7 +1019,7 @@ impl ApacheTree {
     /// free port for each other listener.
     pub fn place(&self, p: &Placing, free: &mut dyn FnMut() -> anyhow::Result<u16>) -> anyhow::Result<Placed> {
         let d = p.dir.display().to_string();
-        let host = super::bracket(p.host);
+        let host = super::adapter::bracket(p.host);
         let vhosts = self.vhosts();
         let picked = match (p.site, p.host_header) {
             (Some(site), _) => Some(self.site(site).map_err(anyhow::Error::msg)?),
@@ -1167,6 +1167,9 @@ impl ApacheTree {
         Ok(main)
     }
 }
+
+/// Where Debian installs Apache's modules.
+pub(super) const MODULES: &str = "/usr/lib/apache2/modules";
 
 /// The path of webtune's status page in the copy (its own, beside any the tree has).
 pub const STATUS: &str = "/webtune-server-status";

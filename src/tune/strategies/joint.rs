@@ -13,10 +13,14 @@
 //! run asks for the same windows and reuses them from the journal.
 
 use super::verdict::{Challenger, Judged, effect_text, judge};
-use super::{Found, Knobs};
+use crate::server::settings::Settings;
+use crate::tune::evidence::Evidence;
 use crate::tune::objective::fits;
+use crate::tune::point::Point;
+use crate::tune::step::{Step, Verdict};
+use crate::tune::strategies::vocabulary::{Found, Knobs};
 use crate::tune::trial::Load;
-use crate::tune::{Evidence, Judging, Plan, Point, Settings, Step, Tuner, Verdict};
+use crate::tune::tuner::{Judging, Plan, Tuner};
 
 /// Knobs searched jointly at the most: past four the grid outgrows what a fraction of it tells.
 pub const MAX_KNOBS: usize = 4;
@@ -334,7 +338,7 @@ pub fn joint(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             .map(|(k, _)| {
                 Evidence::new(
                     k,
-                    super::value(&empty.recommended, k),
+                    crate::tune::strategies::vocabulary::value(&empty.recommended, k),
                     "kept: no configuration measured met the objective",
                 )
             })
@@ -386,7 +390,7 @@ fn stopped(t: &mut Tuner, s: Search, mut found: Found) -> Found {
             .knobs
             .iter()
             .map(|(k, _)| {
-                let v = super::value(&found.recommended, k);
+                let v = crate::tune::strategies::vocabulary::value(&found.recommended, k);
                 Evidence::new(
                     k,
                     v,
@@ -449,7 +453,10 @@ fn finish(t: &mut Tuner, s: Search, knobs: &Knobs) -> Found {
                 label(leader)
             )
         };
-        let evidence = knobs.iter().map(|(k, _)| Evidence::new(k, super::value(&recommended, k), &why)).collect();
+        let evidence = knobs
+            .iter()
+            .map(|(k, _)| Evidence::new(k, crate::tune::strategies::vocabulary::value(&recommended, k), &why))
+            .collect();
         return Found { baseline: base_point, steps: Vec::new(), recommended, evidence };
     };
     let judged = |i: usize| j.challengers.iter().position(|c| c.value == label(i));
@@ -581,7 +588,7 @@ fn finish(t: &mut Tuner, s: Search, knobs: &Knobs) -> Found {
             if !along.is_empty() {
                 why.push_str(&format!("; this knob moved alone: {}", along.join(", ")));
             }
-            Evidence::new(name, super::value(&recommended, name), why)
+            Evidence::new(name, crate::tune::strategies::vocabulary::value(&recommended, name), why)
         })
         .collect();
     let baseline = if incumbent == baseline { Some(j.incumbent.clone()) } else { base_point };
@@ -600,7 +607,11 @@ fn step(
     candidates: &[Judged],
 ) -> Step {
     let of = |p: &Point| {
-        knobs.iter().map(|(k, _)| format!("{k}={}", super::value(&p.settings, k))).collect::<Vec<_>>().join(" ")
+        knobs
+            .iter()
+            .map(|(k, _)| format!("{k}={}", crate::tune::strategies::vocabulary::value(&p.settings, k)))
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     let after = if adopted { after } else { before };
     Step {

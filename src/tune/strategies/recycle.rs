@@ -5,9 +5,13 @@
 //! recycling. Intervals costing more than 5% are rejected: the seeds saw MaxRequestsPerChild
 //! 1 collapse throughput.
 
-use super::{Found, Knobs};
-use crate::tune::strategies::one_at_a_time::pct;
-use crate::tune::{Evidence, Point, Settings, Step, Tuner};
+use super::vocabulary::pct;
+use crate::server::settings::Settings;
+use crate::tune::evidence::Evidence;
+use crate::tune::point::Point;
+use crate::tune::step::Step;
+use crate::tune::strategies::vocabulary::{Found, Knobs};
+use crate::tune::tuner::Tuner;
 
 /// The most throughput recycling may cost.
 pub const MAX_COST: f64 = 0.05;
@@ -152,7 +156,7 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 before_value: "0".into(),
                 after_value: c.to_string(),
                 adopted: true,
-                verdict: outgrows.then_some(crate::tune::Verdict::Adopted),
+                verdict: outgrows.then_some(crate::tune::step::Verdict::Adopted),
                 effect: None,
                 rounds: 0,
                 before: tr.never.clone(),

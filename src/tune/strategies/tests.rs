@@ -4,9 +4,12 @@
 use std::time::Duration;
 
 use super::*;
-use crate::tune::point::{MemUse, Sample, Status};
+use crate::server::settings::Settings;
+use crate::tune::objective::Objective;
+use crate::tune::point::{MemUse, Point, Sample, Status};
+use crate::tune::step::Verdict;
 use crate::tune::trial::Load;
-use crate::tune::{Judging, Measure, Objective, Tuner, Verdict};
+use crate::tune::tuner::{Judging, Measure, Tuner};
 
 /// A server model: (settings, repeat) -> (rps, p99, worker USS KiB at that repeat).
 struct Model<F: Fn(&Settings, usize) -> (f64, f64, u64)> {
@@ -753,10 +756,10 @@ fn an_interval_wholly_below_zero_is_worse_one_around_zero_no_effect() {
 
 /// Records what each progress line would say is left.
 #[derive(Default)]
-struct Etas(Vec<crate::tune::Eta>);
+struct Etas(Vec<crate::tune::tuner::Eta>);
 
-impl crate::tune::Observer for Etas {
-    fn measuring(&mut self, _step: &str, _elapsed: Duration, left: &crate::tune::Eta) {
+impl crate::tune::tuner::Observer for Etas {
+    fn measuring(&mut self, _step: &str, _elapsed: Duration, left: &crate::tune::tuner::Eta) {
         self.0.push(*left);
     }
 }
@@ -777,7 +780,7 @@ fn the_eta_counts_the_rounds_still_to_come_and_bounds_them() {
         ("quiet".into(), vec!["x".into(), "y".into(), "z".into()]),
     ];
     let mut etas = Etas::default();
-    let judging = crate::tune::Judging::default();
+    let judging = crate::tune::tuner::Judging::default();
     let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut etas, Vec::new(), Default::default());
     t.plan = Strategy::OneAtATime.planned_windows(&k, &Objective::Throughput, &judging, 3);
     let found = one_at_a_time(&mut t, &k, &Settings::default());
@@ -801,7 +804,7 @@ fn the_eta_counts_the_rounds_still_to_come_and_bounds_them() {
     // Once "noisy" is done, only "quiet"'s 9 windows remain, and the bound says so.
     let after_noisy = &etas.0[6];
     assert_eq!((after_noisy.least_windows, after_noisy.most_windows), (9, 30));
-    let eta = crate::tune::Eta {
+    let eta = crate::tune::tuner::Eta {
         least_windows: 9,
         most_windows: 30,
         least: Duration::from_secs(40),

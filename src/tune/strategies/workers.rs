@@ -10,10 +10,14 @@
 //! memory budget caps the answer, from the workers' USS measured under load.
 
 use super::verdict::{Challenger, effect_text, judge, judge_seeded};
-use super::{Found, Knobs, value};
+use crate::server::settings::Settings;
+use crate::tune::evidence::Evidence;
 use crate::tune::point::MemUse;
+use crate::tune::point::Point;
+use crate::tune::step::{Step, Verdict};
+use crate::tune::strategies::vocabulary::{Found, Knobs, value};
 use crate::tune::trial::Load;
-use crate::tune::{Evidence, Point, Settings, Step, Tuner, Verdict};
+use crate::tune::tuner::Tuner;
 
 /// `tolerance`: counts within this share of the best throughput are "as good" (the knee).
 /// Every count meets more clients than the most workers listed, or it could not show its best.
