@@ -83,14 +83,10 @@ pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
 /// `webtune export ID`: one stored run on stdout as JSON, CSV or markdown, and in files.
 pub fn export(db: Option<&Path>, a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let files = a.output.files::<Stored>()?;
-    let format = match (a.json, a.csv, a.markdown) {
-        (true, _, _) => Some(Format::Json),
-        (_, true, _) => Some(Format::Csv),
-        (_, _, true) => Some(Format::Markdown),
-        _ => None,
-    };
+    let format = a.format.0;
     if format.is_none() && files.is_empty() {
-        return Err(InputError("export: give --json, --csv, --markdown or -o FILE".into()).into());
+        let flags: Vec<String> = Format::exported().map(|f| format!("--{}", f.name())).collect();
+        return Err(InputError(format!("export: give {} or -o FILE", flags.join(", "))).into());
     }
     let s = open(db)?;
     let (_, run) = get(&s, a.id)?;

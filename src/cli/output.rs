@@ -26,13 +26,10 @@ impl OutputArgs {
     /// file.
     pub fn files<R: Report + ?Sized>(&self) -> Result<Vec<OutputFile>, InputError> {
         let by_extension = self.output.iter().map(|p| Ok(OutputFile { path: p.clone(), format: Format::of_path(p)? }));
-        let exported = [
-            (Format::Json, &self.export_json),
-            (Format::Csv, &self.export_csv),
-            (Format::Markdown, &self.export_markdown),
-        ]
-        .into_iter()
-        .flat_map(|(format, paths)| paths.iter().map(move |p| Ok(OutputFile { path: p.clone(), format })));
+        let exported = self
+            .exports
+            .iter()
+            .flat_map(|(format, paths)| paths.iter().map(move |p| Ok(OutputFile { path: p.clone(), format: *format })));
         let files: Vec<OutputFile> = by_extension.chain(exported).collect::<Result<_, InputError>>()?;
         for f in &files {
             report::format::check::<R>(f.format).map_err(|e| e.at(&f.path.display().to_string()))?;

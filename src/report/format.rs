@@ -48,6 +48,45 @@ impl Format {
         }
     }
 
+    /// The flag that writes a report in this format to a file as well (`--export-json FILE`);
+    /// None for text, which is the terminal's.
+    pub fn export_flag(self) -> Option<&'static str> {
+        match self {
+            Format::Text => None,
+            Format::Json => Some("export-json"),
+            Format::Csv => Some("export-csv"),
+            Format::Markdown => Some("export-markdown"),
+        }
+    }
+
+    /// The formats with an export flag, in `ALL`'s order: `webtune export` prints a stored run
+    /// in each (`--json`, `--csv`, `--markdown`).
+    pub fn exported() -> impl Iterator<Item = Format> {
+        Format::ALL.into_iter().filter(|f| f.export_flag().is_some())
+    }
+
+    /// What a report is written as, in the flags' help: "JSON", "markdown tables".
+    pub fn described(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "JSON",
+            Format::Csv => "CSV",
+            Format::Markdown => "markdown tables",
+        }
+    }
+
+    /// `webtune export --NAME`'s help: what a stored run looks like on stdout in this format.
+    pub fn stored_help(self) -> &'static str {
+        match self {
+            Format::Text => "The stored run as text on stdout",
+            Format::Json => "The whole stored run as JSON on stdout",
+            Format::Csv => {
+                "CSV on stdout. Bench: one wide row of figures (README lists the columns); tune: one row per measured point"
+            }
+            Format::Markdown => "Markdown tables on stdout",
+        }
+    }
+
     /// The format a file's extension names, as oha's `-o` and hyperfine's exports choose it.
     pub fn of_path(path: &Path) -> Result<Format, InputError> {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
