@@ -9,8 +9,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::args::TuneArgs;
+use super::output::OutputFile;
 use crate::input::{self, InputError};
 use crate::procmem::capacity::Budget;
+use crate::report::Format;
 use crate::report::format::Tuned;
 use crate::server::TargetFile;
 use crate::tune::baseline::Baseline;
@@ -19,8 +21,9 @@ use crate::tune::kept::Kept;
 use crate::tune::launcher::TargetLauncher;
 use crate::tune::strategies::Knobs;
 use crate::tune::trial::{self, Launcher, Load, TrialOptions};
+use crate::tune::tuner::Setup;
 use crate::tune::{
-    Eta, Judging, Measure, Objective, Observer, Outcome, Plan, Point, Settings, Tuner, fmt_secs, summary_line,
+    Eta, Judging, Measure, Objective, Observer, Outcome, Plan, Point, Settings, Strategy, Tuner, fmt_secs, summary_line,
 };
 
 /// Requests per worker sent before measuring.
@@ -33,13 +36,7 @@ const DISTURBED: f64 = 0.10;
 /// Runs the tuning and prints the outcome; exit 1 when every trial failed or the journal is
 /// incomplete, 130 when interrupted.
 pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
-    crate::store::check_path(&crate::store::default_path(db))?;
-    let files = a.output.files::<Tuned>()?;
-    // --diff DIR is checked now, as -o is: a tune is not run to be lost at its last write.
-    if let Some(dir) = &a.diff {
-        check_diff_dir(dir)?;
-    }
-    let spec = TuneSpec::of(a)?;
+    let spec = TuneSpec::of(a, db)?;
     let interrupt = crate::sys::interrupt_flag();
     let opts = TrialOptions {
         repeats: spec.repeats,
@@ -50,23 +47,22 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         placement: Some(spec.file.placement.clone()),
     };
 
-    let text = crate::input::read_text(&a.file, "target file").unwrap_or_default();
-    let (journal_path, mut journal, reused) = open_journal(a, &spec, &text)?;
+    let (mut journal, reused) = open_journal(&spec)?;
 
     let mut launcher = TargetLauncher { file: &spec.file, interrupt: interrupt.clone() };
     let mut measure =
         Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib: spec.budget_kib, kept: Kept::default() };
-    let plan = a.strategy.planned_windows(&spec.knobs, &spec.objective, &spec.judging, spec.repeats);
-    if !a.quiet {
+    let plan = spec.strategy.planned_windows(&spec.knobs, &spec.objective, &spec.judging, spec.repeats);
+    if !spec.quiet {
         // A window: a launch, a warm-up, one load, a stop.
         let per_window = measure.estimate(&spec.load) / spec.repeats.max(1) as u32;
-        announce(a, &spec, plan, per_window, &journal_path);
+        announce(&spec, plan, per_window);
     }
     // Every point goes to the journal (for --resume) and to the history database.
-    let mut store = open_store(a, db, &spec, &text);
-    let mut observer = Progress { quiet: a.quiet, journal: &mut journal, store: store.as_mut(), save_error: None };
+    let mut store = open_store(&spec);
+    let mut observer = Progress { quiet: spec.quiet, journal: &mut journal, store: store.as_mut(), save_error: None };
     let mut t = spec.tuner(&mut measure, &mut observer, reused, interrupt, plan);
-    let found = a.strategy.run(&mut t, &spec.knobs, &spec.baseline, spec.knee);
+    let found = spec.strategy.run(&mut t, &spec.knobs, &spec.baseline, spec.knee);
     let stopped = t.stopped.clone();
     let points = std::mem::take(&mut t.points);
     drop(t);
@@ -76,24 +72,29 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let config = launcher.render(&found.recommended);
     let diffs = launcher.diffs(&spec.baseline.changes(&found.recommended))?;
     let unjudged = found.unjudged(&spec.knobs);
-    let mut outcome = found.into_outcome(a.strategy.name(), spec.objective.describe(), stopped, config, diffs, points);
+    let mut outcome =
+        found.into_outcome(spec.strategy.name(), spec.objective.describe(), stopped, config, diffs, points);
     outcome.baseline_values = spec.baseline.origins.clone();
     outcome.unjudged = unjudged;
     outcome.threshold_pct = Some(spec.judging.threshold_pct);
     let knobs = &spec.knobs;
     let grid = (!knobs.is_empty()).then(|| knobs.iter().map(|(_, values)| values.len() as u64).product());
     outcome.cost = crate::tune::Cost::of(&outcome.points, grid, spec.repeats);
-    if let Some(dir) = &a.diff {
+    if let Some(dir) = &spec.diff {
         write_diffs(dir, &outcome.diffs, &spec.file)?;
     }
     let save_error = observer.save_error.take();
-    report(a, &outcome, store, save_error, &files)
+    report(&spec, &outcome, store, save_error)
 }
 
-/// The command line checked, once: what to measure and how to judge it. Every error is the
-/// one line the user sees.
+/// The command line checked, once: what to measure and how to judge it, and where the
+/// results go. Every error is the one line the user sees; the raw flags end here.
 struct TuneSpec {
+    /// The target file's path, as given, and its text (for the journal's digest and the store).
+    path: PathBuf,
+    text: String,
     file: TargetFile,
+    strategy: Strategy,
     objective: Objective,
     /// The workers strategy's tolerance (a share under 1).
     knee: f64,
@@ -109,10 +110,28 @@ struct TuneSpec {
     load_from: String,
     budget_kib: Option<u64>,
     time_budget: Option<Duration>,
+    /// The journal (--journal, else FILE's stem with .tune.jsonl) and whether to resume it.
+    journal: PathBuf,
+    resume: bool,
+    /// The history database.
+    db: PathBuf,
+    quiet: bool,
+    /// stdout's format, and the output files (-o, --export-*), checked.
+    stdout: Format,
+    files: Vec<OutputFile>,
+    /// --diff DIR, checked.
+    diff: Option<PathBuf>,
 }
 
 impl TuneSpec {
-    fn of(a: &TuneArgs) -> anyhow::Result<TuneSpec> {
+    fn of(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<TuneSpec> {
+        let db = crate::store::default_path(db);
+        crate::store::check_path(&db)?;
+        let files = a.output.files::<Tuned>()?;
+        // --diff DIR is checked now, as -o is: a tune is not run to be lost at its last write.
+        if let Some(dir) = &a.diff {
+            check_diff_dir(dir)?;
+        }
         let mut file = TargetFile::load(&a.file)?;
         super::launch::place(&mut file, a.cpus.as_deref())?;
         let objective = objective(a)?;
@@ -165,7 +184,10 @@ impl TuneSpec {
             None => file.time,
         };
         Ok(TuneSpec {
+            path: a.file.clone(),
+            text: crate::input::read_text(&a.file, "target file").unwrap_or_default(),
             file,
+            strategy: a.strategy,
             objective,
             knee,
             judging,
@@ -176,6 +198,13 @@ impl TuneSpec {
             load_from,
             budget_kib,
             time_budget,
+            journal: a.journal.clone().unwrap_or_else(|| default_journal(&a.file)),
+            resume: a.resume,
+            db,
+            quiet: a.quiet,
+            stdout: super::output::stdout_format(a.json),
+            files,
+            diff: a.diff.clone(),
         })
     }
 
@@ -188,28 +217,29 @@ impl TuneSpec {
         interrupt: Arc<AtomicBool>,
         plan: Plan,
     ) -> Tuner<'a> {
-        let mut t = Tuner::new(measure, self.load.clone(), self.objective, observer, reused, interrupt);
-        t.budget_kib = self.budget_kib;
-        t.deadline = self.time_budget.map(|b| Instant::now() + b);
-        t.plan = plan;
-        t.repeats = self.repeats;
-        t.judging = self.judging;
-        t
+        let setup = Setup {
+            budget_kib: self.budget_kib,
+            deadline: self.time_budget.map(|b| Instant::now() + b),
+            plan,
+            repeats: self.repeats,
+            judging: self.judging,
+        };
+        Tuner::new(measure, self.load.clone(), self.objective, setup, observer, reused, interrupt)
     }
 }
 
 /// The journal of this run (a new one, or the interrupted run's with --resume), its path,
 /// and the points it already holds.
-fn open_journal(a: &TuneArgs, spec: &TuneSpec, text: &str) -> anyhow::Result<(PathBuf, Journal, Vec<Point>)> {
-    let journal_path = a.journal.clone().unwrap_or_else(|| default_journal(&a.file));
+fn open_journal(spec: &TuneSpec) -> anyhow::Result<(Journal, Vec<Point>)> {
+    let journal_path = &spec.journal;
     let header = Header {
         journal: "webtune.tune.v1".into(),
-        target_file: a.file.display().to_string(),
-        strategy: a.strategy.name().into(),
-        target_digest: format!("{:016x}", fnv1a(text.as_bytes())),
+        target_file: spec.path.display().to_string(),
+        strategy: spec.strategy.name().into(),
+        target_digest: format!("{:016x}", fnv1a(spec.text.as_bytes())),
         placement: Some(spec.file.placement.clone()),
     };
-    let (journal, reused) = Journal::open(&journal_path, &header, a.resume)?;
+    let (journal, reused) = Journal::open(journal_path, &header, spec.resume)?;
     if journal.torn_lines() > 0 {
         eprintln!(
             "webtune: {}: {} line(s) were not whole points (cut short or torn), skipped: those points are measured again",
@@ -217,11 +247,11 @@ fn open_journal(a: &TuneArgs, spec: &TuneSpec, text: &str) -> anyhow::Result<(Pa
             journal.torn_lines()
         );
     }
-    Ok((journal_path, journal, reused))
+    Ok((journal, reused))
 }
 
 /// The plan, before the first trial: what is tuned, how, and about how long it takes.
-fn announce(a: &TuneArgs, spec: &TuneSpec, plan: Plan, per_window: Duration, journal_path: &Path) {
+fn announce(spec: &TuneSpec, plan: Plan, per_window: Duration) {
     let windows = if plan.least == plan.most {
         format!(
             "about {} windows x ~{} = ~{}",
@@ -242,8 +272,8 @@ fn announce(a: &TuneArgs, spec: &TuneSpec, plan: Plan, per_window: Duration, jou
     let file = &spec.file;
     eprintln!(
         "tune: {} on {} ({}, {}), objective {}, load from {}; {windows}{}; journal {}",
-        a.strategy.name(),
-        a.file.display(),
+        spec.strategy.name(),
+        spec.path.display(),
         file.adapter().name(),
         file.placement.describe(),
         spec.objective.describe(),
@@ -257,7 +287,7 @@ fn announce(a: &TuneArgs, spec: &TuneSpec, plan: Plan, per_window: Duration, jou
             Some(b) => format!(" (budget {})", fmt_secs(b)),
             None => String::new(),
         },
-        journal_path.display()
+        spec.journal.display()
     );
     if !spec.baseline.origins.is_empty() {
         eprintln!("tune: baseline {}", spec.baseline.describe());
@@ -269,11 +299,11 @@ fn announce(a: &TuneArgs, spec: &TuneSpec, plan: Plan, per_window: Duration, jou
 
 /// The history database's run for this tune; None (said on stderr) when it cannot be had:
 /// the points then go to the journal only.
-fn open_store(a: &TuneArgs, db: Option<&Path>, spec: &TuneSpec, text: &str) -> Option<(crate::store::Store, i64)> {
-    match crate::store::Store::open(&crate::store::default_path(db)) {
+fn open_store(spec: &TuneSpec) -> Option<(crate::store::Store, i64)> {
+    match crate::store::Store::open(&spec.db) {
         Ok(mut s) => {
             let options = serde_json::json!({ "objective": spec.objective.describe(), "repeats": spec.repeats, "budget_kib": spec.budget_kib });
-            match s.begin_tune(&a.file.display().to_string(), a.strategy.name(), text, &options) {
+            match s.begin_tune(&spec.path.display().to_string(), spec.strategy.name(), &spec.text, &options) {
                 Ok(id) => Some((s, id)),
                 Err(e) => {
                     eprintln!("webtune: {e:#}; points go to the journal only");
@@ -290,19 +320,18 @@ fn open_store(a: &TuneArgs, db: Option<&Path>, spec: &TuneSpec, text: &str) -> O
 
 /// Prints the outcome, writes the output files, stores it; the exit code says how it went.
 fn report(
-    a: &TuneArgs,
+    spec: &TuneSpec,
     outcome: &Outcome,
     store: Option<(crate::store::Store, i64)>,
     mut save_error: Option<anyhow::Error>,
-    files: &[super::output::OutputFile],
 ) -> anyhow::Result<ExitCode> {
     let tuned = Tuned { run_id: store.as_ref().map(|(_, id)| *id), ..Tuned::new(outcome) };
-    super::print::emit(&tuned, super::output::stdout_format(a.json))?;
-    let written = super::output::write_files(&tuned, files);
+    super::print::emit(&tuned, spec.stdout)?;
+    let written = super::output::write_files(&tuned, &spec.files);
     if let Some((mut s, id)) = store {
         if let Err(e) = s.finish_tune(id, outcome) {
             save_error.get_or_insert(e);
-        } else if !a.quiet {
+        } else if !spec.quiet {
             eprintln!("{}", super::bench::stored_line("tune", id, &s.path));
         }
     }

@@ -158,6 +158,27 @@ pub struct Tuner<'a> {
     load_seconds_done: f64,
 }
 
+/// What a tuner is given at construction besides what it measures with: its budgets, its
+/// plan and how it judges. The default: no budgets, no plan, 3 repeats, `Judging::default()`.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The memory the server may take, KiB.
+    pub budget_kib: Option<u64>,
+    /// Stop starting trials that would end after this.
+    pub deadline: Option<Instant>,
+    /// Windows planned, for the ETA.
+    pub plan: Plan,
+    /// Windows per point measured with `point` (the --repeats).
+    pub repeats: usize,
+    pub judging: Judging,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup { budget_kib: None, deadline: None, plan: Plan::default(), repeats: 3, judging: Judging::default() }
+    }
+}
+
 /// A window in which others took more than this share of the CPU is said at once.
 const BUSY: f64 = 0.10;
 
@@ -184,32 +205,35 @@ impl Default for Judging {
 }
 
 impl<'a> Tuner<'a> {
-    /// A tuner with no budgets yet; `reuse` holds the points of an interrupted run's journal.
+    /// A tuner with its budgets, plan and way of judging (`setup`); `reuse` holds the points
+    /// of an interrupted run's journal.
     pub fn new(
         measure: &'a mut dyn Measure,
         load: Load,
         objective: Objective,
+        setup: Setup,
         observer: &'a mut dyn Observer,
         reuse: Vec<Point>,
         interrupt: Arc<AtomicBool>,
     ) -> Tuner<'a> {
+        let Setup { budget_kib, deadline, plan, repeats, judging } = setup;
         Tuner {
             measure,
             load,
             objective,
-            budget_kib: None,
-            deadline: None,
+            budget_kib,
+            deadline,
             observer,
             interrupt,
             reuse: reuse.into_iter().map(|p| ((p.step.clone(), p.settings.clone()), p)).collect(),
             points: Vec::new(),
             stopped: None,
             started: Instant::now(),
-            plan: Plan::default(),
+            plan,
             windows_done: 0,
             seconds_done: 0.0,
-            repeats: 3,
-            judging: Judging::default(),
+            repeats,
+            judging,
             said_busy: false,
             said_noise: false,
             load_seconds_done: 0.0,
