@@ -23,6 +23,30 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// Whether process `pid` runs (exists and is not a zombie): the state field after the last
+/// ')' of /proc/PID/stat, so a command name holding ") Z " does not fool it.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// A run's stdout (or any text) as JSON; the text is in the panic when it is not.
+pub fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// `webtune ARGS` with the history database at `db`: (exit code, stdout, stderr).
+pub fn wt(db: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_webtune")).args(args).env("WEBTUNE_DB", db).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
 /// The history database of this test process (never the user's own).
 pub fn test_db() -> PathBuf {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
