@@ -85,6 +85,12 @@ pub struct Load {
 }
 
 impl Load {
+    /// A warmed server under a time-bound load is measured in its steady state; a burst after
+    /// idle (spares) or a cold start is measured as it is, however unsteady.
+    fn steady_state(&self) -> bool {
+        self.warm && self.idle_before.is_zero() && self.spec.requests.is_none() && self.spec.stages.is_none()
+    }
+
     /// The load of `spec`, on a warmed server, at once.
     pub fn of(spec: BenchSpec) -> Load {
         Load { spec, warm: true, idle_before: Duration::ZERO, stop_over_budget: false, tail_counts: true }
@@ -234,6 +240,17 @@ struct Settled {
     steadied: bool,
 }
 
+impl Settled {
+    /// What a kept server settled on for this load (`asked` seconds a window), if it did;
+    /// else a fresh start.
+    fn for_load(settled: Option<Settled>, asked: Duration) -> Settled {
+        match settled {
+            Some(s) if s.asked == asked => s,
+            _ => Settled { asked, window: asked, lengthened: false, steadied: false },
+        }
+    }
+}
+
 /// What the windows of one point measured, before `Trial::finish` makes it a point.
 pub struct Windows {
     samples: Vec<Sample>,
@@ -353,15 +370,9 @@ impl Trial {
         let workers_at_start = if launched { self.workers_at_start } else { workers_alive(&*self.server) };
         let pool = super::objective::pool(settings, workers_at_start);
         let recycling = max_requests(settings).is_some();
-        // A warmed server under a time-bound load is measured in its steady state; a burst after
-        // idle (spares) or a cold start is measured as it is, however unsteady.
-        let steady_state =
-            load.warm && load.idle_before.is_zero() && load.spec.requests.is_none() && load.spec.stages.is_none();
+        let steady_state = load.steady_state();
         let asked = load.duration();
-        let Settled { mut window, mut lengthened, mut steadied, .. } = match self.settled {
-            Some(s) if s.asked == asked => s,
-            _ => Settled { asked, window: asked, lengthened: false, steadied: false },
-        };
+        let Settled { mut window, mut lengthened, mut steadied, .. } = Settled::for_load(self.settled, asked);
         let mut plan = Sender::new(&load.windowed(window), &base).map_err(|e| failed(format!("{e:#}")))?;
         let mut samples = Vec::new();
         let mut notes = Vec::new();
@@ -383,16 +394,7 @@ impl Trial {
                 cores,
                 interrupt: &opts.interrupt,
             };
-            let mut sample = match measure_once(&*self.server, &measuring) {
-                Ok(w) if w.sample.succeeded == 0 && w.over_budget.is_none() => {
-                    return Err(failed(format!("no request succeeded ({} failed)", w.sample.failed)));
-                }
-                Ok(s) => s,
-                Err(e) => return Err(failed(format!("{e:#}"))),
-            };
-            if let Some(m) = &sample.sample.memory {
-                self.largest_pss_kib = self.largest_pss_kib.max(m.pss_total_kib);
-            }
+            let mut sample = measure_window(&*self.server, &measuring, &mut self.largest_pss_kib).map_err(failed)?;
             // A window measured again comes later in the server's life: a leaking pool has grown
             // meanwhile. Its memory is the one read in the first attempt, at the same moment of the
             // server's life as every other configuration's (others' CPU barely moves memory).
@@ -402,9 +404,7 @@ impl Trial {
             // Seen over the budget once, the pool can be there again: no longer window, repeat or
             // re-measurement can admit it, so the trial ends with what settles it.
             if let Some(after) = sample.over_budget {
-                notes.push(format!(
-                    "the window stopped after {after:.1} s: the workers did not fit the memory budget (a pool over it once can be there again)"
-                ));
+                notes.push(over_budget_note(after));
                 samples.push(sample.sample);
                 break;
             }
@@ -416,11 +416,7 @@ impl Trial {
                     disturbed_memory = Some(sample.sample.memory);
                     continue;
                 }
-                notes.push(format!(
-                    "others took {:.0}% of the CPU in a window measured {} times: kept, but disturbed",
-                    others * 100.0,
-                    remeasured + 1
-                ));
+                notes.push(disturbed_note(others, remeasured + 1));
             }
             // Workers that recycle: a window must hold several recycles of each, or each window
             // catches a different phase of the pool's replacement.
@@ -448,12 +444,13 @@ impl Trial {
                 notes.push(t);
             }
             samples.push(sample.sample);
-            if samples.len() == wanted && wanted == opts.repeats.max(1) && wanted > 1 {
-                let rps: Vec<f64> = samples.iter().map(|s| s.rps).collect();
-                if crate::stats::spread(&rps) > opts.noisy_spread * crate::stats::median(&rps) {
-                    noisy = true;
-                    wanted *= 2;
-                }
+            if samples.len() == wanted
+                && wanted == opts.repeats.max(1)
+                && wanted > 1
+                && spread_over(&samples, opts.noisy_spread)
+            {
+                noisy = true;
+                wanted *= 2;
             }
         }
         self.settled = Some(Settled { asked, window, lengthened, steadied });
@@ -630,6 +627,40 @@ struct WindowPlan<'a> {
     /// The cores others' CPU share is measured against.
     cores: usize,
     interrupt: &'a Arc<AtomicBool>,
+}
+
+/// Whether the samples' throughputs spread more than `share` of their median: noisy repeats.
+fn spread_over(samples: &[Sample], share: f64) -> bool {
+    let rps: Vec<f64> = samples.iter().map(|s| s.rps).collect();
+    crate::stats::spread(&rps) > share * crate::stats::median(&rps)
+}
+
+/// One window measured on the server, `largest_pss_kib` updated; the cause when it failed
+/// or no request succeeded (unless the budget stopped it).
+fn measure_window(server: &dyn Launched, measuring: &WindowPlan, largest_pss_kib: &mut u64) -> Result<Window, String> {
+    let sample = match measure_once(server, measuring) {
+        Ok(w) if w.sample.succeeded == 0 && w.over_budget.is_none() => {
+            return Err(format!("no request succeeded ({} failed)", w.sample.failed));
+        }
+        Ok(s) => s,
+        Err(e) => return Err(format!("{e:#}")),
+    };
+    if let Some(m) = &sample.sample.memory {
+        *largest_pss_kib = (*largest_pss_kib).max(m.pss_total_kib);
+    }
+    Ok(sample)
+}
+
+/// The note of a window the memory budget stopped after `after` seconds.
+fn over_budget_note(after: f64) -> String {
+    format!(
+        "the window stopped after {after:.1} s: the workers did not fit the memory budget (a pool over it once can be there again)"
+    )
+}
+
+/// The note of a window others disturbed (their share of the CPU), kept after `times` tries.
+fn disturbed_note(others: f64, times: u32) -> String {
+    format!("others took {:.0}% of the CPU in a window measured {} times: kept, but disturbed", others * 100.0, times)
 }
 
 /// One bench run; memory and counters are read several times under load, and the CPU that
