@@ -7,10 +7,11 @@
 //! only from the modules listed after it (tests/architecture.rs checks this, and that no two
 //! files import each other in a circle).
 //!
-//! - [`cli`]: the command line: flags mapped onto the library's types, printing, exit codes.
+//! - [`cli`]: the command line: flags mapped onto the library's types, printing, exit codes,
+//!   and `--fail-if` thresholds (`cli::gate`), judged against a bench run or between two
+//!   stored runs.
 //! - [`report`]: exporters: the output formats (text, JSON, CSV, markdown: `report::format`
 //!   says which report is written how), HTML, the progress line, and output files.
-//! - [`gate`]: `--fail-if` thresholds, judged against a bench run or between two stored runs.
 //! - [`store`]: the SQLite history of every bench run and tune point.
 //! - [`tune`]: the tuner: trials (launch, warm, load, sample memory), strategies, evidence.
 //! - [`server`]: the real servers, launched from a target file through one adapter each, in
@@ -24,7 +25,7 @@
 //! - [`lab`]: the embedded pre-forking test server (`webtune lab`), the default target.
 //! - [`fileset`]: a static workload: a SPECweb96 file set on disk and its weighted
 //!   URL list.
-//! - [`output`]: the one rule for every file written at a path the user named.
+//! - [`safe_write`]: the one rule for every file written at a path the user named.
 //! - [`sys`]: the OS facts the tool needs (its CPU use, file-descriptor limits, Ctrl-C).
 //! - [`syscalls`]: system calls per request, from strace.
 //! - [`stats`]: the statistics the tuner and the history share.
@@ -42,12 +43,11 @@ pub mod bench;
 pub mod cli;
 pub mod engine;
 pub mod fileset;
-pub mod gate;
 pub mod input;
 pub mod lab;
-pub mod output;
 pub mod procmem;
 pub mod report;
+pub mod safe_write;
 pub mod server;
 pub mod stats;
 pub mod store;

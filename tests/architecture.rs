@@ -15,7 +15,7 @@ const LAYERS: &[&str] = &[
     "stats",
     "syscalls",
     "sys",
-    "output",
+    "safe_write",
     "fileset",
     "lab",
     "procmem",
@@ -24,7 +24,6 @@ const LAYERS: &[&str] = &[
     "server",
     "tune",
     "store",
-    "gate",
     "report",
     "cli",
 ];

@@ -35,6 +35,7 @@ pub struct LogSummary {
     pub whole_seconds: bool,
 }
 
+/// The 60 s of the log with the most replayed requests.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BusiestMinute {
     /// Its start, UTC, RFC 3339.

@@ -187,7 +187,7 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     if failed {
         return Ok(ExitCode::from(1));
     }
-    if !crate::gate::all_pass(&report.thresholds) {
+    if !crate::cli::gate::all_pass(&report.thresholds) {
         return Ok(ExitCode::from(super::exit::THRESHOLD_FAILED));
     }
     Ok(ExitCode::SUCCESS)

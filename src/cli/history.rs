@@ -5,8 +5,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::args::{CompareArgs, ExportArgs, ReportArgs, RunsArgs, ShowArgs};
+use super::gate;
 use super::output::{OutputFile, stdout_format};
-use crate::gate;
 use crate::input::InputError;
 use crate::report::compare::Comparison;
 use crate::report::format::Runs;
@@ -118,7 +118,7 @@ pub fn report(db: Option<&Path>, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let s = open(db)?;
     let (_, run) = get(&s, a.id)?;
     let html = crate::report::html::render(&run);
-    crate::output::replace(&a.html, html.as_bytes())?;
+    crate::safe_write::replace(&a.html, html.as_bytes())?;
     super::print::write_stdout(|o| writeln!(o, "{}", a.html.display()))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -34,6 +34,8 @@ struct Found {
     notes: Vec<String>,
 }
 
+/// `webtune init`: a target file written from a running server (`--pid`) or its
+/// configuration file (`--config`).
 pub fn run(a: &InitArgs) -> anyhow::Result<ExitCode> {
     let (found, how) = match (&a.config, a.pid) {
         (Some(path), _) => (from_config(path, a.adapter.as_deref())?, format!("--config {}", path.display())),

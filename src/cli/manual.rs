@@ -144,7 +144,7 @@ fn main_page(pages: Pages) -> std::io::Result<Vec<u8>> {
 
 fn write_pages(dir: &Path) -> anyhow::Result<()> {
     let cannot = |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot write man pages to {}: {e}", dir.display());
-    crate::output::directory(dir)?;
+    crate::safe_write::directory(dir)?;
     // generate_to writes every page (following symlinks): into a private directory first,
     // then each page to `dir` by the rule of every output file.
     let staging = tempfile::tempdir().map_err(|e| cannot(&e))?;
@@ -161,7 +161,7 @@ fn write_pages(dir: &Path) -> anyhow::Result<()> {
     pages.sort_by_key(|e| e.file_name());
     for page in pages {
         let text = std::fs::read(page.path()).map_err(|e| cannot(&e))?;
-        crate::output::replace(&dir.join(page.file_name()), &text)?;
+        crate::safe_write::replace(&dir.join(page.file_name()), &text)?;
     }
     Ok(())
 }

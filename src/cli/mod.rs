@@ -6,6 +6,7 @@ pub mod args;
 pub mod bench;
 pub mod exit;
 pub mod fileset;
+pub mod gate;
 pub mod history;
 pub mod init;
 pub mod lab;
@@ -67,7 +68,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut report = merge::run(&a.files)?;
             judge(&mut report, &thresholds)?;
             emit(&report, output::stdout_format(a.json))?;
-            Ok(if crate::gate::all_pass(&report.thresholds) {
+            Ok(if crate::cli::gate::all_pass(&report.thresholds) {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(THRESHOLD_FAILED)

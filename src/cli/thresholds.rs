@@ -1,7 +1,7 @@
 //! `--fail-if` flags: parsed before any load runs, judged against a run's report.
 
 use crate::aggregate::BenchReport;
-use crate::gate::Threshold;
+use crate::cli::gate::Threshold;
 use crate::input::InputError;
 
 /// The `--fail-if` flags, parsed (all of them, before any load runs).
@@ -21,6 +21,6 @@ pub fn one_run_thresholds(texts: &[String]) -> Result<Vec<Threshold>, InputError
 /// Judges the thresholds against the report; the verdicts go into it.
 pub fn judge(report: &mut BenchReport, thresholds: &[Threshold]) -> Result<(), InputError> {
     report.thresholds =
-        thresholds.iter().map(|t| t.judge(crate::gate::Figures::Bench(report))).collect::<Result<_, _>>()?;
+        thresholds.iter().map(|t| t.judge(crate::cli::gate::Figures::Bench(report))).collect::<Result<_, _>>()?;
     Ok(())
 }

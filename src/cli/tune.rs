@@ -372,7 +372,7 @@ fn check_diff_dir(dir: &Path) -> anyhow::Result<()> {
         let why = format!("--diff: {} is not a directory: give the directory the diffs go in", dir.display());
         return Err(InputError(why).into());
     }
-    crate::output::directory(dir).map_err(|e| e.at("--diff"))?;
+    crate::safe_write::directory(dir).map_err(|e| e.at("--diff"))?;
     let suffixes = ["", crate::server::tree::ROOT_SUFFIX];
     for name in crate::server::tree::DIFF_NAMES.iter().flat_map(|n| suffixes.map(|s| format!("{n}{s}"))) {
         let path = dir.join(format!("{name}.diff"));
@@ -383,7 +383,7 @@ fn check_diff_dir(dir: &Path) -> anyhow::Result<()> {
             ))
             .into());
         }
-        crate::output::check(&path).map_err(|e| e.at("--diff"))?;
+        crate::safe_write::check(&path).map_err(|e| e.at("--diff"))?;
     }
     Ok(())
 }
@@ -395,9 +395,9 @@ fn write_diffs(
     diffs: &std::collections::BTreeMap<String, String>,
     file: &TargetFile,
 ) -> anyhow::Result<()> {
-    crate::output::directory(dir)?;
+    crate::safe_write::directory(dir)?;
     for (tree, diff) in diffs {
-        crate::output::replace(&dir.join(format!("{tree}.diff")), diff.as_bytes())?;
+        crate::safe_write::replace(&dir.join(format!("{tree}.diff")), diff.as_bytes())?;
     }
     if diffs.is_empty() {
         eprintln!("tune: keep your configuration: none of your files changes, nothing written to {}", dir.display());

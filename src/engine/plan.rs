@@ -120,6 +120,7 @@ pub struct Throttle {
     pub share: f64,
 }
 
+/// What the engine runs: the endpoint, connections and threads, when to stop, and how requests are paced.
 #[derive(Clone)]
 pub struct Plan {
     pub endpoint: Endpoint,
@@ -146,6 +147,7 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Whether requests start on a schedule (open loop), not when the previous one ends.
     pub fn is_open_loop(&self) -> bool {
         matches!(self.pacing, Pacing::Open { .. })
     }
@@ -220,6 +222,7 @@ impl Shared {
         Shared { compare_lengths: kinds == 1, ..Shared::with_interrupt(interrupt) }
     }
 
+    /// Whether the run is to end now: interrupted by the user, or given up.
     pub fn interrupted(&self) -> bool {
         self.interrupt.load(Ordering::Relaxed) || self.given_up.load(Ordering::Relaxed)
     }

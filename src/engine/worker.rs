@@ -121,6 +121,7 @@ impl Conn {
     }
 }
 
+/// What a thread's loop returns: its sink and what it saw of the server.
 pub struct Done<S> {
     pub sink: S,
     pub server: Option<String>,
@@ -184,6 +185,7 @@ fn ramp_clients(clients: &Schedule, share: f64, elapsed: Duration) -> usize {
     (clients.value_at(elapsed) * share).round() as usize
 }
 
+/// One engine thread's HTTP/1.1 loop over its share of the connections.
 pub struct Worker<S> {
     poll: Poll,
     conns: Vec<Conn>,
@@ -349,6 +351,7 @@ impl<S: Sink> Worker<S> {
         })
     }
 
+    /// Runs the loop once the gate opens, until the stop condition or an interrupt.
     pub fn run(mut self, start: &Gate) -> anyhow::Result<Done<S>> {
         if !start.wait() {
             return Ok(Done {

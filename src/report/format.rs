@@ -26,6 +26,7 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format, in the order flags and messages list them: the one list the others derive from.
     pub const ALL: [Format; 4] = [Format::Text, Format::Json, Format::Csv, Format::Markdown];
 
     /// The format's name, as flags and messages say it.
@@ -245,6 +246,7 @@ pub struct Tuned<'a> {
 }
 
 impl<'a> Tuned<'a> {
+    /// A tune's outcome as reported, not stored yet (no run id).
     pub fn new(outcome: &'a Outcome) -> Tuned<'a> {
         Tuned { schema: TUNE_SCHEMA_ID, outcome, run_id: None }
     }
@@ -297,6 +299,7 @@ pub struct Runs {
 pub const RUNS_SCHEMA_ID: &str = "webtune.runs.v1";
 
 impl Runs {
+    /// The stored runs as `webtune runs` lists them.
     pub fn new(runs: Vec<RunRow>) -> Runs {
         Runs { schema: RUNS_SCHEMA_ID, runs }
     }

@@ -147,6 +147,7 @@ pub enum App {
 }
 
 impl App {
+    /// The app's directory or file; None for a module name.
     pub fn path(&self) -> Option<&Path> {
         match self {
             App::Path(p) => Some(&p.path),
@@ -173,6 +174,7 @@ impl Config {
         }
     }
 
+    /// The server's own configuration file, when `config` names one.
     pub fn file(&self) -> Option<&UserPath> {
         match self {
             Config::File(f) => Some(f),

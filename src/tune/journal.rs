@@ -49,7 +49,7 @@ impl Journal {
     /// (`torn_lines`).
     pub fn open(path: &Path, header: &Header, resume: bool) -> anyhow::Result<(Journal, Vec<Point>)> {
         // The rule of every file webtune writes: an ordinary file of this user, or nothing yet.
-        crate::output::check(path)?;
+        crate::safe_write::check(path)?;
         // O_APPEND: each line lands whole at the end, whatever else has the file open.
         let file = std::fs::OpenOptions::new()
             .create(true)

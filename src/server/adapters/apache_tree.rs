@@ -82,6 +82,7 @@ pub struct Directive {
 }
 
 impl Directive {
+    /// Whether the directive is `name` (Apache's names are case-insensitive).
     pub fn is(&self, name: &str) -> bool {
         self.name.eq_ignore_ascii_case(name)
     }
@@ -161,6 +162,7 @@ impl ApacheTree {
         expand(text, &self.vars)
     }
 
+    /// The file a directive is in.
     pub fn path_of(&self, d: &Directive) -> &Path {
         &self.tree.files[d.file].path
     }
@@ -352,6 +354,7 @@ impl Ops {
         self.0.entry(file).or_default().insert((line, span.max(1)), vec![text]);
     }
 
+    /// Inserts `text` before line `line` of file `file`.
     pub fn insert(&mut self, file: usize, line: usize, text: String) {
         self.0.entry(file).or_default().entry((line, 0)).or_default().push(text);
     }
@@ -957,6 +960,7 @@ impl Placed {
 }
 
 impl ApacheTree {
+    /// The virtual hosts of the tree, in order (those inside a macro left out).
     pub fn vhosts(&self) -> Vec<VHost> {
         let mut out: Vec<VHost> = Vec::new();
         let mut current: Option<usize> = None;

@@ -699,6 +699,7 @@ impl NginxTree {
         out
     }
 
+    /// Whether a pass or an upstream server of the tree goes to one of the addresses `moved` names.
     pub fn follows(&self, moved: &[(String, String)]) -> bool {
         self.nodes.iter().any(|n| {
             (PASSES.contains(&n.name.as_str()) || n.name == "server")

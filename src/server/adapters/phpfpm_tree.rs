@@ -56,6 +56,7 @@ pub struct Section {
     pub body: usize,
 }
 
+/// A user's php-fpm configuration tree: its files, settings and sections (global, pools).
 #[derive(Debug, Clone)]
 pub struct FpmTree {
     pub tree: UserTree,

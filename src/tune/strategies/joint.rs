@@ -285,6 +285,7 @@ fn grid(knobs: &Knobs) -> Vec<Vec<usize>> {
     })
 }
 
+/// The joint strategy: the knobs searched together over their grid, the leaders judged in rounds at the end.
 pub fn joint(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let knobs: Knobs = knobs.iter().filter(|(_, v)| !v.is_empty()).cloned().collect();
     let budget = search_windows(&knobs, &t.judging, t.repeats);

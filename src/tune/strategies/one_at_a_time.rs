@@ -185,6 +185,7 @@ pub fn starting_point(knobs: &Knobs, base: &Settings) -> Settings {
     current
 }
 
+/// The one-at-a-time strategy: each knob in turn, its values against the kept one, the others held.
 pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut walk = Walk::from(knobs, base, t.load.clone());
     // Knobs to judge in this pass, in the file's order.
