@@ -47,6 +47,27 @@ pub fn wt(db: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// sha256 of every file under `dir` (links followed only to files), by path.
+pub fn checksums(dir: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    let out = Command::new("find").arg(dir).args(["-type", "f", "-exec", "sha256sum", "{}", "+"]).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once("  ").map(|(sum, path)| (path.to_string(), sum.to_string())))
+        .collect()
+}
+
+/// `webtune bench ARGS --json` (500 requests) succeeds without coalescing wake-ups: `why`
+/// names what turns it off.
+pub fn assert_not_coalesced(args: &[&str], why: &str) {
+    let (v, run) = bench_json(args);
+    assert_eq!(run.code, 0, "{why}: {}", run.stderr);
+    assert_eq!(v.pointer("/options/coalesce"), Some(&Value::Bool(false)), "{why}");
+    assert_eq!(v.pointer("/result/coalesced"), Some(&Value::Null), "{why}");
+    assert_eq!(num(&v, "/result/succeeded"), 500, "{why}");
+}
+
 /// The history database of this test process (never the user's own).
 pub fn test_db() -> PathBuf {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
