@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{self, missing, quick_tune, webtune_with_limit};
+use crate::support::{self, json, missing, quick_tune, webtune_with_limit};
 
 /// A lab target whose configuration sets workers = 4 and a 20 ms sleep per request, loaded by
 /// 4 clients: 2 workers serve half of 4's requests, 1 a quarter, 6 the same.
@@ -27,10 +27,6 @@ fn lab_target(dir: &Path, workers: &str) -> PathBuf {
     )
     .unwrap();
     f
-}
-
-fn json(stdout: &str) -> Value {
-    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
 /// The recommended value of `knob` in a tune's JSON.

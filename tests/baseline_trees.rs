@@ -64,19 +64,8 @@ impl Case {
     }
 
     fn checksums(&self) -> BTreeMap<String, String> {
-        self.tree.as_deref().map(checksums).unwrap_or_default()
+        self.tree.as_deref().map(support::checksums).unwrap_or_default()
     }
-}
-
-/// sha256 of every file under `dir`, by path (a local one: user_trees.rs's is private).
-fn checksums(dir: &Path) -> BTreeMap<String, String> {
-    let out = Command::new("find").arg(dir).args(["-type", "f", "-exec", "sha256sum", "{}", "+"]).output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_once("  ").map(|(sum, path)| (path.to_string(), sum.to_string())))
-        .collect()
 }
 
 fn cp_a(from: &str, to: &Path) {
@@ -113,16 +102,7 @@ fn chmod(path: &Path, mode: u32) {
 /// private there): prefork as the MPM with MaxRequestWorkers 4, a mod_perl site whose handler
 /// sleeps 20 ms, enabled the Debian way. None (after `missing`) without Apache or mod_perl.
 fn apache() -> Option<Case> {
-    if support::find_program("apache2").is_none()
-        || !Path::new("/usr/lib/apache2/modules/mod_perl.so").exists()
-        || !Path::new("/etc/apache2/apache2.conf").exists()
-    {
-        missing("apache2 with Debian's /etc/apache2 and mod_perl (apache2, libapache2-mod-perl2)");
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("apache2");
-    cp_a("/etc/apache2", &conf);
+    let (dir, conf) = support::apache::debian_etc_copy()?;
     let lib = dir.path().join("app/lib/My");
     std::fs::create_dir_all(&lib).unwrap();
     std::fs::write(

@@ -151,11 +151,7 @@ fn coalesced_h2_wake_ups_count_exactly_and_are_reported() {
         let mut full = vec!["--h2", "-t", "1", "-n", "500"];
         full.extend(args);
         full.push(&url);
-        let (v, run) = bench_json(&full);
-        assert_eq!(run.code, 0, "{why}: {}", run.stderr);
-        assert_eq!(v.pointer("/options/coalesce"), Some(&serde_json::Value::Bool(false)), "{why}");
-        assert_eq!(v.pointer("/result/coalesced"), Some(&serde_json::Value::Null), "{why}");
-        assert_eq!(num(&v, "/result/succeeded"), 500, "{why}");
+        crate::support::assert_not_coalesced(&full, why);
     }
 }
 

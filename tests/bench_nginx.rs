@@ -66,11 +66,7 @@ fn coalesced_wake_ups_count_exactly_and_are_reported() {
     ] {
         let mut full = args.clone();
         full.extend(["-n", "500", &url]);
-        let (v, run) = bench_json(&full);
-        assert_eq!(run.code, 0, "{why}: {}", run.stderr);
-        assert_eq!(v.pointer("/options/coalesce"), Some(&serde_json::Value::Bool(false)), "{why}");
-        assert_eq!(v.pointer("/result/coalesced"), Some(&serde_json::Value::Null), "{why}");
-        assert_eq!(num(&v, "/result/succeeded"), 500, "{why}");
+        crate::support::assert_not_coalesced(&full, why);
     }
 }
 

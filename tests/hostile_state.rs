@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{NOBODY, webtune_as_nobody};
+use crate::support::{NOBODY, alive, webtune_as_nobody};
 
 /// A shell script run in its own process group, killed (the whole group) on drop.
 struct Group {
@@ -135,10 +135,6 @@ fn mem_counts_an_exited_process_as_gone_not_as_an_error() {
 /// The process's start time (/proc/PID/stat field 22), as the run directory records it.
 fn start_ticks(pid: i32) -> u64 {
     webtune::procmem::procs::info(pid).expect("process exists").start_ticks
-}
-
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
 }
 
 /// `webtune launch FILE --for 0s` with its run directories under `runtime`.

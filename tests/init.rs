@@ -127,7 +127,7 @@ fn init_pid_finds_the_server_under_a_supervisor_and_not_a_lookalike() {
     let gunicorn = nix::unistd::Pid::from_raw(master.parse().unwrap());
     let _ = nix::sys::signal::kill(gunicorn, nix::sys::signal::Signal::SIGTERM);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while crate::support::lab::alive(gunicorn.as_raw()) && std::time::Instant::now() < deadline {
+    while crate::support::alive(gunicorn.as_raw()) && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
     stop_child(&mut supervisor, Duration::from_secs(10));

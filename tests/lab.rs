@@ -3,7 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::lab::{Lab, alive, http_get, shared_private_kib};
+use crate::support::alive;
+use crate::support::lab::{Lab, http_get, shared_private_kib};
 use crate::support::{bench_json, float, num};
 
 #[test]

@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
-}
+use crate::support::alive;
 
 /// A lab target file in `dir`, whose lab is this build's webtune.
 pub(crate) fn lab_file(dir: &std::path::Path) -> std::path::PathBuf {

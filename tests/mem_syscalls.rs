@@ -9,10 +9,11 @@ use crate::support::apache::{Apache, ApacheOptions};
 use crate::support::lab::Lab;
 use crate::support::{bench_json, webtune};
 
-fn json(args: &[&str]) -> Value {
+/// `webtune ARGS`, which must succeed, and its stdout's JSON.
+fn json_of(args: &[&str]) -> Value {
     let run = webtune(args);
     assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
-    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
+    crate::support::json(&run.stdout)
 }
 
 fn f(v: &Value, pointer: &str) -> f64 {
@@ -28,7 +29,7 @@ fn shared_preload_counted_once_not_per_worker() {
     let lab = Lab::start(&["--workers", "3", "--preload-mb", "64"]);
     bench_json(&["-c", "3", "-n", "30", &lab.url("/")]);
     let pid = lab.pid().to_string();
-    let v = json(&["mem", "--pid", &pid, "--json", "--budget", "1GiB"]);
+    let v = json_of(&["mem", "--pid", &pid, "--json", "--budget", "1GiB"]);
     assert_eq!(v["schema"], "webtune.mem.v2");
     crate::support::assert_schema("mem.v2.json", &v);
     let procs = v["processes"].as_array().unwrap();
@@ -60,7 +61,7 @@ fn shared_preload_counted_once_not_per_worker() {
     assert!(c["workers_fit"].as_u64().unwrap() > 10 * c["workers_fit_naive"].as_u64().unwrap());
 
     // The same server found by its port.
-    let by_port = json(&["mem", "--port", &lab.port.to_string(), "--json"]);
+    let by_port = json_of(&["mem", "--port", &lab.port.to_string(), "--json"]);
     let pids = |v: &Value| {
         let mut p: Vec<i64> = v["processes"].as_array().unwrap().iter().map(|p| p["pid"].as_i64().unwrap()).collect();
         p.sort();
@@ -73,7 +74,7 @@ fn shared_preload_counted_once_not_per_worker() {
 fn leak_slope_matches_the_leak() {
     let lab = Lab::start(&["--workers", "2", "--leak", "64KiB"]);
     bench_json(&["-c", "2", "-n", "20", &lab.url("/")]);
-    let v = json(&[
+    let v = json_of(&[
         "mem",
         "--pid",
         &lab.pid().to_string(),
@@ -98,7 +99,7 @@ fn leak_slope_matches_the_leak() {
 fn dirtying_moves_pages_from_shared_to_private() {
     let lab = Lab::start(&["--workers", "2", "--preload", "64MiB", "--dirty", "32KiB"]);
     bench_json(&["-c", "2", "-n", "10", &lab.url("/")]);
-    let v = json(&["mem", "--pid", &lab.pid().to_string(), "--url", &lab.url("/"), "-n", "400", "--json"]);
+    let v = json_of(&["mem", "--pid", &lab.pid().to_string(), "--url", &lab.url("/"), "-n", "400", "--json"]);
     let gained = f(&v, "/growth/uss_kib_per_request");
     let lost = f(&v, "/growth/shared_lost_kib_per_request");
     assert!((gained - 32.0).abs() <= 3.2, "USS +{gained} KiB/request, expected 32");
@@ -137,7 +138,7 @@ fn mem_selection_errors() {
 #[test]
 fn syscalls_per_request_on_the_lab() {
     let lab = Lab::start(&["--workers", "1"]);
-    let v = json(&["syscalls", "--pid", &lab.pid().to_string(), "--url", &lab.url("/"), "-n", "200", "--json"]);
+    let v = json_of(&["syscalls", "--pid", &lab.pid().to_string(), "--url", &lab.url("/"), "-n", "200", "--json"]);
     assert_eq!(v["schema"], "webtune.syscalls.v1");
     crate::support::assert_schema("syscalls.v1.json", &v);
     assert_eq!(v["requests"], 200);
@@ -166,7 +167,7 @@ fn apache_htaccess_lookups_show_with_allowoverride_all_only() {
         let apache = Apache::start(&ApacheOptions { allow_override: allow, preload_mb: 0, workers: 2 })?;
         let url = apache.url("/a/b/index.html");
         bench_json(&["-c", "2", "-n", "20", &url]);
-        let v = json(&["syscalls", "--pid", &apache.pid().to_string(), "--url", &url, "-n", "100", "--json"]);
+        let v = json_of(&["syscalls", "--pid", &apache.pid().to_string(), "--url", &url, "-n", "100", "--json"]);
         Some(v)
     };
     let Some(all) = lookups("All") else { return };
@@ -199,7 +200,7 @@ fn apache_mod_perl_preload_is_shared() {
         return;
     };
     bench_json(&["-c", "3", "-n", "60", &apache.url("/perl/hello.pl")]);
-    let v = json(&["mem", "--port", &apache.port.to_string(), "--json"]);
+    let v = json_of(&["mem", "--port", &apache.port.to_string(), "--json"]);
     let procs = v["processes"].as_array().unwrap();
     assert_eq!(procs[0]["role"], "parent");
     assert_eq!(procs[0]["pid"].as_i64().unwrap(), apache.pid() as i64, "{v:#}");

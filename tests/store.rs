@@ -7,24 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::support::nginx::Nginx;
-use crate::support::{find_program, missing};
-
-/// Runs webtune with its own database.
-fn wt(db: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_webtune")).args(args).env("WEBTUNE_DB", db).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
-
-fn json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
+use crate::support::{find_program, json, missing, wt};
 
 #[test]
 fn bench_runs_are_stored_listed_shown_compared_and_exported() {

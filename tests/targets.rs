@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use webtune::server::{self, Running, TargetFile};
 
-use crate::support::{bench_json, have, missing};
+use crate::support::{alive, bench_json, have, missing};
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
@@ -17,11 +17,6 @@ fn examples() -> PathBuf {
 /// A target file written next to the examples (so `app` paths resolve the same way).
 fn target(text: &str) -> TargetFile {
     TargetFile::parse(text, &examples().join("test.toml")).unwrap_or_else(|e| panic!("{}", e.0))
-}
-
-fn alive(pid: i32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ")
 }
 
 /// Every pid the server runs as, master first.

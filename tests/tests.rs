@@ -4,6 +4,7 @@ mod support;
 
 mod about;
 mod access_log;
+mod architecture;
 mod asp;
 mod backends;
 mod baseline;

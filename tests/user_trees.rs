@@ -2,13 +2,12 @@
 //! /etc/apache2, copied into a temporary directory (never written under /etc), with a
 //! mod_perl site added the Debian way, tuned, its diff applied with patch, and run again.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{self, missing, webtune_with_limit};
+use crate::support::{self, checksums, webtune_with_limit};
 
 /// What the site's handler answers: proof that the load reached the user's own handler.
 const MARKER: &str = "webtune-tree-marker";
@@ -18,17 +17,7 @@ const SITE: &str = "perl.test";
 /// sites-available enabled by a symlink and prefork as the MPM; None (after `missing`, which
 /// fails under CI) when Apache or mod_perl is not installed.
 pub fn debian_tree() -> Option<(tempfile::TempDir, PathBuf)> {
-    if support::find_program("apache2").is_none()
-        || !Path::new("/usr/lib/apache2/modules/mod_perl.so").exists()
-        || !Path::new("/etc/apache2/apache2.conf").exists()
-    {
-        missing("apache2 with Debian's /etc/apache2 and mod_perl (apache2, libapache2-mod-perl2)");
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("apache2");
-    let cp = Command::new("cp").arg("-a").arg("/etc/apache2").arg(&conf).status().unwrap();
-    assert!(cp.success(), "cp -a /etc/apache2");
+    let (dir, conf) = support::apache::debian_etc_copy()?;
     let app = dir.path().join("app");
     std::fs::create_dir_all(app.join("lib/My")).unwrap();
     std::fs::write(
@@ -85,17 +74,6 @@ fn set_max_request_workers(conf: &Path, n: u32) {
 pub fn enable(conf: &Path, kind: &str, name: &str) {
     std::os::unix::fs::symlink(format!("../{kind}-available/{name}"), conf.join(format!("{kind}-enabled/{name}")))
         .unwrap();
-}
-
-/// sha256 of every file under `dir` (links followed only to files), by path.
-fn checksums(dir: &Path) -> BTreeMap<String, String> {
-    let out = Command::new("find").arg(dir).args(["-type", "f", "-exec", "sha256sum", "{}", "+"]).output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_once("  ").map(|(sum, path)| (path.to_string(), sum.to_string())))
-        .collect()
 }
 
 pub fn write_target(dir: &Path, name: &str, conf: &Path, extra: &str) -> PathBuf {

@@ -3,6 +3,7 @@
 pub mod breakdown;
 pub mod codec;
 pub mod intervals;
+pub mod log_summary;
 pub mod merge;
 pub mod progress;
 pub mod result;

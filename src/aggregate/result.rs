@@ -162,7 +162,7 @@ pub struct Options {
     pub http2_streams: Option<u32>,
     /// --access-log: what the logs held, what was replayed and what left out, and their rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub access_log: Option<crate::bench::access_log::LogSummary>,
+    pub access_log: Option<super::log_summary::LogSummary>,
 }
 
 fn closed() -> String {

@@ -41,7 +41,7 @@ impl HdrLogWriter {
     /// Creates the file now (so a bad path fails before the run) and writes intervals from
     /// `rx` as they close.
     pub fn start(path: &Path, rx: Receiver<IntervalMsg>, timing: Timing) -> anyhow::Result<HdrLogWriter> {
-        let file = crate::output::create(path)?;
+        let file = crate::safe_write::create(path)?;
         let path = path.to_path_buf();
         let handle = std::thread::Builder::new()
             .name("webtune-hdrlog".into())

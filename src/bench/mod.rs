@@ -20,7 +20,9 @@ use crate::aggregate::Summary;
 use crate::aggregate::breakdown::BreakdownSink;
 use crate::aggregate::intervals::IntervalTap;
 use crate::aggregate::progress::ProgressBoard;
-use crate::aggregate::result::{BenchReport, ClientCpu, Coalesced, Options, RateStats, SCHEMA_ID, TargetInfo};
+use crate::aggregate::result::{
+    BenchReport, BenchResult, ClientCpu, Coalesced, Options, RateStats, SCHEMA_ID, TargetInfo,
+};
 use crate::engine::{self, Order, Pacing, Shared, Stop};
 use crate::input::InputError;
 use crate::sys::{self, CpuTimes};
@@ -108,20 +110,8 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
 
     let cpu = CpuTimes::now().since(cpu_before);
 
-    let mut summary = Summary::new(ep.timeout);
-    let mut parts: Option<BreakdownSink> = None;
+    let (summary, parts) = merge_sinks(outcome.sinks, ep.timeout);
     let mut log_result = Ok(());
-    for ((s, p), _, log) in outcome.sinks {
-        summary.merge(&s);
-        match (&mut parts, p) {
-            (Some(all), Some(p)) => all.merge(&p),
-            (none @ None, p) => *none = p,
-            _ => {}
-        }
-        if let Some(log) = log {
-            log.finish();
-        }
-    }
     if let Some(w) = log_writer {
         log_result = w.finish();
     }
@@ -143,24 +133,7 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
     });
     let mut warnings: Vec<String> =
         client_bound.into_iter().chain(beside_server).chain(plan.describe.warning.clone()).collect();
-    if let Some(late) = &result.late {
-        warnings.push(format!(
-            "{} requests started late (mean {:.1} ms, max {:.1} ms): all {} connections were busy; their latency counts the wait",
-            late.requests, late.mean_ms, late.max_ms, ep.connections
-        ));
-    }
-    if outcome.unsent > 0 {
-        warnings.push(format!(
-            "{} of {} scheduled requests were never sent: the rate outran what {} connections carried; they are in no latency figure",
-            outcome.unsent, outcome.scheduled, ep.connections
-        ));
-    }
-    // Every failure malformed, and HTTP/1.x where frames were due: the server does not speak
-    // h2c, which "malformed N" alone does not say.
-    let only_malformed = result.errors.iter().all(|(class, n)| *n == 0 || class == "malformed");
-    if outcome.answered_http1 && result.failed > 0 && only_malformed {
-        warnings.push(H2C_REFUSED.into());
-    }
+    warnings.extend(load_warnings(&result, ep.connections, outcome.scheduled, outcome.unsent, outcome.answered_http1));
     // Given up (every connect refused) is not the user's Ctrl-C.
     let interrupted = outcome.interrupted && refused_only.is_none();
     if let Some(refused) = refused_only {
@@ -199,6 +172,59 @@ pub fn run_watched(plan: &BenchPlan, interrupt: &Arc<AtomicBool>, watch: &mut dy
         thresholds: Vec::new(),
     };
     Ok(Ran { report, hdr_log: log_result })
+}
+
+/// One thread's sinks: the summary and the breakdown, the progress tap, the log tap.
+type ThreadSinks<T> = ((Summary, Option<BreakdownSink>), T, Option<IntervalTap>);
+
+/// The threads' sinks merged: the summary, the breakdown (with a layout), and each
+/// thread's HdrHistogram log tap finished.
+fn merge_sinks<T>(sinks: Vec<ThreadSinks<T>>, timeout: Duration) -> (Summary, Option<BreakdownSink>) {
+    let mut summary = Summary::new(timeout);
+    let mut parts: Option<BreakdownSink> = None;
+    for ((s, p), _, log) in sinks {
+        summary.merge(&s);
+        match (&mut parts, p) {
+            (Some(all), Some(p)) => all.merge(&p),
+            (none @ None, p) => *none = p,
+            _ => {}
+        }
+        if let Some(log) = log {
+            log.finish();
+        }
+    }
+    (summary, parts)
+}
+
+/// What the load itself warns of: requests that started late or were never sent (the open
+/// loop outran the connections), and a server that answered HTTP/1.x where h2c frames were due.
+fn load_warnings(
+    result: &BenchResult,
+    connections: usize,
+    scheduled: u64,
+    unsent: u64,
+    answered_http1: bool,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(late) = &result.late {
+        warnings.push(format!(
+            "{} requests started late (mean {:.1} ms, max {:.1} ms): all {} connections were busy; their latency counts the wait",
+            late.requests, late.mean_ms, late.max_ms, connections
+        ));
+    }
+    if unsent > 0 {
+        warnings.push(format!(
+            "{} of {} scheduled requests were never sent: the rate outran what {} connections carried; they are in no latency figure",
+            unsent, scheduled, connections
+        ));
+    }
+    // Every failure malformed, and HTTP/1.x where frames were due: the server does not speak
+    // h2c, which "malformed N" alone does not say.
+    let only_malformed = result.errors.iter().all(|(class, n)| *n == 0 || class == "malformed");
+    if answered_http1 && result.failed > 0 && only_malformed {
+        warnings.push(H2C_REFUSED.into());
+    }
+    warnings
 }
 
 /// Samples the progress counters once a second until the engine is done: tells `watch` and

@@ -375,189 +375,29 @@ impl BenchSpec {
 
     /// Checks the spec and renders its requests. Each error names the flag it is about.
     pub fn plan(&self) -> Result<BenchPlan, InputError> {
-        let usage = |msg: String| InputError(msg);
         let stages = self.stages.as_deref().map(parse_stages).transpose()?;
         let open = self.is_open_loop();
-        let log = match (&self.loaded_log, self.access_log.is_empty()) {
-            (Some(l), _) => Some(l.0.clone()),
-            (None, false) => Some(Arc::new(self.read_access_log()?)),
-            (None, true) => None,
-        };
-        let from_log = matches!(self.rate, Some(Rate::Log(_))) || self.arrival == Some(Arrival::Log);
-        if log.is_none() && from_log {
-            return Err(usage("--rate log and --arrival log need --access-log".into()));
-        }
-        if log.is_none() && self.log_format.is_some() {
-            return Err(usage("--log-format needs --access-log".into()));
-        }
-        let log_rate = || {
-            log.as_ref().and_then(|l| l.summary.mean_rate).ok_or_else(|| {
-                usage(
-                    "--rate log: the access log gives no rate (its format has no time, or its requests span no time)"
-                        .into(),
-                )
-            })
-        };
-        let rate = match self.rate {
-            Some(Rate::PerSecond(r)) => Some(r),
-            Some(Rate::Log(factor)) => Some(log_rate()? * factor),
-            // --arrival log alone: at the log's own rate.
-            None if self.arrival == Some(Arrival::Log) => Some(log_rate()?),
-            None => None,
-        };
-        if open && rate.is_none() && stages.is_none() {
-            return Err(usage("the open loop needs --rate R or --stages".into()));
-        }
-        if rate.is_some() && stages.is_some() {
-            return Err(usage("--rate and --stages cannot be used together".into()));
-        }
-        if let Some(r) = rate
-            && !(r.is_finite() && r > 0.0 && r <= 1e7)
-        {
-            return Err(usage(format!(
-                "--rate must be a positive number of requests per second up to 10000000, not {r}"
-            )));
-        }
-        let highest = stages.as_ref().map(|s| s.iter().map(|s| s.target).fold(0.0, f64::max));
-        if highest == Some(0.0) {
-            return Err(usage("--stages: every stage's value is 0: nothing would be sent".into()));
-        }
-        let connections = match (self.connections, highest) {
-            (Some(0), _) => return Err(usage("-c must be at least 1".into())),
-            (Some(c), Some(h)) if !open && (c as f64) < h => {
-                return Err(usage(format!("-c {c} is lower than the highest stage ({h} clients)")));
-            }
-            (Some(c), _) => c,
-            (None, _) => self.default_connections(),
-        };
-        let stop = match (self.requests, self.duration, &stages) {
-            (_, _, Some(s)) => Stop::Duration(s.iter().map(|s| s.duration).sum()),
-            (Some(0), _, _) => return Err(usage("-n must be at least 1".into())),
-            (Some(n), _, _) if n < connections && !open => {
-                return Err(usage(format!(
-                    "-n {n} is smaller than -c {connections}: every connection needs a request"
-                )));
-            }
-            (Some(n), _, _) => Stop::Requests(n),
-            (None, Some(d), _) => Stop::Duration(d),
-            (None, None, _) => Stop::Duration(DEFAULT_DURATION),
-        };
-        if stop == Stop::Duration(Duration::ZERO) {
-            return Err(usage("-d must be longer than zero".into()));
-        }
+        let log = self.log()?;
+        let rate = self.rate(log.as_deref())?;
+        let (connections, stop) = self.connections_and_stop(open, rate, stages.as_deref())?;
         let http2 = self.http2_settings()?;
         let connections = connections as usize;
-        let threads = match self.threads {
-            Some(0) => return Err(usage("-t must be at least 1".into())),
-            Some(t) => t as usize,
-            None => self.cpus.as_ref().map_or_else(sys::available_cores, CpuSet::len),
-        }
-        .min(connections);
+        let threads = self.threads(connections)?;
         let timeout = self.timeout.unwrap_or(DEFAULT_TIMEOUT);
         if timeout.is_zero() {
-            return Err(usage("--timeout must be longer than zero".into()));
+            return Err(InputError("--timeout must be longer than zero".into()));
         }
         let connect_timeout = self.connect_timeout.unwrap_or(timeout);
-
-        let body = match (&self.post_file, &self.body) {
-            (Some(path), _) => Some(read_body(path)?),
-            (None, Some(b)) => match b.strip_prefix('@') {
-                Some(path) => Some(read_body(path.as_ref())?),
-                None => Some(b.clone().into_bytes()),
-            },
-            (None, None) => None,
-        };
-        let method = match &self.method {
-            Some(m) => m.clone(),
-            // A body without a method is a POST, whichever option gave it (-p, --body).
-            None if body.is_some() => "POST".to_string(),
-            None => "GET".to_string(),
-        };
-        workload::check_method(&method)?;
-        let content_type = self.content_type.as_deref().map(|t| input::header_value("-T", t)).transpose()?;
-        let common = Common {
-            headers: self.headers.iter().map(|h| input::header(h)).collect::<Result<Vec<_>, _>>()?,
-            body,
-            content_type,
-            keepalive: !self.no_keepalive,
-        };
-        let base = self.url.as_deref();
-        if log.is_some() && (self.urls.is_some() || self.scenario.is_some()) {
-            return Err(usage("give one of --urls, --scenario and --access-log".into()));
-        }
-        if log.is_some() && (common.body.is_some() || self.method.is_some()) {
-            return Err(usage(
-                "--access-log: the log's requests keep their own method (GET or HEAD) and send no body".into(),
-            ));
-        }
-        let work = match (&self.urls, &self.scenario, base) {
-            (None, None, Some(url)) if let Some(log) = &log => Workload::access_log(log, url, &common, self.insecure)?,
-            (None, None, None) if log.is_some() => {
-                return Err(usage("--access-log needs the URL of the server to send the log's paths to".into()));
-            }
-            (Some(_), Some(_), _) => return Err(usage("give --urls or --scenario, not both".into())),
-            (Some(file), None, base) => {
-                let random = self.order == Some(UrlOrder::Random);
-                let work = Workload::url_file(file, base, random, &common, self.insecure)?;
-                if matches!(work.order, Order::Weighted(_)) && self.order == Some(UrlOrder::Sequential) {
-                    return Err(usage(format!(
-                        "{}: a weighted URL list is drawn at random; --order sequential would ignore the weights",
-                        file.display()
-                    )));
-                }
-                work
-            }
-            (None, Some(file), base) => {
-                if open {
-                    return Err(usage("a --scenario runs in the closed loop: no --rate, --open or --arrival".into()));
-                }
-                Workload::scenario(file, base, &common, self.insecure)?
-            }
-            (None, None, Some(url)) => Workload::single(url, &method, &common, self.insecure)?,
-            (None, None, None) => return Err(usage("give a URL, --urls FILE or --scenario FILE".into())),
-        };
-        let throttle = match (self.throttle, self.slow_share) {
-            (Some(_), Some(s)) if s <= 0.0 => {
-                return Err(usage(format!("--slow-share: bad share {s}: expected a percentage in (0%, 100%]")));
-            }
-            (Some(bytes_per_s), share) => Some(Throttle { bytes_per_s, share: share.unwrap_or(1.0) }),
-            (None, Some(_)) => return Err(usage("--slow-share needs --throttle".into())),
-            (None, None) => None,
-        };
+        let (common, method) = self.common()?;
+        let work = self.workload(log.as_deref(), &common, &method, open)?;
+        let throttle = self.throttle()?;
         let seed = self.seed.unwrap_or_else(|| {
             SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
         });
-        let arrival = match (self.arrival.unwrap_or(Arrival::Uniform), &log) {
-            (Arrival::Uniform, _) => Spacing::Uniform,
-            (Arrival::Poisson, _) => Spacing::Poisson,
-            (Arrival::Log, Some(log)) => Spacing::Trace(log.unit_gaps(seed)?),
-            (Arrival::Log, None) => unreachable!("checked above: --arrival log needs --access-log"),
-        };
-        let pacing = match (&stages, open) {
-            (Some(s), true) => Pacing::Open { rate: Schedule::stages(s.clone()), arrival },
-            (Some(s), false) => Pacing::Closed { clients: Some(Schedule::stages(s.clone())) },
-            (None, true) => Pacing::Open { rate: Schedule::constant(rate.unwrap_or(1.0)), arrival },
-            (None, false) => Pacing::Closed { clients: None },
-        };
-
-        let mut layout = Layout::default();
-        work.apply(&mut layout);
-        if let Some(s) = &stages {
-            let unit = if open { "/s" } else { " clients" };
-            layout.stages = s
-                .iter()
-                .enumerate()
-                .map(|(i, st)| {
-                    (
-                        format!("{} {} to {}{unit}", i + 1, humantime::format_duration(st.duration), st.target),
-                        st.duration,
-                    )
-                })
-                .collect();
-        }
-        layout.clients = throttle.is_some_and(|t| t.share < 1.0);
+        let pacing = self.pacing(stages.as_deref(), open, rate, log.as_deref(), seed)?;
+        let layout = layout(&work, stages.as_deref(), open, throttle);
         if http2.is_some() && work.templates.iter().any(|t| t.h2.body.len() > MAX_H2_BODY) {
-            return Err(usage(format!("--h2: a request body may be at most {MAX_H2_BODY} bytes")));
+            return Err(InputError(format!("--h2: a request body may be at most {MAX_H2_BODY} bytes")));
         }
         let tls = work.origin.tls.as_ref().map(|t| if http2.is_some() { t.for_h2() } else { t.clone() });
         let endpoint = Endpoint {
@@ -597,6 +437,235 @@ impl BenchSpec {
             },
         })
     }
+
+    /// The access log the run replays: read here unless the caller loaded it; the flags that
+    /// need one are refused without it.
+    fn log(&self) -> Result<Option<Arc<AccessLog>>, InputError> {
+        let usage = |msg: String| InputError(msg);
+        let log = match (&self.loaded_log, self.access_log.is_empty()) {
+            (Some(l), _) => Some(l.0.clone()),
+            (None, false) => Some(Arc::new(self.read_access_log()?)),
+            (None, true) => None,
+        };
+        let from_log = matches!(self.rate, Some(Rate::Log(_))) || self.arrival == Some(Arrival::Log);
+        if log.is_none() && from_log {
+            return Err(usage("--rate log and --arrival log need --access-log".into()));
+        }
+        if log.is_none() && self.log_format.is_some() {
+            return Err(usage("--log-format needs --access-log".into()));
+        }
+        Ok(log)
+    }
+
+    /// Requests per second of the open loop (--rate R, or --rate log's multiple of the log's).
+    fn rate(&self, log: Option<&AccessLog>) -> Result<Option<f64>, InputError> {
+        let usage = |msg: String| InputError(msg);
+        let log_rate = || {
+            log.and_then(|l| l.summary.mean_rate).ok_or_else(|| {
+                usage(
+                    "--rate log: the access log gives no rate (its format has no time, or its requests span no time)"
+                        .into(),
+                )
+            })
+        };
+        let rate = match self.rate {
+            Some(Rate::PerSecond(r)) => Some(r),
+            Some(Rate::Log(factor)) => Some(log_rate()? * factor),
+            // --arrival log alone: at the log's own rate.
+            None if self.arrival == Some(Arrival::Log) => Some(log_rate()?),
+            None => None,
+        };
+        Ok(rate)
+    }
+
+    /// The connections (-c, checked against the stages) and when the run stops.
+    fn connections_and_stop(
+        &self,
+        open: bool,
+        rate: Option<f64>,
+        stages: Option<&[Stage]>,
+    ) -> Result<(u64, Stop), InputError> {
+        let usage = |msg: String| InputError(msg);
+        if open && rate.is_none() && stages.is_none() {
+            return Err(usage("the open loop needs --rate R or --stages".into()));
+        }
+        if rate.is_some() && stages.is_some() {
+            return Err(usage("--rate and --stages cannot be used together".into()));
+        }
+        if let Some(r) = rate
+            && !(r.is_finite() && r > 0.0 && r <= 1e7)
+        {
+            return Err(usage(format!(
+                "--rate must be a positive number of requests per second up to 10000000, not {r}"
+            )));
+        }
+        let highest = stages.map(|s| s.iter().map(|s| s.target).fold(0.0, f64::max));
+        if highest == Some(0.0) {
+            return Err(usage("--stages: every stage's value is 0: nothing would be sent".into()));
+        }
+        let connections = match (self.connections, highest) {
+            (Some(0), _) => return Err(usage("-c must be at least 1".into())),
+            (Some(c), Some(h)) if !open && (c as f64) < h => {
+                return Err(usage(format!("-c {c} is lower than the highest stage ({h} clients)")));
+            }
+            (Some(c), _) => c,
+            (None, _) => self.default_connections(),
+        };
+        let stop = match (self.requests, self.duration, stages) {
+            (_, _, Some(s)) => Stop::Duration(s.iter().map(|s| s.duration).sum()),
+            (Some(0), _, _) => return Err(usage("-n must be at least 1".into())),
+            (Some(n), _, _) if n < connections && !open => {
+                return Err(usage(format!(
+                    "-n {n} is smaller than -c {connections}: every connection needs a request"
+                )));
+            }
+            (Some(n), _, _) => Stop::Requests(n),
+            (None, Some(d), _) => Stop::Duration(d),
+            (None, None, _) => Stop::Duration(DEFAULT_DURATION),
+        };
+        if stop == Stop::Duration(Duration::ZERO) {
+            return Err(usage("-d must be longer than zero".into()));
+        }
+        Ok((connections, stop))
+    }
+
+    /// Threads (-t, else the cores the run may use), no more than the connections.
+    fn threads(&self, connections: usize) -> Result<usize, InputError> {
+        Ok(match self.threads {
+            Some(0) => return Err(InputError("-t must be at least 1".into())),
+            Some(t) => t as usize,
+            None => self.cpus.as_ref().map_or_else(sys::available_cores, CpuSet::len),
+        }
+        .min(connections))
+    }
+
+    /// What every request shares (headers, body, content type, keep-alive) and the method.
+    fn common(&self) -> Result<(Common, String), InputError> {
+        let body = match (&self.post_file, &self.body) {
+            (Some(path), _) => Some(read_body(path)?),
+            (None, Some(b)) => match b.strip_prefix('@') {
+                Some(path) => Some(read_body(path.as_ref())?),
+                None => Some(b.clone().into_bytes()),
+            },
+            (None, None) => None,
+        };
+        let method = match &self.method {
+            Some(m) => m.clone(),
+            // A body without a method is a POST, whichever option gave it (-p, --body).
+            None if body.is_some() => "POST".to_string(),
+            None => "GET".to_string(),
+        };
+        workload::check_method(&method)?;
+        let content_type = self.content_type.as_deref().map(|t| input::header_value("-T", t)).transpose()?;
+        let common = Common {
+            headers: self.headers.iter().map(|h| input::header(h)).collect::<Result<Vec<_>, _>>()?,
+            body,
+            content_type,
+            keepalive: !self.no_keepalive,
+        };
+        Ok((common, method))
+    }
+
+    /// The requests: one URL, a URL list, a scenario or an access log.
+    fn workload(
+        &self,
+        log: Option<&AccessLog>,
+        common: &Common,
+        method: &str,
+        open: bool,
+    ) -> Result<Workload, InputError> {
+        let usage = |msg: String| InputError(msg);
+        let base = self.url.as_deref();
+        if log.is_some() && (self.urls.is_some() || self.scenario.is_some()) {
+            return Err(usage("give one of --urls, --scenario and --access-log".into()));
+        }
+        if log.is_some() && (common.body.is_some() || self.method.is_some()) {
+            return Err(usage(
+                "--access-log: the log's requests keep their own method (GET or HEAD) and send no body".into(),
+            ));
+        }
+        Ok(match (&self.urls, &self.scenario, base) {
+            (None, None, Some(url)) if let Some(log) = &log => Workload::access_log(log, url, common, self.insecure)?,
+            (None, None, None) if log.is_some() => {
+                return Err(usage("--access-log needs the URL of the server to send the log's paths to".into()));
+            }
+            (Some(_), Some(_), _) => return Err(usage("give --urls or --scenario, not both".into())),
+            (Some(file), None, base) => {
+                let random = self.order == Some(UrlOrder::Random);
+                let work = Workload::url_file(file, base, random, common, self.insecure)?;
+                if matches!(work.order, Order::Weighted(_)) && self.order == Some(UrlOrder::Sequential) {
+                    return Err(usage(format!(
+                        "{}: a weighted URL list is drawn at random; --order sequential would ignore the weights",
+                        file.display()
+                    )));
+                }
+                work
+            }
+            (None, Some(file), base) => {
+                if open {
+                    return Err(usage("a --scenario runs in the closed loop: no --rate, --open or --arrival".into()));
+                }
+                Workload::scenario(file, base, common, self.insecure)?
+            }
+            (None, None, Some(url)) => Workload::single(url, method, common, self.insecure)?,
+            (None, None, None) => return Err(usage("give a URL, --urls FILE or --scenario FILE".into())),
+        })
+    }
+
+    /// --throttle and --slow-share: the share of connections that read slowly, and how slowly.
+    fn throttle(&self) -> Result<Option<Throttle>, InputError> {
+        let usage = |msg: String| InputError(msg);
+        Ok(match (self.throttle, self.slow_share) {
+            (Some(_), Some(s)) if s <= 0.0 => {
+                return Err(usage(format!("--slow-share: bad share {s}: expected a percentage in (0%, 100%]")));
+            }
+            (Some(bytes_per_s), share) => Some(Throttle { bytes_per_s, share: share.unwrap_or(1.0) }),
+            (None, Some(_)) => return Err(usage("--slow-share needs --throttle".into())),
+            (None, None) => None,
+        })
+    }
+
+    /// How requests are paced: the closed loop's clients or the open loop's rate, by stages or
+    /// constant, and the open loop's arrivals.
+    fn pacing(
+        &self,
+        stages: Option<&[Stage]>,
+        open: bool,
+        rate: Option<f64>,
+        log: Option<&AccessLog>,
+        seed: u64,
+    ) -> Result<Pacing, InputError> {
+        let arrival = match (self.arrival.unwrap_or(Arrival::Uniform), log) {
+            (Arrival::Uniform, _) => Spacing::Uniform,
+            (Arrival::Poisson, _) => Spacing::Poisson,
+            (Arrival::Log, Some(log)) => Spacing::Trace(log.unit_gaps(seed)?),
+            (Arrival::Log, None) => unreachable!("checked above: --arrival log needs --access-log"),
+        };
+        Ok(match (stages, open) {
+            (Some(s), true) => Pacing::Open { rate: Schedule::stages(s.to_vec()), arrival },
+            (Some(s), false) => Pacing::Closed { clients: Some(Schedule::stages(s.to_vec())) },
+            (None, true) => Pacing::Open { rate: Schedule::constant(rate.unwrap_or(1.0)), arrival },
+            (None, false) => Pacing::Closed { clients: None },
+        })
+    }
+}
+
+/// The report's layout: the workload's parts and, with stages, one row a stage.
+fn layout(work: &Workload, stages: Option<&[Stage]>, open: bool, throttle: Option<Throttle>) -> Layout {
+    let mut layout = Layout::default();
+    work.apply(&mut layout);
+    if let Some(s) = stages {
+        let unit = if open { "/s" } else { " clients" };
+        layout.stages = s
+            .iter()
+            .enumerate()
+            .map(|(i, st)| {
+                (format!("{} {} to {}{unit}", i + 1, humantime::format_duration(st.duration), st.target), st.duration)
+            })
+            .collect();
+    }
+    layout.clients = throttle.is_some_and(|t| t.share < 1.0);
+    layout
 }
 
 /// The flag value that names `v` (`--arrival poisson`).

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::report::Format;
 use crate::store::RunRef;
 
 #[derive(Debug, Parser)]
@@ -12,7 +13,7 @@ use crate::store::RunRef;
     name = "webtune",
     version = crate::VERSION,
     about = "Find, by measurement, the server configuration that serves the most within its memory",
-    after_help = super::manual::exit_status_help()
+    after_help = super::exit::exit_status_help()
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -34,7 +35,7 @@ pub struct DbArg {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test a URL: closed loop over N connections, latency in HDR histograms.
-    #[command(after_help = super::manual::exit_status_help())]
+    #[command(after_help = super::exit::exit_status_help())]
     Bench(Box<BenchArgs>),
     /// Combine the --json reports of runs made at once from several machines (exact percentiles).
     Merge(MergeArgs),
@@ -50,7 +51,7 @@ pub enum Command {
     Show(ShowArgs),
     /// Compare two stored runs: each metric before and after, the % change, and whether it
     /// exceeds the runs' spread.
-    #[command(after_help = super::manual::exit_status_help())]
+    #[command(after_help = super::exit::exit_status_help())]
     Compare(CompareArgs),
     /// Export a stored run as JSON, CSV or markdown.
     Export(ExportArgs),
@@ -80,22 +81,90 @@ pub enum Command {
 }
 
 /// Files the report is written to as well, each in its own format, while the text stays on
-/// the terminal (oha's -o, hyperfine's --export-*).
-#[derive(Debug, Args, Default)]
+/// the terminal (oha's -o, hyperfine's --export-*): `-o FILE` and an `--export-NAME FILE` for
+/// each format `Format::exported` lists.
+#[derive(Debug, Default)]
 pub struct OutputArgs {
-    /// Write the report to FILE too, in the format its extension names (.json, .csv, .md,
-    /// .txt); repeatable. A symbolic link or a device is refused, not followed.
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    /// `-o`: the format is the one the file's extension names.
     pub output: Vec<PathBuf>,
-    /// Write the report as JSON to FILE too (repeatable).
-    #[arg(long = "export-json", value_name = "FILE")]
-    pub export_json: Vec<PathBuf>,
-    /// Write the report as CSV to FILE too (repeatable).
-    #[arg(long = "export-csv", value_name = "FILE")]
-    pub export_csv: Vec<PathBuf>,
-    /// Write the report as markdown tables to FILE too (repeatable).
-    #[arg(long = "export-markdown", value_name = "FILE")]
-    pub export_markdown: Vec<PathBuf>,
+    /// `--export-NAME`: each exported format with its files, in `Format::ALL`'s order.
+    pub exports: Vec<(Format, Vec<PathBuf>)>,
+}
+
+impl clap::FromArgMatches for OutputArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let paths = |id: &str| m.get_many::<PathBuf>(id).map(|p| p.cloned().collect()).unwrap_or_default();
+        let exports = Format::exported().map(|f| (f, paths(f.export_flag().unwrap_or_default()))).collect();
+        Ok(OutputArgs { output: paths("output"), exports })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for OutputArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        // -o's help names the exported formats' first extensions, then text's.
+        let extensions: Vec<String> =
+            Format::exported().chain([Format::Text]).map(|f| format!(".{}", f.extensions()[0])).collect();
+        let output = clap::Arg::new("output")
+            .short('o')
+            .long("output")
+            .value_name("FILE")
+            .action(clap::ArgAction::Append)
+            .value_parser(clap::value_parser!(PathBuf))
+            .help(format!(
+                "Write the report to FILE too, in the format its extension names ({}); repeatable. A symbolic link or a device is refused, not followed",
+                extensions.join(", ")
+            ));
+        Format::exported().fold(cmd.arg(output), |cmd, f| {
+            let flag = f.export_flag().unwrap_or_default();
+            cmd.arg(
+                clap::Arg::new(flag)
+                    .long(flag)
+                    .value_name("FILE")
+                    .action(clap::ArgAction::Append)
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .help(format!("Write the report as {} to FILE too (repeatable)", f.described())),
+            )
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// `webtune export`'s stdout format: a `--NAME` flag for each format `Format::exported`
+/// lists, one at the most.
+#[derive(Debug, Default)]
+pub struct StoredFormat(pub Option<Format>);
+
+impl clap::FromArgMatches for StoredFormat {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(StoredFormat(Format::exported().find(|f| m.get_flag(f.name()))))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for StoredFormat {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let names: Vec<&'static str> = Format::exported().map(Format::name).collect();
+        let cmd = cmd.group(clap::ArgGroup::new("format").args(names));
+        Format::exported().fold(cmd, |cmd, f| {
+            cmd.arg(clap::Arg::new(f.name()).long(f.name()).action(clap::ArgAction::SetTrue).help(f.stored_help()))
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -189,7 +258,6 @@ pub struct CompareArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("format").args(["json", "csv", "markdown"])))]
 pub struct ExportArgs {
     #[command(flatten)]
     pub store: DbArg,
@@ -197,16 +265,8 @@ pub struct ExportArgs {
     /// The run: its id, last, last~N, bench, bench~N, tune or tune~N.
     #[arg(value_name = "RUN")]
     pub id: RunRef,
-    /// The whole stored run as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// CSV on stdout. Bench: one wide row of figures (docs/history.md lists the columns); tune: one
-    /// row per measured point.
-    #[arg(long)]
-    pub csv: bool,
-    /// Markdown tables on stdout.
-    #[arg(long)]
-    pub markdown: bool,
+    #[command(flatten)]
+    pub format: StoredFormat,
 
     #[command(flatten)]
     pub output: OutputArgs,

@@ -98,7 +98,7 @@ fn placement(client: Option<CpuSet>, url: &str) -> Placement {
 /// Runs the bench, prints the report and stores it; exit 1 when storing fails or nothing
 /// succeeded, 3 when a `--fail-if` threshold failed.
 pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let thresholds = super::one_run_thresholds(&a.fail_if)?;
+    let thresholds = super::thresholds::one_run_thresholds(&a.fail_if)?;
     // A database that cannot be one is said before any load, not after.
     crate::store::check_path(&crate::store::default_path(db))?;
     let files = a.output.files::<crate::aggregate::BenchReport>()?;
@@ -148,29 +148,29 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
             (report, hdr_log)
         }
     };
-    super::judge(&mut report, &thresholds)?;
+    super::thresholds::judge(&mut report, &thresholds)?;
     // Stored before it is printed, so the JSON (and a file's CSV row) can carry its id; a
     // store that fails loses nothing the user sees: the report is printed all the same.
     let saved = crate::store::Store::open(&crate::store::default_path(db))
         .and_then(|mut s| s.save_bench(&report).map(|id| (id, s)));
     let id = saved.as_ref().ok().map(|(id, _)| *id);
     let numbered = Numbered { id, report: &report };
-    super::emit(&numbered, super::output::stdout_format(a.json))?;
+    super::print::emit(&numbered, super::output::stdout_format(a.json))?;
     let mut failed = false;
     match saved {
         Ok((id, store)) if !a.quiet => eprintln!("{}", stored_line("bench", id, &store)),
         Ok(_) => {}
         Err(e) => {
-            eprintln!("webtune: {}; the result above was not saved", super::one_line(&e));
+            eprintln!("webtune: {}; the result above was not saved", super::print::one_line(&e));
             failed = true;
         }
     }
     if let Err(e) = super::output::write_files(&numbered, &files) {
-        eprintln!("webtune: {}", super::one_line(&e));
+        eprintln!("webtune: {}", super::print::one_line(&e));
         failed = true;
     }
     if let Err(e) = hdr_log {
-        eprintln!("webtune: {}; the HdrHistogram log is incomplete (the report is whole)", super::one_line(&e));
+        eprintln!("webtune: {}; the HdrHistogram log is incomplete (the report is whole)", super::print::one_line(&e));
         failed = true;
     }
     if report.result.succeeded == 0 {
@@ -187,8 +187,8 @@ pub fn run(a: &BenchArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     if failed {
         return Ok(ExitCode::from(1));
     }
-    if !crate::gate::all_pass(&report.thresholds) {
-        return Ok(ExitCode::from(super::THRESHOLD_FAILED));
+    if !crate::cli::gate::all_pass(&report.thresholds) {
+        return Ok(ExitCode::from(super::exit::THRESHOLD_FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -226,7 +226,7 @@ fn agent(plan: &BenchPlan) -> anyhow::Result<ExitCode> {
         watch.store(true, Ordering::SeqCst);
     });
     let report = bench::run(plan, &stop)?;
-    super::emit(&report, crate::report::Format::Json)?;
+    super::print::emit(&report, crate::report::Format::Json)?;
     Ok(ExitCode::SUCCESS)
 }
 

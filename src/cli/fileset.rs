@@ -11,7 +11,7 @@ pub fn run(a: &FilesetArgs) -> anyhow::Result<ExitCode> {
     let w = fileset::write(&a.dir, a.ops)?;
     let root = std::fs::canonicalize(&a.dir).unwrap_or_else(|_| a.dir.clone());
     let urls = root.join(fileset::URL_LIST);
-    super::write_stdout(|o| {
+    super::print::write_stdout(|o| {
         writeln!(
             o,
             "{}: SPECweb96 file set for {} ops/s: {} directories, {} files, {:.1} MB",

@@ -5,8 +5,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::args::{CompareArgs, ExportArgs, ReportArgs, RunsArgs, ShowArgs};
+use super::gate;
 use super::output::{OutputFile, stdout_format};
-use crate::gate;
 use crate::input::InputError;
 use crate::report::compare::Comparison;
 use crate::report::format::Runs;
@@ -53,7 +53,7 @@ pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
         if o.diffs.is_empty() {
             eprintln!("run {}: none of the user's configuration files changes", a.id);
         }
-        super::write_stdout(|out| o.diffs.values().try_for_each(|d| out.write_all(d.as_bytes())))?;
+        super::print::write_stdout(|out| o.diffs.values().try_for_each(|d| out.write_all(d.as_bytes())))?;
         return Ok(ExitCode::SUCCESS);
     }
     written(&run, stdout_format(a.json), &files)
@@ -62,7 +62,7 @@ pub fn show(db: Option<&Path>, a: &ShowArgs) -> anyhow::Result<ExitCode> {
 /// `webtune compare A B`: two stored runs' figures side by side, and the `--fail-if` gates
 /// between them (exit 3 when one fails).
 pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let gates = super::thresholds(&a.fail_if)?;
+    let gates = super::thresholds::thresholds(&a.fail_if)?;
     let files = a.output.files::<Comparison>()?;
     let s = open(db)?;
     let ((before_id, before), (after_id, after)) = (get(&s, a.before)?, get(&s, a.after)?);
@@ -84,7 +84,7 @@ pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let comparison = Comparison::new(before_id, after_id, rows, thresholds);
     let code = written(&comparison, stdout_format(a.json), &files)?;
     if code == ExitCode::SUCCESS && !gate::all_pass(&comparison.thresholds) {
-        return Ok(ExitCode::from(super::THRESHOLD_FAILED));
+        return Ok(ExitCode::from(super::exit::THRESHOLD_FAILED));
     }
     Ok(code)
 }
@@ -92,14 +92,10 @@ pub fn compare(db: Option<&Path>, a: &CompareArgs) -> anyhow::Result<ExitCode> {
 /// `webtune export ID`: one stored run on stdout as JSON, CSV or markdown, and in files.
 pub fn export(db: Option<&Path>, a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let files = a.output.files::<Stored>()?;
-    let format = match (a.json, a.csv, a.markdown) {
-        (true, _, _) => Some(Format::Json),
-        (_, true, _) => Some(Format::Csv),
-        (_, _, true) => Some(Format::Markdown),
-        _ => None,
-    };
+    let format = a.format.0;
     if format.is_none() && files.is_empty() {
-        return Err(InputError("export: give --json, --csv, --markdown or -o FILE".into()).into());
+        let flags: Vec<String> = Format::exported().map(|f| format!("--{}", f.name())).collect();
+        return Err(InputError(format!("export: give {} or -o FILE", flags.join(", "))).into());
     }
     let s = open(db)?;
     let (_, run) = get(&s, a.id)?;
@@ -112,7 +108,7 @@ pub fn export(db: Option<&Path>, a: &ExportArgs) -> anyhow::Result<ExitCode> {
 /// Prints `report` on stdout in `format`, then writes the files: exit 1 when one cannot be
 /// written (the others are).
 fn written<R: Report>(report: &R, format: Format, files: &[OutputFile]) -> anyhow::Result<ExitCode> {
-    super::emit(report, format)?;
+    super::print::emit(report, format)?;
     written_files(report, files)
 }
 
@@ -120,7 +116,7 @@ fn written_files<R: Report>(report: &R, files: &[OutputFile]) -> anyhow::Result<
     match super::output::write_files(report, files) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
-            eprintln!("webtune: {}", super::one_line(&e));
+            eprintln!("webtune: {}", super::print::one_line(&e));
             Ok(ExitCode::from(1))
         }
     }
@@ -133,7 +129,7 @@ pub fn report(db: Option<&Path>, a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let (id, run) = get(&s, a.id)?;
     let html = crate::report::html::render(&run);
     let path = a.html.clone().unwrap_or_else(|| std::path::PathBuf::from(format!("webtune-{id}.html")));
-    crate::output::replace(&path, html.as_bytes())?;
-    super::write_stdout(|o| writeln!(o, "{}", path.display()))?;
+    crate::safe_write::replace(&path, html.as_bytes())?;
+    super::print::write_stdout(|o| writeln!(o, "{}", path.display()))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -36,6 +36,8 @@ struct Found {
     container: Option<(crate::sys::cgroup::Limits, String)>,
 }
 
+/// `webtune init`: a target file written from a running server (`--pid`) or its
+/// configuration file (`--config`).
 pub fn run(a: &InitArgs) -> anyhow::Result<ExitCode> {
     let (found, how) = match (&a.config, a.pid) {
         (Some(path), _) => (from_config(path, a.adapter.as_deref())?, format!("--config {}", path.display())),
@@ -43,7 +45,7 @@ pub fn run(a: &InitArgs) -> anyhow::Result<ExitCode> {
         (None, None) => return Err(InputError("give --config PATH or --pid PID".into()).into()),
     };
     let text = target_text(&found, &how)?;
-    super::write_stdout(|out| out.write_all(text.as_bytes()))?;
+    super::print::write_stdout(|out| out.write_all(text.as_bytes()))?;
     Ok(ExitCode::SUCCESS)
 }
 

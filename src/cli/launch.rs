@@ -56,7 +56,7 @@ pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("warming {url}"))?;
     // Status lines only: a closed or failing stdout (`| head`) must not end the launch before
     // Ctrl-C or --for does (nor leave the server running), so their errors are dropped.
-    let _ = super::write_stdout(|o| {
+    let _ = super::print::write_stdout(|o| {
         writeln!(o, "{} ({}) ready at {}", file.path.display(), running_name(&file), running.base_url())?;
         writeln!(o, "master pid {}, worker pids {:?}", running.master_pid(), running.worker_pids())?;
         if let Some(front) = running.front_pid() {
@@ -88,7 +88,7 @@ pub fn run(a: &LaunchArgs) -> anyhow::Result<ExitCode> {
     let saturation = running.saturation();
     let container = running.container_usage().map(|u| container_summary(running.container_limits(), &u));
     drop(running);
-    let _ = super::write_stdout(|o| {
+    let _ = super::print::write_stdout(|o| {
         for line in saturation {
             writeln!(o, "saturation: {line}")?;
         }

@@ -8,22 +8,8 @@ use std::process::ExitCode;
 use clap::CommandFactory;
 
 use super::args::{Cli, CompletionsArgs, ManpageArgs};
-
-/// The exit statuses, as `--help` shows them and the man page's EXIT STATUS section lists them.
-pub const EXIT_STATUS: &[(&str, &str)] = &[
-    ("0", "success"),
-    ("1", "the run failed: nothing succeeded, a server did not start, storing failed"),
-    ("2", "bad input (one line on stderr)"),
-    ("3", "a --fail-if threshold held (bench, compare, merge)"),
-    ("4", "tune judged nothing before its time budget ran out: keep your configuration (no diff written)"),
-    ("130", "tune interrupted by Ctrl-C; other commands stop cleanly and exit as above"),
-];
-
-/// `--help`'s closing paragraph: the exit statuses.
-pub fn exit_status_help() -> String {
-    let lines: Vec<String> = EXIT_STATUS.iter().map(|(code, what)| format!("  {code:<4} {what}")).collect();
-    format!("Exit status:\n{}", lines.join("\n"))
-}
+use super::exit::EXIT_STATUS;
+use super::print::write_stdout;
 
 /// `webtune completions SHELL`: the completion script on stdout.
 pub fn completions(a: &CompletionsArgs) -> anyhow::Result<ExitCode> {
@@ -158,7 +144,7 @@ fn main_page(pages: Pages) -> std::io::Result<Vec<u8>> {
 
 fn write_pages(dir: &Path) -> anyhow::Result<()> {
     let cannot = |e: &dyn std::fmt::Display| anyhow::anyhow!("cannot write man pages to {}: {e}", dir.display());
-    crate::output::directory(dir)?;
+    crate::safe_write::directory(dir)?;
     // generate_to writes every page (following symlinks): into a private directory first,
     // then each page to `dir` by the rule of every output file.
     let staging = tempfile::tempdir().map_err(|e| cannot(&e))?;
@@ -175,12 +161,12 @@ fn write_pages(dir: &Path) -> anyhow::Result<()> {
     pages.sort_by_key(|e| e.file_name());
     for page in pages {
         let text = std::fs::read(page.path()).map_err(|e| cannot(&e))?;
-        crate::output::replace(&dir.join(page.file_name()), &text)?;
+        crate::safe_write::replace(&dir.join(page.file_name()), &text)?;
     }
     Ok(())
 }
 
 fn print(bytes: &[u8]) -> anyhow::Result<ExitCode> {
-    super::write_stdout(|out| out.write_all(bytes))?;
+    write_stdout(|out| out.write_all(bytes))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -38,7 +38,7 @@ pub fn run(a: &MemArgs) -> anyhow::Result<ExitCode> {
         report = MemReport::new(&after, budget_kib);
         report.growth = Some(capacity::growth(&before, &after.procs, requests, cap.as_ref()));
     }
-    super::emit(&report, super::output::stdout_format(a.json))?;
+    super::print::emit(&report, super::output::stdout_format(a.json))?;
     Ok(ExitCode::SUCCESS)
 }
 

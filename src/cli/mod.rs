@@ -4,7 +4,9 @@
 
 pub mod args;
 pub mod bench;
+pub mod exit;
 pub mod fileset;
+pub mod gate;
 pub mod history;
 pub mod init;
 pub mod lab;
@@ -13,20 +15,22 @@ pub mod manual;
 pub mod mem;
 pub mod merge;
 pub mod output;
+pub mod print;
 pub mod syscalls;
+pub mod thresholds;
 pub mod tune;
 pub mod urls;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
 
 use args::{Cli, Command};
 
-use crate::aggregate::BenchReport;
-use crate::gate::Threshold;
 use crate::input::InputError;
+use exit::THRESHOLD_FAILED;
+use print::{emit, one_line};
+use thresholds::{judge, one_run_thresholds};
 
 /// The `webtune` binary's entry point: parses the arguments and runs the command.
 pub fn main() -> ExitCode {
@@ -64,7 +68,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut report = merge::run(&a.files)?;
             judge(&mut report, &thresholds)?;
             emit(&report, output::stdout_format(a.json))?;
-            Ok(if crate::gate::all_pass(&report.thresholds) {
+            Ok(if crate::cli::gate::all_pass(&report.thresholds) {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(THRESHOLD_FAILED)
@@ -112,50 +116,6 @@ impl args::ServerArgs {
             (_, _, Some(port)) => Ok(Selector::Port(port)),
             _ => Err(InputError("give --pid, --name or --port".into())),
         }
-    }
-}
-
-/// Exit status of a run that completed but failed a `--fail-if` threshold.
-pub const THRESHOLD_FAILED: u8 = 3;
-
-/// Exit status of a tune that judged nothing (its time budget ran out first): the user's
-/// configuration stays, and no diff is written.
-pub const NOTHING_JUDGED: u8 = 4;
-
-/// The `--fail-if` flags, parsed (all of them, before any load runs).
-pub fn thresholds(texts: &[String]) -> Result<Vec<Threshold>, InputError> {
-    texts.iter().map(|t| t.parse().map_err(|e: InputError| e.at("--fail-if"))).collect()
-}
-
-/// The `--fail-if` flags of a command that judges one run: a change is refused (it needs two).
-pub fn one_run_thresholds(texts: &[String]) -> Result<Vec<Threshold>, InputError> {
-    let thresholds = thresholds(texts)?;
-    match thresholds.iter().find(|t| t.is_change()) {
-        Some(t) => Err(t.needs_two_runs().at("--fail-if")),
-        None => Ok(thresholds),
-    }
-}
-
-/// Judges the thresholds against the report; the verdicts go into it.
-pub fn judge(report: &mut BenchReport, thresholds: &[Threshold]) -> Result<(), InputError> {
-    report.thresholds =
-        thresholds.iter().map(|t| t.judge(crate::gate::Figures::Bench(report))).collect::<Result<_, _>>()?;
-    Ok(())
-}
-
-/// Prints a report on stdout in `format`.
-pub fn emit<R: crate::report::Report + ?Sized>(report: &R, format: crate::report::Format) -> anyhow::Result<()> {
-    write_stdout(|out| crate::report::format::write(report, format, out))
-}
-
-/// Writes on stdout through `write`, then flushes. A closed pipe (`| head`) is not an error.
-pub fn write_stdout(
-    write: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<()>,
-) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match write(&mut out).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
     }
 }
 
@@ -210,12 +170,3 @@ fn subcommand_of(argv: &[std::ffi::OsString]) -> Option<String> {
     let cli = Cli::command();
     argv.iter().skip(1).filter_map(|a| a.to_str()).find(|a| cli.find_subcommand(a).is_some()).map(str::to_string)
 }
-
-/// An error as one line (the context chain joined with ": "): newlines become spaces, other control characters are escaped, and
-/// whatever input it quotes, it stays within MAX_ERROR_LINE characters.
-pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    crate::input::echo_max(&format!("{e:#}").replace('\n', " "), MAX_ERROR_LINE)
-}
-
-/// The longest error line printed: room for a path, a place and a quoted value or two.
-const MAX_ERROR_LINE: usize = 1000;

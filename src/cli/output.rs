@@ -26,17 +26,14 @@ impl OutputArgs {
     /// file.
     pub fn files<R: Report + ?Sized>(&self) -> Result<Vec<OutputFile>, InputError> {
         let by_extension = self.output.iter().map(|p| Ok(OutputFile { path: p.clone(), format: Format::of_path(p)? }));
-        let exported = [
-            (Format::Json, &self.export_json),
-            (Format::Csv, &self.export_csv),
-            (Format::Markdown, &self.export_markdown),
-        ]
-        .into_iter()
-        .flat_map(|(format, paths)| paths.iter().map(move |p| Ok(OutputFile { path: p.clone(), format })));
+        let exported = self
+            .exports
+            .iter()
+            .flat_map(|(format, paths)| paths.iter().map(move |p| Ok(OutputFile { path: p.clone(), format: *format })));
         let files: Vec<OutputFile> = by_extension.chain(exported).collect::<Result<_, InputError>>()?;
         for f in &files {
             report::format::check::<R>(f.format).map_err(|e| e.at(&f.path.display().to_string()))?;
-            crate::output::check(&f.path)?;
+            crate::safe_write::check(&f.path)?;
         }
         Ok(files)
     }
@@ -47,7 +44,7 @@ pub fn write_files<R: Report + ?Sized>(report: &R, files: &[OutputFile]) -> anyh
     let failures: Vec<String> = files
         .iter()
         .filter_map(|f| {
-            let written = crate::output::create(&f.path).map_err(|e| std::io::Error::other(e.0)).and_then(|file| {
+            let written = crate::safe_write::create(&f.path).map_err(|e| std::io::Error::other(e.0)).and_then(|file| {
                 let mut out = std::io::BufWriter::new(file);
                 report::format::write(report, f.format, &mut out)?;
                 out.flush()

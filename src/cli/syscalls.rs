@@ -24,6 +24,6 @@ pub fn run(a: &SyscallsArgs) -> anyhow::Result<ExitCode> {
     let text = tracer.stop()?;
     let bench = bench?;
     let report = syscalls::summarize(&parse::parse(&text), bench.result.succeeded, pids);
-    super::emit(&report, super::output::stdout_format(a.json))?;
+    super::print::emit(&report, super::output::stdout_format(a.json))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::args::TuneArgs;
+use super::output::OutputFile;
 use crate::input::{self, InputError};
 use crate::procmem::capacity::Budget;
+use crate::report::Format;
 use crate::report::format::Tuned;
 use crate::server::TargetFile;
 use crate::tune::baseline::Baseline;
@@ -21,8 +23,9 @@ use crate::tune::kept::Kept;
 use crate::tune::launcher::TargetLauncher;
 use crate::tune::strategies::Knobs;
 use crate::tune::trial::{self, Launcher, Load, TrialOptions};
+use crate::tune::tuner::Setup;
 use crate::tune::{
-    Eta, Judging, Measure, Objective, Observer, Outcome, Plan, Point, Settings, Tuner, fmt_secs, summary_line,
+    Eta, Judging, Measure, Objective, Observer, Outcome, Plan, Point, Settings, Strategy, Tuner, fmt_secs, summary_line,
 };
 
 /// Requests per worker sent before measuring.
@@ -35,13 +38,7 @@ const DISTURBED: f64 = 0.10;
 /// Runs the tuning and prints the outcome; exit 1 when every trial failed or the journal is
 /// incomplete, 130 when interrupted.
 pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
-    crate::store::check_path(&crate::store::default_path(db))?;
-    let files = a.output.files::<Tuned>()?;
-    // --diff DIR is checked now, as -o is: a tune is not run to be lost at its last write.
-    if let Some(dir) = &a.diff {
-        check_diff_dir(dir)?;
-    }
-    let spec = TuneSpec::of(a)?;
+    let spec = TuneSpec::of(a, db)?;
     let interrupt = crate::sys::interrupt_flag();
     let opts = TrialOptions {
         repeats: spec.repeats,
@@ -52,26 +49,25 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         placement: Some(spec.file.placement.clone()),
     };
 
-    let text = crate::input::read_text(&a.file, "target file").unwrap_or_default();
-    let header = journal_header(a, &spec, &text);
-    let journal_at = journal_path(a, db, &header)?;
+    let header = journal_header(&spec);
+    let journal_at = journal_path(&spec, &header)?;
     // Every point goes to the journal (for --resume) and to the history database.
-    let mut store = open_store(a, db, &spec, &text);
-    let journal_at = journal_at.unwrap_or_else(|| new_journal(db, store.as_ref().map(|(_, id)| *id)));
-    let (journal_path, mut journal, reused) = open_journal(&journal_at, &header, a.resume)?;
+    let mut store = open_store(&spec);
+    let journal_at = journal_at.unwrap_or_else(|| new_journal(&spec.db, store.as_ref().map(|(_, id)| *id)));
+    let (journal_path, mut journal, reused) = open_journal(&journal_at, &header, spec.resume)?;
 
     let mut launcher = TargetLauncher { file: &spec.file, interrupt: interrupt.clone() };
     let mut measure =
         Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib: spec.budget_kib, kept: Kept::default() };
-    let plan = a.strategy.planned_windows(&spec.knobs, &spec.objective, &spec.judging, spec.repeats);
-    if !a.quiet {
+    let plan = spec.strategy.planned_windows(&spec.knobs, &spec.objective, &spec.judging, spec.repeats);
+    if !spec.quiet {
         // A window: a launch, a warm-up, one load, a stop.
         let per_window = measure.estimate(&spec.load) / spec.repeats.max(1) as u32;
-        announce(a, &spec, plan, per_window, &journal_path);
+        announce(&spec, plan, per_window, &journal_path);
     }
-    let mut observer = Progress { quiet: a.quiet, journal: &mut journal, store: store.as_mut(), save_error: None };
+    let mut observer = Progress { quiet: spec.quiet, journal: &mut journal, store: store.as_mut(), save_error: None };
     let mut t = spec.tuner(&mut measure, &mut observer, reused, interrupt, plan);
-    let found = a.strategy.run(&mut t, &spec.knobs, &spec.baseline, spec.knee);
+    let found = spec.strategy.run(&mut t, &spec.knobs, &spec.baseline, spec.knee);
     let stopped = t.stopped.clone();
     let points = std::mem::take(&mut t.points);
     drop(t);
@@ -81,24 +77,29 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
     let config = launcher.render(&found.recommended);
     let diffs = launcher.diffs(&spec.baseline.changes(&found.recommended))?;
     let unjudged = found.unjudged(&spec.knobs);
-    let mut outcome = found.into_outcome(a.strategy.name(), spec.objective.describe(), stopped, config, diffs, points);
+    let mut outcome =
+        found.into_outcome(spec.strategy.name(), spec.objective.describe(), stopped, config, diffs, points);
     outcome.baseline_values = spec.baseline.origins.clone();
     outcome.unjudged = unjudged;
     outcome.threshold_pct = Some(spec.judging.threshold_pct);
     let knobs = &spec.knobs;
-    let grid = a.strategy.grid(knobs);
+    let grid = spec.strategy.grid(knobs);
     outcome.cost = crate::tune::Cost::of(&outcome.points, grid, spec.repeats);
-    if let Some(dir) = &a.diff {
+    if let Some(dir) = &spec.diff {
         write_diffs(dir, &outcome.diffs, &spec.file)?;
     }
     let save_error = observer.save_error.take();
-    report(a, &outcome, store, save_error, &files)
+    report(&spec, &outcome, store, save_error)
 }
 
-/// The command line checked, once: what to measure and how to judge it. Every error is the
-/// one line the user sees.
+/// The command line checked, once: what to measure and how to judge it, and where the
+/// results go. Every error is the one line the user sees; the raw flags end here.
 struct TuneSpec {
+    /// The target file's path, as given, and its text (for the journal's digest and the store).
+    path: PathBuf,
+    text: String,
     file: TargetFile,
+    strategy: Strategy,
     objective: Objective,
     /// The workers strategy's tolerance (a share under 1).
     knee: f64,
@@ -114,10 +115,31 @@ struct TuneSpec {
     load_from: String,
     budget_kib: Option<u64>,
     time_budget: Option<Duration>,
+    /// The journal given (--journal; else one beside the history, named by the run) and
+    /// whether to resume it.
+    journal: Option<PathBuf>,
+    resume: bool,
+    /// The history database.
+    db: PathBuf,
+    quiet: bool,
+    /// Each step's table in the text (--verbose), not only its line.
+    verbose: bool,
+    /// stdout's format, and the output files (-o, --export-*), checked.
+    stdout: Format,
+    files: Vec<OutputFile>,
+    /// --diff DIR, checked.
+    diff: Option<PathBuf>,
 }
 
 impl TuneSpec {
-    fn of(a: &TuneArgs) -> anyhow::Result<TuneSpec> {
+    fn of(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<TuneSpec> {
+        let db = crate::store::default_path(db);
+        crate::store::check_path(&db)?;
+        let files = a.output.files::<Tuned>()?;
+        // --diff DIR is checked now, as -o is: a tune is not run to be lost at its last write.
+        if let Some(dir) = &a.diff {
+            check_diff_dir(dir)?;
+        }
         let mut file = TargetFile::load(&a.file)?;
         super::launch::place(&mut file, a.cpus.as_deref())?;
         let objective = objective(a)?;
@@ -175,7 +197,10 @@ impl TuneSpec {
             None => file.time,
         };
         Ok(TuneSpec {
+            path: a.file.clone(),
+            text: crate::input::read_text(&a.file, "target file").unwrap_or_default(),
             file,
+            strategy: a.strategy,
             objective,
             knee,
             judging,
@@ -186,6 +211,14 @@ impl TuneSpec {
             load_from,
             budget_kib,
             time_budget,
+            journal: a.journal.clone(),
+            resume: a.resume,
+            db,
+            quiet: a.quiet,
+            verbose: a.verbose,
+            stdout: super::output::stdout_format(a.json),
+            files,
+            diff: a.diff.clone(),
         })
     }
 
@@ -198,44 +231,44 @@ impl TuneSpec {
         interrupt: Arc<AtomicBool>,
         plan: Plan,
     ) -> Tuner<'a> {
-        let mut t = Tuner::new(measure, self.load.clone(), self.objective, observer, reused, interrupt);
-        t.budget_kib = self.budget_kib;
-        t.deadline = self.time_budget.map(|b| Instant::now() + b);
-        t.plan = plan;
-        t.repeats = self.repeats;
-        t.judging = self.judging;
-        t
+        let setup = Setup {
+            budget_kib: self.budget_kib,
+            deadline: self.time_budget.map(|b| Instant::now() + b),
+            plan,
+            repeats: self.repeats,
+            judging: self.judging,
+        };
+        Tuner::new(measure, self.load.clone(), self.objective, setup, observer, reused, interrupt)
     }
 }
 
 /// What a journal of this tune begins with: its target file, strategy, the file's digest and
 /// the placement; --resume continues only a journal whose header is this one.
-fn journal_header(a: &TuneArgs, spec: &TuneSpec, text: &str) -> Header {
+fn journal_header(spec: &TuneSpec) -> Header {
     Header {
         journal: "webtune.tune.v1".into(),
-        target_file: a.file.display().to_string(),
-        strategy: a.strategy.name().into(),
-        target_digest: format!("{:016x}", fnv1a(text.as_bytes())),
+        target_file: spec.path.display().to_string(),
+        strategy: spec.strategy.name().into(),
+        target_digest: format!("{:016x}", fnv1a(spec.text.as_bytes())),
         placement: Some(spec.file.placement.clone()),
     }
 }
 
-/// The journals' directory: beside the history database, in the data directory.
-fn journal_dir(db: Option<&Path>) -> PathBuf {
-    let store = crate::store::default_path(db);
-    store.parent().map_or_else(|| PathBuf::from("journals"), |d| d.join("journals"))
+/// The journals' directory: beside the history database `db`, in the data directory.
+fn journal_dir(db: &Path) -> PathBuf {
+    db.parent().map_or_else(|| PathBuf::from("journals"), |d| d.join("journals"))
 }
 
 /// The journal to open: --journal, or with --resume the newest journal of the same tune in
 /// the journals' directory; None: a new one, named by its run (new_journal).
-fn journal_path(a: &TuneArgs, db: Option<&Path>, header: &Header) -> anyhow::Result<Option<PathBuf>> {
-    if let Some(path) = &a.journal {
+fn journal_path(spec: &TuneSpec, header: &Header) -> anyhow::Result<Option<PathBuf>> {
+    if let Some(path) = &spec.journal {
         return Ok(Some(path.clone()));
     }
-    if !a.resume {
+    if !spec.resume {
         return Ok(None);
     }
-    let dir = journal_dir(db);
+    let dir = journal_dir(&spec.db);
     let newest = std::fs::read_dir(&dir)
         .into_iter()
         .flatten()
@@ -248,8 +281,8 @@ fn journal_path(a: &TuneArgs, db: Option<&Path>, header: &Header) -> anyhow::Res
         Some(path) => Ok(Some(path)),
         None => Err(InputError(format!(
             "--resume: no journal of this tune ({}, {}, this file's content and placement) in {}: give its --journal PATH",
-            a.file.display(),
-            a.strategy.name(),
+            spec.path.display(),
+            spec.strategy.name(),
             dir.display()
         ))
         .into()),
@@ -258,7 +291,7 @@ fn journal_path(a: &TuneArgs, db: Option<&Path>, header: &Header) -> anyhow::Res
 
 /// A new journal's path in the journals' directory, named by the run it belongs to (the
 /// history's id; without the history, the time and this process).
-fn new_journal(db: Option<&Path>, run_id: Option<i64>) -> PathBuf {
+fn new_journal(db: &Path, run_id: Option<i64>) -> PathBuf {
     let name = match run_id {
         Some(id) => format!("tune-{id}.jsonl"),
         None => {
@@ -295,7 +328,7 @@ fn open_journal(path: &Path, header: &Header, resume: bool) -> anyhow::Result<(P
 }
 
 /// The plan, before the first trial: what is tuned, how, and about how long it takes.
-fn announce(a: &TuneArgs, spec: &TuneSpec, plan: Plan, per_window: Duration, journal_path: &Path) {
+fn announce(spec: &TuneSpec, plan: Plan, per_window: Duration, journal: &Path) {
     let windows = if plan.least == plan.most {
         format!(
             "about {} windows x ~{} = ~{}",
@@ -316,8 +349,8 @@ fn announce(a: &TuneArgs, spec: &TuneSpec, plan: Plan, per_window: Duration, jou
     let file = &spec.file;
     eprintln!(
         "tune: {} on {} ({}, {}), objective {}, load from {}; {windows}{}; journal {}",
-        a.strategy.name(),
-        a.file.display(),
+        spec.strategy.name(),
+        spec.path.display(),
         file.adapter().name(),
         file.placement.describe(),
         spec.objective.describe(),
@@ -331,7 +364,7 @@ fn announce(a: &TuneArgs, spec: &TuneSpec, plan: Plan, per_window: Duration, jou
             Some(b) => format!(" (budget {})", fmt_secs(b)),
             None => String::new(),
         },
-        journal_path.display()
+        journal.display()
     );
     if !spec.baseline.origins.is_empty() {
         eprintln!("tune: baseline {}", spec.baseline.describe());
@@ -343,13 +376,13 @@ fn announce(a: &TuneArgs, spec: &TuneSpec, plan: Plan, per_window: Duration, jou
 
 /// The history database's run for this tune; None (said on stderr) when it cannot be had:
 /// the points then go to the journal only.
-fn open_store(a: &TuneArgs, db: Option<&Path>, spec: &TuneSpec, text: &str) -> Option<(crate::store::Store, i64)> {
-    match crate::store::Store::open(&crate::store::default_path(db)) {
+fn open_store(spec: &TuneSpec) -> Option<(crate::store::Store, i64)> {
+    match crate::store::Store::open(&spec.db) {
         Ok(mut s) => {
             let options = serde_json::json!({ "objective": spec.objective.describe(), "repeats": spec.repeats, "budget_kib": spec.budget_kib });
             // The target file's whole path: files of one name in different directories differ.
-            let target = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
-            match s.begin_tune(&target.display().to_string(), a.strategy.name(), text, &options) {
+            let target = std::path::absolute(&spec.path).unwrap_or_else(|_| spec.path.clone());
+            match s.begin_tune(&target.display().to_string(), spec.strategy.name(), &spec.text, &options) {
                 Ok(id) => Some((s, id)),
                 Err(e) => {
                     eprintln!("webtune: {e:#}; points go to the journal only");
@@ -366,21 +399,20 @@ fn open_store(a: &TuneArgs, db: Option<&Path>, spec: &TuneSpec, text: &str) -> O
 
 /// Prints the outcome, writes the output files, stores it; the exit code says how it went.
 fn report(
-    a: &TuneArgs,
+    spec: &TuneSpec,
     outcome: &Outcome,
     store: Option<(crate::store::Store, i64)>,
     mut save_error: Option<anyhow::Error>,
-    files: &[super::output::OutputFile],
 ) -> anyhow::Result<ExitCode> {
-    let detail = if a.verbose { crate::tune::table::Detail::Full } else { crate::tune::table::Detail::Summary };
+    let detail = if spec.verbose { crate::tune::table::Detail::Full } else { crate::tune::table::Detail::Summary };
     let tuned =
-        Tuned { run_id: store.as_ref().map(|(_, id)| *id), detail, diff_dir: a.diff.clone(), ..Tuned::new(outcome) };
-    super::emit(&tuned, super::output::stdout_format(a.json))?;
-    let written = super::output::write_files(&tuned, files);
+        Tuned { run_id: store.as_ref().map(|(_, id)| *id), detail, diff_dir: spec.diff.clone(), ..Tuned::new(outcome) };
+    super::print::emit(&tuned, spec.stdout)?;
+    let written = super::output::write_files(&tuned, &spec.files);
     if let Some((mut s, id)) = store {
         if let Err(e) = s.finish_tune(id, outcome) {
             save_error.get_or_insert(e);
-        } else if !a.quiet {
+        } else if !spec.quiet {
             eprintln!("{}", super::bench::stored_line("tune", id, &s));
         }
     }
@@ -389,7 +421,7 @@ fn report(
         return Ok(ExitCode::from(1));
     }
     if let Err(e) = written {
-        eprintln!("webtune: {}", super::one_line(&e));
+        eprintln!("webtune: {}", super::print::one_line(&e));
         return Ok(ExitCode::from(1));
     }
     if outcome.stopped.as_deref() == Some("interrupted") {
@@ -409,7 +441,7 @@ fn report(
             "webtune: nothing was judged ({}): keep your configuration",
             outcome.stopped.as_deref().unwrap_or("the run stopped")
         );
-        return Ok(ExitCode::from(super::NOTHING_JUDGED));
+        return Ok(ExitCode::from(super::exit::NOTHING_JUDGED));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -421,7 +453,7 @@ fn check_diff_dir(dir: &Path) -> anyhow::Result<()> {
         let why = format!("--diff: {} is not a directory: give the directory the diffs go in", dir.display());
         return Err(InputError(why).into());
     }
-    crate::output::directory(dir).map_err(|e| e.at("--diff"))?;
+    crate::safe_write::directory(dir).map_err(|e| e.at("--diff"))?;
     let suffixes = ["", crate::server::tree::ROOT_SUFFIX];
     for name in crate::server::tree::DIFF_NAMES.iter().flat_map(|n| suffixes.map(|s| format!("{n}{s}"))) {
         let path = dir.join(format!("{name}.diff"));
@@ -432,7 +464,7 @@ fn check_diff_dir(dir: &Path) -> anyhow::Result<()> {
             ))
             .into());
         }
-        crate::output::check(&path).map_err(|e| e.at("--diff"))?;
+        crate::safe_write::check(&path).map_err(|e| e.at("--diff"))?;
     }
     Ok(())
 }
@@ -444,9 +476,9 @@ fn write_diffs(
     diffs: &std::collections::BTreeMap<String, String>,
     file: &TargetFile,
 ) -> anyhow::Result<()> {
-    crate::output::directory(dir)?;
+    crate::safe_write::directory(dir)?;
     for (tree, diff) in diffs {
-        crate::output::replace(&dir.join(format!("{tree}.diff")), diff.as_bytes())?;
+        crate::safe_write::replace(&dir.join(format!("{tree}.diff")), diff.as_bytes())?;
     }
     if diffs.is_empty() {
         eprintln!("tune: keep your configuration: none of your files changes, nothing written to {}", dir.display());

@@ -12,7 +12,7 @@ use crate::bench::workload::MAX_URLS;
 pub fn run(a: &UrlsArgs) -> anyhow::Result<ExitCode> {
     let log = AccessLog::read(&a.from_log, a.log_format.as_deref(), MAX_URLS)?;
     let s = &log.summary;
-    super::write_stdout(|o| {
+    super::print::write_stdout(|o| {
         writeln!(o, "# webtune urls: from {} ({})", s.files.join(", "), s.format)?;
         writeln!(o, "# {}", s.account())?;
         if let Some(rates) = s.rates() {

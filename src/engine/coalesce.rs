@@ -38,6 +38,8 @@ const EPOCH: Duration = Duration::from_millis(20);
 /// The longest back-off after an epoch that waited too long, in epochs.
 const MAX_BACKOFF: u32 = 64;
 
+/// One thread's coalescing: how long it may pause before polling, adjusted epoch by epoch
+/// within the bound on waiting.
 pub struct Coalescer {
     pause: Duration,
     since: Instant,
@@ -60,6 +62,7 @@ pub struct Batched {
 }
 
 impl Batched {
+    /// Adds another thread's counts.
     pub fn add(&mut self, other: Batched) {
         self.responses += other.responses;
         self.waited += other.waited;
@@ -67,6 +70,7 @@ impl Batched {
 }
 
 impl Coalescer {
+    /// A coalescer that does not pause yet, its first epoch starting `now`.
     pub fn new(now: Instant) -> Coalescer {
         Coalescer {
             pause: Duration::ZERO,

@@ -19,6 +19,7 @@ pub const MAX_COOKIES: usize = 3000;
 /// Where a cookie lives in the store: (domain, path, name).
 type Key = (String, String, String);
 
+/// One client's cookies (`--cookies`), bounded: the oldest go first.
 #[derive(Default)]
 pub struct Jar {
     store: CookieStore,

@@ -41,7 +41,9 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// How many classes there are.
     pub const COUNT: usize = 14;
+    /// Every class, in the order reports list them.
     pub const ALL: [ErrorClass; Self::COUNT] = [
         ErrorClass::Refused,
         ErrorClass::ConnectTimeout,
@@ -134,6 +136,7 @@ pub struct Record {
 }
 
 impl Record {
+    /// Whether the request got a response (of any status).
     pub fn is_ok(&self) -> bool {
         self.error.is_none()
     }

@@ -16,6 +16,8 @@ pub struct RequestSpec {
 }
 
 impl RequestSpec {
+    /// The request as HTTP/1.1 bytes; Host, User-Agent, Accept (and Connection: close without
+    /// keep-alive) added unless given.
     pub fn render(&self) -> Vec<u8> {
         let has = |name: &str| self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
         let mut out = Vec::with_capacity(128 + self.body.as_ref().map_or(0, Vec::len));

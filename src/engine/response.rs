@@ -10,6 +10,7 @@ const MAX_HEADERS: usize = 100;
 /// keep the request from ever ending.
 pub const MAX_INTERIM_HEADS: u32 = 100;
 
+/// Why a response could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParseError {
     /// The status line or a header is not HTTP/1.x.
@@ -24,6 +25,7 @@ pub enum ParseError {
     TooManyInterim,
 }
 
+/// What feeding bytes to the reader gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
     /// More bytes are needed.
@@ -97,6 +99,7 @@ impl Default for ResponseReader {
 }
 
 impl ResponseReader {
+    /// A reader for one response; `head_request`: the response to a HEAD has no body.
     pub fn new(head_request: bool) -> Self {
         ResponseReader {
             state: State::Head,
@@ -115,6 +118,7 @@ impl ResponseReader {
         }
     }
 
+    /// Ready for the next response on the connection.
     pub fn reset(&mut self) {
         self.state = State::Head;
         self.head.clear();
@@ -132,6 +136,7 @@ impl ResponseReader {
         self.header_bytes > 0 || !self.head.is_empty() || self.state != State::Head
     }
 
+    /// Whether the response is complete.
     pub fn is_done(&self) -> bool {
         self.state == State::Done
     }

@@ -32,10 +32,12 @@ impl Schedule {
         Schedule { start: 0.0, stages }
     }
 
+    /// Whether the schedule changes over the run (more than one stage, or a ramp).
     pub fn is_staged(&self) -> bool {
         self.stages.len() > 1 || self.start != self.stages[0].target
     }
 
+    /// The stages, in order.
     pub fn stage_list(&self) -> &[Stage] {
         &self.stages
     }
@@ -219,6 +221,7 @@ impl Arrivals {
         if reached < self.next_count { 0 } else { ((reached - self.next_count) / per_arrival).floor() as u64 + 1 }
     }
 
+    /// Moves to the next arrival.
     pub fn advance(&mut self) {
         self.next_count += match self.spacing {
             Spacing::Uniform => 1.0,

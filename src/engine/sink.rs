@@ -4,6 +4,7 @@
 
 use super::record::{ConnEvent, Record};
 
+/// What one engine thread hands each request's record to, and each connection event.
 pub trait Sink: Send {
     fn record(&mut self, r: &Record);
     fn event(&mut self, _e: ConnEvent) {}

@@ -9,11 +9,13 @@ use nix::sys::socket::{ControlMessageOwned, MsgFlags, TimestampingFlag, recvmsg,
 
 use mio::net::TcpStream;
 
+/// A connection: plain TCP, or TLS over it.
 pub enum Transport {
     Plain(TcpStream),
     Tls(Box<TlsStream>),
 }
 
+/// A TCP socket with its TLS session.
 pub struct TlsStream {
     sock: TcpStream,
     tls: rustls::ClientConnection,
@@ -48,6 +50,7 @@ pub fn connect(addr: std::net::SocketAddr) -> io::Result<TcpStream> {
 }
 
 impl Transport {
+    /// The connection over `sock`: TLS when `tls` is given, else plain.
     pub fn new(sock: TcpStream, tls: Option<&TlsSettings>) -> io::Result<Transport> {
         Ok(match tls {
             None => Transport::Plain(sock),
@@ -59,6 +62,7 @@ impl Transport {
         })
     }
 
+    /// The TCP socket underneath.
     pub fn socket(&self) -> &TcpStream {
         match self {
             Transport::Plain(s) => s,
@@ -129,6 +133,7 @@ impl Transport {
         matches!(self, Transport::Tls(t) if t.tls.is_handshaking())
     }
 
+    /// Whether the connection is plain TCP.
     pub fn is_plain(&self) -> bool {
         matches!(self, Transport::Plain(_))
     }

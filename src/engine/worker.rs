@@ -17,11 +17,12 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
 use super::coalesce::{self, Coalescer};
+use super::plan::{Gate, Order, Pacing, Plan, Shared, Stop, Template};
 use super::record::{ConnEvent, ErrorClass, Record};
 use super::response::{ParseError, Progress, ResponseReader};
 use super::schedule::{Arrivals, Schedule};
+use super::sink::Sink;
 use super::transport::{RxStampBuf, TlsSettings, Transport};
-use super::{Order, Pacing, Plan, Shared, Sink, Stop, Template};
 
 /// How often deadlines are checked; also the longest a stop request waits.
 const TICK: Duration = Duration::from_millis(10);
@@ -120,6 +121,7 @@ impl Conn {
     }
 }
 
+/// What a thread's loop returns: its sink and what it saw of the server.
 pub struct Done<S> {
     pub sink: S,
     pub server: Option<String>,
@@ -183,6 +185,7 @@ fn ramp_clients(clients: &Schedule, share: f64, elapsed: Duration) -> usize {
     (clients.value_at(elapsed) * share).round() as usize
 }
 
+/// One engine thread's HTTP/1.1 loop over its share of the connections.
 pub struct Worker<S> {
     poll: Poll,
     conns: Vec<Conn>,
@@ -348,7 +351,8 @@ impl<S: Sink> Worker<S> {
         })
     }
 
-    pub fn run(mut self, start: &super::Gate) -> anyhow::Result<Done<S>> {
+    /// Runs the loop once the gate opens, until the stop condition or an interrupt.
+    pub fn run(mut self, start: &Gate) -> anyhow::Result<Done<S>> {
         if !start.wait() {
             return Ok(Done {
                 sink: self.sink,

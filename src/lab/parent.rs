@@ -13,7 +13,7 @@ use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, kill, sig
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid, fork};
 
-use super::LabConfig;
+use super::config::LabConfig;
 use super::heap::Heap;
 use super::scoreboard::{Scoreboard, State};
 use super::signals::{SAMPLE, on_stop, stop_requested};

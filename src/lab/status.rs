@@ -3,7 +3,7 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
-use super::LabConfig;
+use super::config::LabConfig;
 use super::scoreboard::{Scoreboard, State};
 
 /// The status page's body: totals and each live worker, as JSON or as text.

@@ -6,7 +6,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::LabConfig;
+use super::config::LabConfig;
 use super::heap::{Heap, PageWalk};
 use super::scoreboard::{Scoreboard, State};
 use super::signals::{on_retire, retire_requested, stop_requested};

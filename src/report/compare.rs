@@ -29,6 +29,7 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// The comparison of stored runs `before` and `after`.
     pub fn new(before: i64, after: i64, rows: Vec<Row>, thresholds: Vec<Judged>) -> Comparison {
         Comparison { schema: SCHEMA_ID, before, after, rows, thresholds }
     }

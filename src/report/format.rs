@@ -26,6 +26,7 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format, in the order flags and messages list them: the one list the others derive from.
     pub const ALL: [Format; 4] = [Format::Text, Format::Json, Format::Csv, Format::Markdown];
 
     /// The format's name, as flags and messages say it.
@@ -45,6 +46,45 @@ impl Format {
             Format::Json => &["json"],
             Format::Csv => &["csv"],
             Format::Markdown => &["md", "markdown"],
+        }
+    }
+
+    /// The flag that writes a report in this format to a file as well (`--export-json FILE`);
+    /// None for text, which is the terminal's.
+    pub fn export_flag(self) -> Option<&'static str> {
+        match self {
+            Format::Text => None,
+            Format::Json => Some("export-json"),
+            Format::Csv => Some("export-csv"),
+            Format::Markdown => Some("export-markdown"),
+        }
+    }
+
+    /// The formats with an export flag, in `ALL`'s order: `webtune export` prints a stored run
+    /// in each (`--json`, `--csv`, `--markdown`).
+    pub fn exported() -> impl Iterator<Item = Format> {
+        Format::ALL.into_iter().filter(|f| f.export_flag().is_some())
+    }
+
+    /// What a report is written as, in the flags' help: "JSON", "markdown tables".
+    pub fn described(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "JSON",
+            Format::Csv => "CSV",
+            Format::Markdown => "markdown tables",
+        }
+    }
+
+    /// `webtune export --NAME`'s help: what a stored run looks like on stdout in this format.
+    pub fn stored_help(self) -> &'static str {
+        match self {
+            Format::Text => "The stored run as text on stdout",
+            Format::Json => "The whole stored run as JSON on stdout",
+            Format::Csv => {
+                "CSV on stdout. Bench: one wide row of figures (docs/history.md lists the columns); tune: one row per measured point"
+            }
+            Format::Markdown => "Markdown tables on stdout",
         }
     }
 
@@ -215,6 +255,7 @@ pub struct Tuned<'a> {
 }
 
 impl<'a> Tuned<'a> {
+    /// A tune's outcome as reported, not stored yet (no run id).
     pub fn new(outcome: &'a Outcome) -> Tuned<'a> {
         Tuned {
             schema: TUNE_SCHEMA_ID,
@@ -274,6 +315,7 @@ pub struct Runs {
 pub const RUNS_SCHEMA_ID: &str = "webtune.runs.v1";
 
 impl Runs {
+    /// The stored runs as `webtune runs` lists them.
     pub fn new(runs: Vec<RunRow>) -> Runs {
         Runs { schema: RUNS_SCHEMA_ID, runs }
     }

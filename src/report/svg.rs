@@ -46,6 +46,7 @@ pub struct Series {
 }
 
 impl Series {
+    /// A named series of points, without spreads.
     pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
         Series { name: name.into(), points, spread: Vec::new() }
     }

@@ -162,6 +162,7 @@ pub enum App {
 }
 
 impl App {
+    /// The app's directory or file; None for a module name.
     pub fn path(&self) -> Option<&Path> {
         match self {
             App::Path(p) => Some(&p.path),
@@ -188,6 +189,7 @@ impl Config {
         }
     }
 
+    /// The server's own configuration file, when `config` names one.
     pub fn file(&self) -> Option<&UserPath> {
         match self {
             Config::File(f) => Some(f),
@@ -242,40 +244,19 @@ impl TargetFile {
     /// adapter (`TargetFile::parse` adds those); `path` names it in errors and anchors its
     /// relative paths.
     pub(super) fn read(text: &str, path: &Path) -> Result<TargetFile, InputError> {
-        // "t.toml:4: connections:" when the error is on a `key = value` line.
-        let at = |span: Option<std::ops::Range<usize>>| match span {
-            Some(s) => {
-                let start = s.start.min(text.len());
-                let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
-                let line = text[line_start..].lines().next().unwrap_or("");
-                let key = line.split_once('=').map(|(k, _)| k.trim()).filter(|k| !k.is_empty() && !k.contains('['));
-                let n = text[..start].matches('\n').count() + 1;
-                match key {
-                    Some(k) => format!("{}:{n}: {k}", path.display()),
-                    None => format!("{}:{n}", path.display()),
-                }
-            }
-            None => path.display().to_string(),
-        };
         let raw: Raw = toml::from_str(text).map_err(|e| {
             let message = crate::input::did_you_mean(&e.message().trim().replace('\n', " "));
-            InputError(format!("{}: {message}", at(e.span())))
+            InputError(format!("{}: {message}", toml_error_at(text, path, e.span())))
         })?;
         let line_of = |needle: &str| line_of(text, path, needle);
         let t = raw.target;
-        let (host, port) = t
-            .listen
-            .rsplit_once(':')
-            .and_then(|(h, p)| {
-                Some((h.trim_start_matches('[').trim_end_matches(']').to_string(), p.parse::<u16>().ok()?))
-            })
-            .ok_or_else(|| {
-                InputError(format!(
-                    "{}: listen {:?}: expected host:port (port 0 picks a free one)",
-                    line_of("listen"),
-                    t.listen
-                ))
-            })?;
+        let (host, port) = host_port(&t.listen).ok_or_else(|| {
+            InputError(format!(
+                "{}: listen {:?}: expected host:port (port 0 picks a free one)",
+                line_of("listen"),
+                t.listen
+            ))
+        })?;
         let mut load = raw.load;
         if !is_loopback(&host) {
             check_reachable(&host, &load)
@@ -305,25 +286,7 @@ impl TargetFile {
                 line_of("adapter")
             )));
         }
-        let config = match &t.config {
-            None => Config::Settings(Vec::new()),
-            Some(toml::Value::Table(table)) => Config::Settings(
-                table_values(table).map_err(|(k, e)| InputError(format!("{}: config {k}: {e}", line_of(&k))))?,
-            ),
-            Some(toml::Value::String(written)) => {
-                let at = key_at("config");
-                let file =
-                    user_path(written, &dir).map_err(|e| InputError(format!("{at}: config {written:?}: {e}")))?;
-                Config::File(file)
-            }
-            Some(other) => {
-                return Err(InputError(format!(
-                    "{}: config: a table of knob = value, or the path of the server's configuration file, not {}",
-                    key_at("config"),
-                    other.type_str()
-                )));
-            }
-        };
+        let config = config(&t, &dir, &line_of, &key_at)?;
         let with_file = config.file().is_some();
         for (key, given, adapters) in [
             ("site", t.site.is_some(), &[AdapterName::Apache, AdapterName::Nginx, AdapterName::PhpFpm][..]),
@@ -346,18 +309,7 @@ impl TargetFile {
             ),
             None => None,
         };
-        let mut knobs = Vec::new();
-        for (k, v) in &raw.knobs {
-            let values = match v {
-                toml::Value::Array(a) => a.iter().map(value_text).collect::<Result<Vec<_>, _>>(),
-                other => value_text(other).map(|v| vec![v]),
-            }
-            .map_err(|e| InputError(format!("{}: knobs {k}: {e}", line_of(k))))?;
-            if values.is_empty() {
-                return Err(InputError(format!("{}: knobs {k}: no value to try", line_of(k))));
-            }
-            knobs.push((k.clone(), values));
-        }
+        let knobs = knobs(&raw.knobs, &line_of)?;
         if let Some(p) = &load.path
             && (!p.starts_with('/') || p.starts_with("//"))
         {
@@ -493,6 +445,76 @@ struct EntryPoint {
     app: Option<App>,
     chdir: Option<UserPath>,
     pythonpath: Vec<UserPath>,
+}
+
+/// Where a TOML error is: "t.toml:4: connections" when it is on a `key = value` line,
+/// "t.toml:4" on another, the path alone without a place.
+fn toml_error_at(text: &str, path: &Path, span: Option<std::ops::Range<usize>>) -> String {
+    match span {
+        Some(s) => {
+            let start = s.start.min(text.len());
+            let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+            let line = text[line_start..].lines().next().unwrap_or("");
+            let key = line.split_once('=').map(|(k, _)| k.trim()).filter(|k| !k.is_empty() && !k.contains('['));
+            let n = text[..start].matches('\n').count() + 1;
+            match key {
+                Some(k) => format!("{}:{n}: {k}", path.display()),
+                None => format!("{}:{n}", path.display()),
+            }
+        }
+        None => path.display().to_string(),
+    }
+}
+
+/// `listen = "host:port"` (a v6 host in brackets) as host and port.
+fn host_port(listen: &str) -> Option<(String, u16)> {
+    listen
+        .rsplit_once(':')
+        .and_then(|(h, p)| Some((h.trim_start_matches('[').trim_end_matches(']').to_string(), p.parse::<u16>().ok()?)))
+}
+
+/// `config`: a table of knob = value, or the path of the server's own configuration file.
+fn config(
+    t: &RawTarget,
+    dir: &Path,
+    line_of: &dyn Fn(&str) -> String,
+    key_at: &dyn Fn(&str) -> String,
+) -> Result<Config, InputError> {
+    Ok(match &t.config {
+        None => Config::Settings(Vec::new()),
+        Some(toml::Value::Table(table)) => Config::Settings(
+            table_values(table).map_err(|(k, e)| InputError(format!("{}: config {k}: {e}", line_of(&k))))?,
+        ),
+        Some(toml::Value::String(written)) => {
+            let at = key_at("config");
+            let file = user_path(written, dir).map_err(|e| InputError(format!("{at}: config {written:?}: {e}")))?;
+            Config::File(file)
+        }
+        Some(other) => {
+            return Err(InputError(format!(
+                "{}: config: a table of knob = value, or the path of the server's configuration file, not {}",
+                key_at("config"),
+                other.type_str()
+            )));
+        }
+    })
+}
+
+/// `[knobs]`: each knob with the values to try (one value, or an array of them).
+fn knobs(table: &toml::Table, line_of: &dyn Fn(&str) -> String) -> Result<Vec<(String, Vec<String>)>, InputError> {
+    let mut knobs = Vec::new();
+    for (k, v) in table {
+        let values = match v {
+            toml::Value::Array(a) => a.iter().map(value_text).collect::<Result<Vec<_>, _>>(),
+            other => value_text(other).map(|v| vec![v]),
+        }
+        .map_err(|e| InputError(format!("{}: knobs {k}: {e}", line_of(k))))?;
+        if values.is_empty() {
+            return Err(InputError(format!("{}: knobs {k}: no value to try", line_of(k))));
+        }
+        knobs.push((k.clone(), values));
+    }
+    Ok(knobs)
 }
 
 /// "t.toml:7" for the line that sets `key` (`key = ...`), or the file alone.

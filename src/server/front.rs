@@ -7,7 +7,7 @@
 //! HTTP/1.0 to upstreams), so the back end runs with its own keep-alive off, as the guide
 //! advises.
 
-use super::adapters::{Ctx, Prepared, bracket, get, on, seconds, write};
+use super::adapters::adapter::{Ctx, Prepared, bracket, get, on, seconds, write};
 use super::process::Spawn;
 
 /// The knob's name.

@@ -25,7 +25,7 @@ pub use file::TargetFile;
 pub use settings::Settings;
 
 use crate::sys::cgroup::{Cgroup, Limits, Usage};
-use adapters::{Adapter, Ctx, Prepared, Where};
+use adapters::adapter::{Adapter, Ctx, Prepared, Where, bracket};
 use process::{stop_group, tail};
 use rundir::RunDir;
 
@@ -207,7 +207,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
 impl Running {
     /// `http://host:port` of the server, brackets around an IPv6 host; no trailing slash.
     pub fn base_url(&self) -> String {
-        format!("http://{}:{}", adapters::bracket(&self.host), self.port)
+        format!("http://{}:{}", bracket(&self.host), self.port)
     }
 
     /// The tuned server's master process.

@@ -14,11 +14,13 @@ use crate::input::InputError;
 
 /// The most files a tree may hold, and bytes in all: a configuration, not a file system.
 pub const MAX_FILES: usize = 2000;
+/// The most bytes the files of a tree may hold together.
 pub const MAX_BYTES: usize = 64 << 20;
 /// The most times files may be parsed, a file included again counting again, and the most
 /// bytes so parsed: includes that fan out (a file including the next twice, and so on) grow
 /// without bound under any depth cap, so the walk counts as it goes.
 pub const MAX_READS: usize = 50_000;
+/// The most bytes the reads may parse together (see `MAX_READS`).
 pub const MAX_READ_BYTES: usize = 2 * MAX_BYTES;
 /// The most entries one directory of an include may list: a walk counts them as it reads.
 pub const MAX_ENTRIES: usize = 10 * MAX_FILES;
@@ -168,10 +170,12 @@ impl UserTree {
         self.open.pop();
     }
 
+    /// The main file (the one the server is started with).
     pub fn main(&self) -> &Path {
         self.files.first().map_or(&self.base, |f| &f.path)
     }
 
+    /// The text of the file at `path`, if the tree holds it.
     pub fn text(&self, path: &Path) -> Option<&str> {
         self.index.get(path).map(|&i| self.files[i].text.as_str())
     }

@@ -52,6 +52,8 @@ fn too_new(path: &Path, version: i64) -> InputError {
     ))
 }
 
+/// The history database: `--db`, else $WEBTUNE_DB, else webtune/webtune.db in $XDG_DATA_HOME
+/// (~/.local/share by default).
 pub fn default_path(flag: Option<&Path>) -> PathBuf {
     if let Some(p) = flag {
         return p.to_path_buf();

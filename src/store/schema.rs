@@ -70,6 +70,7 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this webtune writes (`PRAGMA user_version`).
 pub const VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// Brings the database to `VERSION`: the migrations it lacks, all in one transaction.
 pub fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let done: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;

@@ -6,10 +6,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::strategies::Knobs;
-use super::{Evidence, Settings, Step, Verdict};
+use super::strategies::vocabulary::Knobs;
 use crate::server::TargetFile;
 use crate::server::adapters::adapter;
+use crate::server::settings::Settings;
+use crate::tune::evidence::Evidence;
+use crate::tune::step::{Step, Verdict};
 
 /// Where a knob's baseline value comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,6 +17,7 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// The evidence for `knob` at `value`, judged in full.
     pub fn new(knob: impl Into<String>, value: impl Into<String>, why: impl Into<String>) -> Evidence {
         Evidence { knob: knob.into(), value: value.into(), why: why.into(), cut_short: false }
     }

@@ -9,8 +9,8 @@ use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
-use super::Point;
 use crate::input::InputError;
+use crate::tune::point::Point;
 
 /// The first line of a journal: what was being tuned, so --resume only reuses matching points.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,7 +50,7 @@ impl Journal {
     /// (`torn_lines`).
     pub fn open(path: &Path, header: &Header, resume: bool) -> anyhow::Result<(Journal, Vec<Point>)> {
         // The rule of every file webtune writes: an ordinary file of this user, or nothing yet.
-        crate::output::check(path)?;
+        crate::safe_write::check(path)?;
         // O_APPEND: each line lands whole at the end, whatever else has the file open.
         let file = std::fs::OpenOptions::new()
             .create(true)

@@ -56,6 +56,7 @@ impl Kept {
         self.servers.len()
     }
 
+    /// Whether no server is kept.
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
     }

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Point;
+use crate::tune::point::Point;
 
 /// The rounds a verdict is projected for, at the most.
 const MOST_ROUNDS: usize = 1000;
@@ -28,7 +28,7 @@ pub struct Noise {
 impl Noise {
     /// The noise of `points`' successful windows.
     pub fn of(points: &[Point]) -> Noise {
-        let mut groups: Vec<(&crate::tune::Settings, Vec<f64>)> = Vec::new();
+        let mut groups: Vec<(&crate::server::settings::Settings, Vec<f64>)> = Vec::new();
         let (mut others, mut read, mut windows) = (0.0, 0usize, 0usize);
         for p in points.iter().filter(|p| p.ok()) {
             for s in &p.samples {

@@ -234,13 +234,14 @@ fn one_launch() -> usize {
 }
 
 impl Point {
-    /// A point that could not be measured, with no samples; `seconds` is the time it cost.
-    pub fn failed(step: &str, settings: &Settings, cause: String, seconds: f64) -> Point {
+    /// A point measured once, in `seconds`, with these samples and nothing else known yet (no
+    /// memory, no notes, one launch): what the other constructors start from.
+    pub fn measured(step: &str, settings: &Settings, samples: Vec<Sample>, seconds: f64) -> Point {
         Point {
             step: step.into(),
             settings: settings.clone(),
-            status: Status::Failed { cause },
-            samples: Vec::new(),
+            status: Status::Ok,
+            samples,
             saturation: Vec::new(),
             config_text: None,
             seconds,
@@ -256,6 +257,11 @@ impl Point {
             launches: 1,
             recycles_per_connection: false,
         }
+    }
+
+    /// A point that could not be measured, with no samples; `seconds` is the time it cost.
+    pub fn failed(step: &str, settings: &Settings, cause: String, seconds: f64) -> Point {
+        Point { status: Status::Failed { cause }, ..Point::measured(step, settings, Vec::new(), seconds) }
     }
 
     /// The windows of one configuration measured in turn with others (rounds), as one point:
@@ -422,26 +428,8 @@ pub mod tests {
 
     /// A point whose repeats had these throughputs.
     pub fn point(rps: &[f64]) -> Point {
-        Point {
-            step: "t".into(),
-            settings: Settings::default(),
-            status: Status::Ok,
-            samples: rps.iter().map(|&r| Sample { rps: r, p99_ms: 10.0, ..Sample::default() }).collect(),
-            saturation: Vec::new(),
-            config_text: None,
-            seconds: 1.0,
-            noisy: false,
-            warmed: 0,
-            workers_at_start: None,
-            interference: 0.0,
-            remeasured: 0,
-            notes: Vec::new(),
-            load_from: Vec::new(),
-            placement: None,
-            client_share: None,
-            launches: 1,
-            recycles_per_connection: false,
-        }
+        let samples = rps.iter().map(|&r| Sample { rps: r, p99_ms: 10.0, ..Sample::default() }).collect();
+        Point::measured("t", &Settings::default(), samples, 1.0)
     }
 
     /// Windows of a shared placement, each warned about its client's share: the combined point

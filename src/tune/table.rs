@@ -4,7 +4,9 @@
 use std::fmt::Write;
 
 use super::strategies::Found;
-use super::{Outcome, Point, Settings};
+use crate::server::settings::Settings;
+use crate::tune::outcome::Outcome;
+use crate::tune::point::Point;
 
 /// One table: `title`, then metrics and configuration of `before` and `after`.
 pub fn before_after(title: &str, before: &Point, after: &Point) -> String {
@@ -95,7 +97,7 @@ pub fn changes(incumbent: &Settings, challenger: &Settings) -> String {
 
 /// One step's table and its title: an adopted value against the one it replaced; a kept
 /// value against the challenger that came closest, so a kept step still shows what was tried.
-pub fn step_table(number: usize, step: &super::Step) -> String {
+pub fn step_table(number: usize, step: &crate::tune::step::Step) -> String {
     let verdict = step_verdict(step);
     match step.challenger_point().filter(|_| !step.adopted) {
         Some(ch) => {
@@ -116,7 +118,7 @@ pub fn step_table(number: usize, step: &super::Step) -> String {
 }
 
 /// The word for a step's outcome: its verdict, else adopted or kept.
-pub fn step_verdict(step: &super::Step) -> &'static str {
+pub fn step_verdict(step: &crate::tune::step::Step) -> &'static str {
     match (step.verdict, step.adopted) {
         (Some(v), _) => v.word(),
         (None, true) => "adopted",
@@ -515,7 +517,7 @@ fn to_judge(o: &Outcome) -> String {
             "at the noise measured ({}), a {threshold}% change takes {} interleaved rounds of two values, about {} a knob at {per_window:.1} s a window; or {}",
             n.describe(),
             super::noise::Noise::rounds_text(rounds),
-            super::fmt_secs(std::time::Duration::from_secs_f64(rounds as f64 * 2.0 * per_window)),
+            crate::tune::tuner::fmt_secs(std::time::Duration::from_secs_f64(rounds as f64 * 2.0 * per_window)),
             super::noise::REMEDIES
         ),
         None => format!("too few windows to know the noise; give it {}", super::noise::REMEDIES),
@@ -624,7 +626,11 @@ mod tests {
         assert!(others.ends_with("+0.2 pt"), "{others}");
         assert!(!others.contains("40.0%"), "{others}");
         // And in the progress line of each point measured.
-        assert!(crate::tune::summary_line(&after).contains(", p99.9 918."), "{}", crate::tune::summary_line(&after));
+        assert!(
+            crate::tune::tuner::summary_line(&after).contains(", p99.9 918."),
+            "{}",
+            crate::tune::tuner::summary_line(&after)
+        );
         // Without histograms the tail is unknown, not zero.
         let plain = before_after("Step 1", &point(1.0, &[]), &point(2.0, &[]));
         assert!(plain.lines().any(|l| l.starts_with("  p99.9 latency (ms)") && l.contains(" - ")), "{plain}");

@@ -94,6 +94,12 @@ pub struct Load {
 }
 
 impl Load {
+    /// A warmed server under a time-bound load is measured in its steady state; a burst after
+    /// idle (spares) or a cold start is measured as it is, however unsteady.
+    fn steady_state(&self) -> bool {
+        self.warm && self.idle_before.is_zero() && self.spec.requests.is_none() && self.spec.stages.is_none()
+    }
+
     /// The load of `spec`, on a warmed server, at once.
     pub fn of(spec: BenchSpec) -> Load {
         Load { spec, warm: true, idle_before: Duration::ZERO, stop_over_budget: false, tail_counts: true }
@@ -243,6 +249,17 @@ struct Settled {
     steadied: bool,
 }
 
+impl Settled {
+    /// What a kept server settled on for this load (`asked` seconds a window), if it did;
+    /// else a fresh start.
+    fn for_load(settled: Option<Settled>, asked: Duration) -> Settled {
+        match settled {
+            Some(s) if s.asked == asked => s,
+            _ => Settled { asked, window: asked, lengthened: false, steadied: false },
+        }
+    }
+}
+
 /// What the windows of one point measured, before `Trial::finish` makes it a point.
 pub struct Windows {
     samples: Vec<Sample>,
@@ -362,15 +379,9 @@ impl Trial {
         let workers_at_start = if launched { self.workers_at_start } else { workers_alive(&*self.server) };
         let pool = super::objective::pool(settings, workers_at_start);
         let recycling = max_requests(settings).is_some();
-        // A warmed server under a time-bound load is measured in its steady state; a burst after
-        // idle (spares) or a cold start is measured as it is, however unsteady.
-        let steady_state =
-            load.warm && load.idle_before.is_zero() && load.spec.requests.is_none() && load.spec.stages.is_none();
+        let steady_state = load.steady_state();
         let asked = load.duration();
-        let Settled { mut window, mut lengthened, mut steadied, .. } = match self.settled {
-            Some(s) if s.asked == asked => s,
-            _ => Settled { asked, window: asked, lengthened: false, steadied: false },
-        };
+        let Settled { mut window, mut lengthened, mut steadied, .. } = Settled::for_load(self.settled, asked);
         let mut plan = Sender::new(&load.windowed(window), &base).map_err(|e| failed(format!("{e:#}")))?;
         let mut samples = Vec::new();
         let mut notes = Vec::new();
@@ -392,41 +403,11 @@ impl Trial {
                 cores,
                 interrupt: &opts.interrupt,
             };
-            let mut sample = match measure_once(&*self.server, &measuring) {
-                Ok(w) if w.sample.succeeded == 0 && w.over_budget.is_none() => {
-                    let killed = self.oom_killed().map_or(String::new(), |k| format!(": {k}"));
-                    return Err(failed(format!("no request succeeded ({} failed){killed}", w.sample.failed)));
-                }
-                Ok(s) => s,
-                Err(e) => {
-                    let killed = self.oom_killed().map_or(String::new(), |k| format!(" ({k})"));
-                    return Err(failed(format!("{e:#}{killed}")));
-                }
-            };
-            if let Some(m) = &sample.sample.memory {
-                self.largest_pss_kib = self.largest_pss_kib.max(m.pss_total_kib);
-            }
-            // PSS counts a shared page once among its sharers, the kernel charges it whole to
-            // the cgroup that touched it first: where they disagree, both are said.
-            if let Some(c) = &sample.sample.container
-                && let (Some(charge), Some(pss)) = (c.workers_fit, c.pss_workers_fit)
-                && charge < pss
-            {
-                notes.push(format!(
-                    "by PSS {pss} workers fit the memory budget, by the container's charge {charge} (the kernel charged {} against a limit of {}): {charge} is the fit",
-                    crate::input::format_bytes(c.charge_max_bytes),
-                    c.memory_limit_bytes.map_or("-".into(), crate::input::format_bytes)
-                ));
-            }
+            let mut sample = measure_window(&*self.server, &measuring, &mut self.largest_pss_kib).map_err(failed)?;
+            let (container_notes, killed) = container_notes(&sample.sample);
+            notes.extend(container_notes);
             // The kernel has judged: no repeat can admit a pool it killed in.
-            if let Some(c) = sample.sample.container.as_ref().filter(|c| c.oom_kills_since_launch > 0) {
-                let limit =
-                    c.memory_limit_bytes.map_or(String::new(), |m| format!(" of {}", crate::input::format_bytes(m)));
-                notes.push(format!(
-                    "the OOM killer killed {} of its processes since its launch: it does not fit its container's memory{limit} (charged {} at most in a window)",
-                    c.oom_kills_since_launch,
-                    crate::input::format_bytes(c.charge_max_bytes)
-                ));
+            if killed {
                 samples.push(sample.sample);
                 break;
             }
@@ -439,9 +420,7 @@ impl Trial {
             // Seen over the budget once, the pool can be there again: no longer window, repeat or
             // re-measurement can admit it, so the trial ends with what settles it.
             if let Some(after) = sample.over_budget {
-                notes.push(format!(
-                    "the window stopped after {after:.1} s: the workers did not fit the memory budget (a pool over it once can be there again)"
-                ));
+                notes.push(over_budget_note(after));
                 samples.push(sample.sample);
                 break;
             }
@@ -453,11 +432,7 @@ impl Trial {
                     disturbed_memory = Some(sample.sample.memory);
                     continue;
                 }
-                notes.push(format!(
-                    "others took {:.0}% of the CPU in a window measured {} times: kept, but disturbed",
-                    others * 100.0,
-                    remeasured + 1
-                ));
+                notes.push(disturbed_note(others, remeasured + 1));
             }
             // Workers that recycle: a window must hold several recycles of each, or each window
             // catches a different phase of the pool's replacement.
@@ -485,12 +460,13 @@ impl Trial {
                 notes.push(t);
             }
             samples.push(sample.sample);
-            if samples.len() == wanted && wanted == opts.repeats.max(1) && wanted > 1 {
-                let rps: Vec<f64> = samples.iter().map(|s| s.rps).collect();
-                if crate::stats::spread(&rps) > opts.noisy_spread * crate::stats::median(&rps) {
-                    noisy = true;
-                    wanted *= 2;
-                }
+            if samples.len() == wanted
+                && wanted == opts.repeats.max(1)
+                && wanted > 1
+                && spread_over(&samples, opts.noisy_spread)
+            {
+                noisy = true;
+                wanted *= 2;
             }
         }
         self.settled = Some(Settled { asked, window, lengthened, steadied });
@@ -507,14 +483,9 @@ impl Trial {
         })
     }
 
-    /// "the OOM killer killed 3 of its processes (container memory limit 200MiB)", when it did:
-    /// a server that dies in a container is told apart from one that crashed.
+    /// `oom_killed` of this trial's server.
     fn oom_killed(&self) -> Option<String> {
-        let (limits, usage) = self.server.container()?;
-        let limit = limits
-            .memory
-            .map_or(String::new(), |m| format!(" (container memory limit {})", crate::input::format_bytes(m)));
-        (usage.oom_kills > 0).then(|| format!("the OOM killer killed {} of its processes{limit}", usage.oom_kills))
+        oom_killed(&*self.server)
     }
 
     /// The point of `w`: the server must still be alive; the saturation its logs wrote
@@ -682,6 +653,80 @@ struct WindowPlan<'a> {
     /// The cores others' CPU share is measured against.
     cores: usize,
     interrupt: &'a Arc<AtomicBool>,
+}
+
+/// Whether the samples' throughputs spread more than `share` of their median: noisy repeats.
+fn spread_over(samples: &[Sample], share: f64) -> bool {
+    let rps: Vec<f64> = samples.iter().map(|s| s.rps).collect();
+    crate::stats::spread(&rps) > share * crate::stats::median(&rps)
+}
+
+/// One window measured on the server, `largest_pss_kib` updated; the cause when it failed
+/// or no request succeeded (unless the budget stopped it).
+fn measure_window(server: &dyn Launched, measuring: &WindowPlan, largest_pss_kib: &mut u64) -> Result<Window, String> {
+    let sample = match measure_once(server, measuring) {
+        Ok(w) if w.sample.succeeded == 0 && w.over_budget.is_none() => {
+            let killed = oom_killed(server).map_or(String::new(), |k| format!(": {k}"));
+            return Err(format!("no request succeeded ({} failed){killed}", w.sample.failed));
+        }
+        Ok(s) => s,
+        Err(e) => {
+            let killed = oom_killed(server).map_or(String::new(), |k| format!(" ({k})"));
+            return Err(format!("{e:#}{killed}"));
+        }
+    };
+    if let Some(m) = &sample.sample.memory {
+        *largest_pss_kib = (*largest_pss_kib).max(m.pss_total_kib);
+    }
+    Ok(sample)
+}
+
+/// "the OOM killer killed 3 of its processes (container memory limit 200MiB)", when it did:
+/// a server that dies in a container is told apart from one that crashed.
+fn oom_killed(server: &dyn Launched) -> Option<String> {
+    let (limits, usage) = server.container()?;
+    let limit =
+        limits.memory.map_or(String::new(), |m| format!(" (container memory limit {})", crate::input::format_bytes(m)));
+    (usage.oom_kills > 0).then(|| format!("the OOM killer killed {} of its processes{limit}", usage.oom_kills))
+}
+
+/// The notes a window's container figures call for, and whether the OOM killer has killed
+/// in it since the launch. PSS counts a shared page once among its sharers, the kernel charges
+/// it whole to the cgroup that touched it first: where their fits disagree, both are said.
+fn container_notes(sample: &Sample) -> (Vec<String>, bool) {
+    let Some(c) = &sample.container else { return (Vec::new(), false) };
+    let mut notes = Vec::new();
+    if let (Some(charge), Some(pss)) = (c.workers_fit, c.pss_workers_fit)
+        && charge < pss
+    {
+        notes.push(format!(
+            "by PSS {pss} workers fit the memory budget, by the container's charge {charge} (the kernel charged {} against a limit of {}): {charge} is the fit",
+            crate::input::format_bytes(c.charge_max_bytes),
+            c.memory_limit_bytes.map_or("-".into(), crate::input::format_bytes)
+        ));
+    }
+    let killed = c.oom_kills_since_launch > 0;
+    if killed {
+        let limit = c.memory_limit_bytes.map_or(String::new(), |m| format!(" of {}", crate::input::format_bytes(m)));
+        notes.push(format!(
+            "the OOM killer killed {} of its processes since its launch: it does not fit its container's memory{limit} (charged {} at most in a window)",
+            c.oom_kills_since_launch,
+            crate::input::format_bytes(c.charge_max_bytes)
+        ));
+    }
+    (notes, killed)
+}
+
+/// The note of a window the memory budget stopped after `after` seconds.
+fn over_budget_note(after: f64) -> String {
+    format!(
+        "the window stopped after {after:.1} s: the workers did not fit the memory budget (a pool over it once can be there again)"
+    )
+}
+
+/// The note of a window others disturbed (their share of the CPU), kept after `times` tries.
+fn disturbed_note(others: f64, times: u32) -> String {
+    format!("others took {:.0}% of the CPU in a window measured {} times: kept, but disturbed", others * 100.0, times)
 }
 
 /// One bench run; memory and counters are read several times under load, and the CPU that

@@ -138,3 +138,21 @@ fn walk(root: &std::path::Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A copy of Debian's /etc/apache2 in a temporary directory (`DIR/apache2`), for the tests of
+/// a user's own tree; None (after `missing`, which fails under CI) without Apache, its Debian
+/// configuration or mod_perl.
+pub fn debian_etc_copy() -> Option<(tempfile::TempDir, std::path::PathBuf)> {
+    if crate::support::find_program("apache2").is_none()
+        || !std::path::Path::new("/usr/lib/apache2/modules/mod_perl.so").exists()
+        || !std::path::Path::new("/etc/apache2/apache2.conf").exists()
+    {
+        crate::support::missing("apache2 with Debian's /etc/apache2 and mod_perl (apache2, libapache2-mod-perl2)");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("apache2");
+    let cp = std::process::Command::new("cp").arg("-a").arg("/etc/apache2").arg(&conf).status().unwrap();
+    assert!(cp.success(), "cp -a /etc/apache2");
+    Some((dir, conf))
+}

@@ -85,14 +85,6 @@ pub fn http_get(port: u16, path: &str) -> String {
     out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
 }
 
-/// Whether a process exists (and is not a zombie).
-pub fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
-        Err(_) => false,
-    }
-}
-
 /// KiB from /proc/PID/smaps_rollup: (shared, private).
 pub fn shared_private_kib(pid: i32) -> (u64, u64) {
     let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();

@@ -23,6 +23,51 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// Whether process `pid` runs (exists and is not a zombie): the state field after the last
+/// ')' of /proc/PID/stat, so a command name holding ") Z " does not fool it.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// A run's stdout (or any text) as JSON; the text is in the panic when it is not.
+pub fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// `webtune ARGS` with the history database at `db`: (exit code, stdout, stderr).
+pub fn wt(db: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_webtune")).args(args).env("WEBTUNE_DB", db).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// sha256 of every file under `dir` (links followed only to files), by path.
+pub fn checksums(dir: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    let out = Command::new("find").arg(dir).args(["-type", "f", "-exec", "sha256sum", "{}", "+"]).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once("  ").map(|(sum, path)| (path.to_string(), sum.to_string())))
+        .collect()
+}
+
+/// `webtune bench ARGS --json` (500 requests) succeeds without coalescing wake-ups: `why`
+/// names what turns it off.
+pub fn assert_not_coalesced(args: &[&str], why: &str) {
+    let (v, run) = bench_json(args);
+    assert_eq!(run.code, 0, "{why}: {}", run.stderr);
+    assert_eq!(v.pointer("/options/coalesce"), Some(&Value::Bool(false)), "{why}");
+    assert_eq!(v.pointer("/result/coalesced"), Some(&Value::Null), "{why}");
+    assert_eq!(num(&v, "/result/succeeded"), 500, "{why}");
+}
+
 /// The history database of this test process (never the user's own).
 pub fn test_db() -> PathBuf {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();

@@ -7,6 +7,7 @@
 
 use crate::engine::request::RequestSpec;
 
+/// Bytes of a frame header: length (3), type, flags, stream (4) (RFC 9113 §4.1).
 pub const HEADER_LEN: usize = 9;
 /// The client connection preface (RFC 9113 §3.4).
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -23,40 +24,65 @@ pub const WINDOW: u32 = (1 << 30) - 1;
 pub const DEFAULT_WINDOW: u32 = 65_535;
 
 pub mod kind {
+    /// DATA (RFC 9113 §6.1).
     pub const DATA: u8 = 0x0;
+    /// HEADERS (§6.2).
     pub const HEADERS: u8 = 0x1;
+    /// PRIORITY (§6.3).
     pub const PRIORITY: u8 = 0x2;
+    /// RST_STREAM (§6.4).
     pub const RST_STREAM: u8 = 0x3;
+    /// SETTINGS (§6.5).
     pub const SETTINGS: u8 = 0x4;
+    /// PUSH_PROMISE (§6.6).
     pub const PUSH_PROMISE: u8 = 0x5;
+    /// PING (§6.7).
     pub const PING: u8 = 0x6;
+    /// GOAWAY (§6.8).
     pub const GOAWAY: u8 = 0x7;
+    /// WINDOW_UPDATE (§6.9).
     pub const WINDOW_UPDATE: u8 = 0x8;
+    /// CONTINUATION (§6.10).
     pub const CONTINUATION: u8 = 0x9;
 }
 
 pub mod flag {
+    /// DATA, HEADERS: the last frame of the stream from this side.
     pub const END_STREAM: u8 = 0x1;
+    /// SETTINGS, PING: an acknowledgement.
     pub const ACK: u8 = 0x1;
+    /// HEADERS, CONTINUATION: the last frame of the header block.
     pub const END_HEADERS: u8 = 0x4;
+    /// DATA, HEADERS: a pad length byte and padding follow.
     pub const PADDED: u8 = 0x8;
+    /// HEADERS: stream dependency and weight fields follow.
     pub const PRIORITY: u8 = 0x20;
 }
 
 pub mod setting {
+    /// SETTINGS_HEADER_TABLE_SIZE (RFC 9113 §6.5.2).
     pub const HEADER_TABLE_SIZE: u16 = 0x1;
+    /// SETTINGS_ENABLE_PUSH.
     pub const ENABLE_PUSH: u16 = 0x2;
+    /// SETTINGS_MAX_CONCURRENT_STREAMS.
     pub const MAX_CONCURRENT_STREAMS: u16 = 0x3;
+    /// SETTINGS_INITIAL_WINDOW_SIZE.
     pub const INITIAL_WINDOW_SIZE: u16 = 0x4;
+    /// SETTINGS_MAX_FRAME_SIZE.
     pub const MAX_FRAME_SIZE: u16 = 0x5;
+    /// SETTINGS_MAX_HEADER_LIST_SIZE.
     pub const MAX_HEADER_LIST_SIZE: u16 = 0x6;
 }
 
 /// RST_STREAM and GOAWAY error codes this client sends or tells apart.
 pub mod code {
+    /// NO_ERROR (RFC 9113 §7): a graceful end.
     pub const NO_ERROR: u32 = 0x0;
+    /// PROTOCOL_ERROR.
     pub const PROTOCOL_ERROR: u32 = 0x1;
+    /// FLOW_CONTROL_ERROR.
     pub const FLOW_CONTROL_ERROR: u32 = 0x3;
+    /// CANCEL: the stream is no longer needed.
     pub const CANCEL: u32 = 0x8;
 }
 
@@ -107,25 +133,30 @@ pub fn put_preface(out: &mut Vec<u8>, max_header_list: u32) {
     put_window_update(out, 0, WINDOW - DEFAULT_WINDOW);
 }
 
+/// Appends a WINDOW_UPDATE frame granting `increment` bytes on `stream` (0: the connection).
 pub fn put_window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
     put_head(out, 4, kind::WINDOW_UPDATE, 0, stream);
     out.extend_from_slice(&increment.to_be_bytes());
 }
 
+/// Appends a RST_STREAM frame ending `stream` with `error`.
 pub fn put_rst_stream(out: &mut Vec<u8>, stream: u32, error: u32) {
     put_head(out, 4, kind::RST_STREAM, 0, stream);
     out.extend_from_slice(&error.to_be_bytes());
 }
 
+/// Appends the acknowledgement of the server's SETTINGS.
 pub fn put_settings_ack(out: &mut Vec<u8>) {
     put_head(out, 0, kind::SETTINGS, flag::ACK, 0);
 }
 
+/// Appends the answer to the server's PING, its 8 bytes echoed.
 pub fn put_ping_ack(out: &mut Vec<u8>, payload: &[u8]) {
     put_head(out, 8, kind::PING, flag::ACK, 0);
     out.extend_from_slice(payload);
 }
 
+/// Appends a GOAWAY frame: the connection ends after `last_stream`, for `error`.
 pub fn put_goaway(out: &mut Vec<u8>, last_stream: u32, error: u32) {
     put_head(out, 8, kind::GOAWAY, 0, 0);
     out.extend_from_slice(&last_stream.to_be_bytes());

@@ -17,6 +17,7 @@ pub struct Invalid;
 /// The dynamic table size this client's SETTINGS allow (the default).
 pub const TABLE_SIZE: usize = 4096;
 
+/// An HPACK decoder: the dynamic table one connection's header blocks share (RFC 7541).
 pub struct Decoder {
     /// Newest first: index 62 is the front.
     dynamic: VecDeque<(Vec<u8>, Vec<u8>)>,

@@ -29,11 +29,13 @@ use mio::{Events, Interest, Poll, Token};
 
 use self::session::{Event, Session};
 use super::coalesce::{self, Coalescer};
+pub use super::plan::Http2;
+use super::plan::{Gate, Order, Plan, Shared, Stop};
 use super::record::{ConnEvent, ErrorClass, Record};
 use super::response::MAX_INTERIM_HEADS;
+use super::sink::Sink;
 use super::transport::{RxStampBuf, TlsSettings, Transport};
 use super::worker::{Done, Place};
-use super::{Order, Plan, Shared, Sink, Stop};
 
 const SCRATCH_BYTES: usize = 64 * 1024;
 /// Reads one connection may take in one turn of the loop (see worker.rs).
@@ -53,13 +55,6 @@ const OUT_MAX: usize = OUT_HIGH + 1024 * 1024;
 /// Bytes already written that `flush` compacts away when the rest must wait (a peer reading
 /// slowly must not grow the buffer by what it did read).
 const OUT_COMPACT: usize = 64 * 1024;
-
-/// HTTP/2 settings of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Http2 {
-    /// Concurrent streams per connection (at most what the server allows).
-    pub streams: u32,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SlotPhase {
@@ -259,7 +254,7 @@ impl<S: Sink> Worker<S> {
         })
     }
 
-    pub(crate) fn run(mut self, start: &super::Gate) -> anyhow::Result<Done<S>> {
+    pub(crate) fn run(mut self, start: &Gate) -> anyhow::Result<Done<S>> {
         if !start.wait() {
             return Ok(Done {
                 sink: self.sink,

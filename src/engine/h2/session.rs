@@ -46,6 +46,8 @@ enum Table {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Malformed;
 
+/// One HTTP/2 connection's state as frames arrive: the header decoder, a frame cut by the
+/// read, the header block being received.
 pub struct Session {
     decoder: hpack::Decoder,
     /// An incomplete frame carried over from the previous read.

@@ -18,16 +18,15 @@
 
 use std::path::{Component, Path};
 
-use super::apache_tree::{ApacheTree, Placing, STATUS};
-use super::{Adapter, Ctx, Prepared, bracket, get, natives, on, seconds, write};
+use super::adapter::{Adapter, Ctx, Prepared, bracket, get, natives, on, seconds, write};
+use super::apache_tree::{ApacheTree, MODULES, Placing, STATUS};
 use crate::fileset;
-use crate::server::TargetFile;
+use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
 
 /// The Apache httpd adapter (prefork MPM, mod_perl).
 pub struct Apache;
 
-pub(super) const MODULES: &str = "/usr/lib/apache2/modules";
 /// webtune's knob that moves the app's directives (the seed's ".htaccess yes/no").
 const APP_CONFIG: &str = "app_config";
 const STATE_DIR: &str = "PerlSetVar StateDir";
@@ -177,7 +176,7 @@ impl Adapter for Apache {
         let Some(config) = file.config.file() else { return Ok(Vec::new()) };
         let tree = ApacheTree::read(&config.path).map_err(anyhow::Error::msg)?;
         let mut out = Vec::new();
-        for knob in super::CANONICAL {
+        for knob in super::adapter::CANONICAL {
             let Some(native) = self.native(knob) else { continue };
             if let Some(v) = tree.current(native) {
                 let v = if knob == "keepalive" { v.to_ascii_lowercase() } else { v };
@@ -206,18 +205,7 @@ impl Adapter for Apache {
         let app = ctx.app().map(|a| a.display().to_string());
         let has = |rel: &str| ctx.app().is_some_and(|a| a.join(rel).exists());
         let file_set = ctx.app().and_then(fileset::files);
-        let docroot = match (ctx.app().filter(|_| has("htdocs")), app_config) {
-            (Some(a), None) => a.join("htdocs").display().to_string(),
-            (Some(a), Some(_)) => linked_docroot(ctx, &a.join("htdocs"))?,
-            // A file set is the document root itself (linked too when app_config writes into it).
-            (None, None) if file_set.is_some() => app.clone().unwrap_or_default(),
-            (None, Some(_)) if file_set.is_some() => linked_docroot(ctx, ctx.app().unwrap_or(Path::new("/")))?,
-            (None, _) => {
-                std::fs::create_dir_all(format!("{d}/htdocs"))?;
-                write(ctx.dir, "htdocs/index.html", "webtune apache target\n")?;
-                format!("{d}/htdocs")
-            }
-        };
+        let docroot = docroot(ctx, app_config, file_set.is_some())?;
         let m = MODULES;
         let mpm = get(values, "mpm").unwrap_or("prefork");
         let user = if nix::unistd::geteuid().is_root() { "User www-data\nGroup www-data\n" } else { "" };
@@ -247,19 +235,7 @@ impl Adapter for Apache {
         // PerlSetVar knob. app_config puts them in the document root's .htaccess or its
         // <Directory> block; without it they stay in the server's main configuration.
         let asp = has("htdocs") && asp_installed();
-        let mut app_lines = String::new();
-        if asp {
-            app_lines +=
-                "<Files ~ \"\\.asp$\">\n  SetHandler perl-script\n  PerlResponseHandler Apache::ASP\n</Files>\n";
-            app_lines += &default(values, "PerlSetVar Global", app.as_deref().unwrap_or_default());
-            if !user_sets(values, STATE_DIR) {
-                app_lines += &format!("PerlSetVar StateDir {}\n", state_dir(ctx, "asp-state")?);
-            }
-        }
-        for (k, v) in directives(values).filter(|(k, _)| is_app_directive(k)) {
-            let v = if k.eq_ignore_ascii_case(STATE_DIR) { state_dir(ctx, v)? } else { v.to_string() };
-            app_lines += &format!("{k} {v}\n");
-        }
+        let app_lines = app_lines(ctx, values, app.as_deref(), asp)?;
         let allow_override = match app_config {
             Some(AppConfig::Htaccess) => "All",
             Some(AppConfig::Server) => "None",
@@ -289,18 +265,7 @@ impl Adapter for Apache {
             Some(AppConfig::Server) => {}
         }
         if let Some(app) = &app {
-            if has("startup.pl") {
-                conf += &format!("PerlSwitches -I{app}/lib\nPerlRequire {app}/startup.pl\n");
-            }
-            if has("perl") {
-                conf += &format!(
-                    "PerlModule ModPerl::Registry\nAlias /perl/ {app}/perl/\n<Location /perl/>\n  SetHandler perl-script\n  \
-                     PerlResponseHandler ModPerl::Registry\n  PerlOptions +ParseHeaders\n  Options +ExecCGI\n  Require all granted\n</Location>\n"
-                );
-            }
-            if has("handlers.conf") {
-                conf += &format!("Include {app}/handlers.conf\n");
-            }
+            conf += &perl_lines(app, &has);
         }
         write(ctx.dir, "httpd.conf", &conf)?;
         let mut spawn = Spawn::new(
@@ -409,6 +374,63 @@ impl Adapter for Apache {
             None => get(values, "start_workers").or(get(values, "workers"))?.parse().ok(),
         }
     }
+}
+
+/// The document root: the app's htdocs/ (linked into the run directory when app_config
+/// writes into it), a file set's directory, else a fresh htdocs/ in the run directory.
+fn docroot(ctx: &Ctx, app_config: Option<AppConfig>, file_set: bool) -> anyhow::Result<String> {
+    let d = ctx.d();
+    let has = |rel: &str| ctx.app().is_some_and(|a| a.join(rel).exists());
+    let app = ctx.app().map(|a| a.display().to_string());
+    Ok(match (ctx.app().filter(|_| has("htdocs")), app_config) {
+        (Some(a), None) => a.join("htdocs").display().to_string(),
+        (Some(a), Some(_)) => linked_docroot(ctx, &a.join("htdocs"))?,
+        // A file set is the document root itself (linked too when app_config writes into it).
+        (None, None) if file_set => app.clone().unwrap_or_default(),
+        (None, Some(_)) if file_set => linked_docroot(ctx, ctx.app().unwrap_or(Path::new("/")))?,
+        (None, _) => {
+            std::fs::create_dir_all(format!("{d}/htdocs"))?;
+            write(ctx.dir, "htdocs/index.html", "webtune apache target\n")?;
+            format!("{d}/htdocs")
+        }
+    })
+}
+
+/// The app's own directives: the Apache::ASP handler (`asp`) with its defaults, and every
+/// PerlSetVar knob.
+fn app_lines(ctx: &Ctx, values: &[(String, String)], app: Option<&str>, asp: bool) -> anyhow::Result<String> {
+    let mut app_lines = String::new();
+    if asp {
+        app_lines += "<Files ~ \"\\.asp$\">\n  SetHandler perl-script\n  PerlResponseHandler Apache::ASP\n</Files>\n";
+        app_lines += &default(values, "PerlSetVar Global", app.unwrap_or_default());
+        if !user_sets(values, STATE_DIR) {
+            app_lines += &format!("PerlSetVar StateDir {}\n", state_dir(ctx, "asp-state")?);
+        }
+    }
+    for (k, v) in directives(values).filter(|(k, _)| is_app_directive(k)) {
+        let v = if k.eq_ignore_ascii_case(STATE_DIR) { state_dir(ctx, v)? } else { v.to_string() };
+        app_lines += &format!("{k} {v}\n");
+    }
+    Ok(app_lines)
+}
+
+/// The app directory's mod_perl parts, where it has them: startup.pl, perl/ scripts run by
+/// ModPerl::Registry, and handlers.conf.
+fn perl_lines(app: &str, has: &dyn Fn(&str) -> bool) -> String {
+    let mut out = String::new();
+    if has("startup.pl") {
+        out += &format!("PerlSwitches -I{app}/lib\nPerlRequire {app}/startup.pl\n");
+    }
+    if has("perl") {
+        out += &format!(
+            "PerlModule ModPerl::Registry\nAlias /perl/ {app}/perl/\n<Location /perl/>\n  SetHandler perl-script\n  \
+             PerlResponseHandler ModPerl::Registry\n  PerlOptions +ParseHeaders\n  Options +ExecCGI\n  Require all granted\n</Location>\n"
+        );
+    }
+    if has("handlers.conf") {
+        out += &format!("Include {app}/handlers.conf\n");
+    }
+    out
 }
 
 /// Knobs of webtune's own layout that a user's tree sets itself.

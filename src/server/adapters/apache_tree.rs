@@ -82,6 +82,7 @@ pub struct Directive {
 }
 
 impl Directive {
+    /// Whether the directive is `name` (Apache's names are case-insensitive).
     pub fn is(&self, name: &str) -> bool {
         self.name.eq_ignore_ascii_case(name)
     }
@@ -161,6 +162,7 @@ impl ApacheTree {
         expand(text, &self.vars)
     }
 
+    /// The file a directive is in.
     pub fn path_of(&self, d: &Directive) -> &Path {
         &self.tree.files[d.file].path
     }
@@ -352,6 +354,7 @@ impl Ops {
         self.0.entry(file).or_default().insert((line, span.max(1)), vec![text]);
     }
 
+    /// Inserts `text` before line `line` of file `file`.
     pub fn insert(&mut self, file: usize, line: usize, text: String) {
         self.0.entry(file).or_default().entry((line, 0)).or_default().push(text);
     }
@@ -590,32 +593,12 @@ impl Reader {
         let mut i = 0;
         while i < physical.len() {
             let start = i;
-            let mut logical = String::new();
-            loop {
-                let l = physical[i];
-                i += 1;
-                match l.strip_suffix('\\') {
-                    Some(cont) if i < physical.len() => logical.push_str(cont),
-                    _ => {
-                        logical.push_str(l);
-                        break;
-                    }
-                }
-            }
+            let logical = logical_line(&physical, &mut i);
             let line = logical.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let (kind, name, args) = if let Some(close) = line.strip_prefix("</") {
-                (Kind::Close, close.trim_end_matches('>').trim().to_string(), String::new())
-            } else if let Some(open) = line.strip_prefix('<') {
-                let open = open.trim_end().strip_suffix('>').unwrap_or(open);
-                let (n, a) = open.split_once(char::is_whitespace).unwrap_or((open, ""));
-                (Kind::Open, n.to_string(), a.trim().to_string())
-            } else {
-                let (n, a) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-                (Kind::Plain, n.to_string(), a.trim().to_string())
-            };
+            let (kind, name, args) = split_directive(line);
             let d = Directive {
                 file: index,
                 line: start,
@@ -709,6 +692,67 @@ impl Reader {
         }
         Ok(())
     }
+}
+
+/// The logical line that starts at physical line `*i` (a line ending in `\` continues on
+/// the next); `*i` moves past it.
+fn logical_line(physical: &[&str], i: &mut usize) -> String {
+    let mut logical = String::new();
+    loop {
+        let l = physical[*i];
+        *i += 1;
+        match l.strip_suffix('\\') {
+            Some(cont) if *i < physical.len() => logical.push_str(cont),
+            _ => {
+                logical.push_str(l);
+                break;
+            }
+        }
+    }
+    logical
+}
+
+/// A directive's line as its kind, name and arguments: `</Name>`, `<Name args>`, `Name args`.
+fn split_directive(line: &str) -> (Kind, String, String) {
+    if let Some(close) = line.strip_prefix("</") {
+        (Kind::Close, close.trim_end_matches('>').trim().to_string(), String::new())
+    } else if let Some(open) = line.strip_prefix('<') {
+        let open = open.trim_end().strip_suffix('>').unwrap_or(open);
+        let (n, a) = open.split_once(char::is_whitespace).unwrap_or((open, ""));
+        (Kind::Open, n.to_string(), a.trim().to_string())
+    } else {
+        let (n, a) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        (Kind::Plain, n.to_string(), a.trim().to_string())
+    }
+}
+
+/// A <VirtualHost>'s addresses moved with their listeners (`new_port_of`), each once; the
+/// load's virtual host on webtune's own listener (`own`, the load port) on every address.
+fn vhost_addrs(addrs: &[String], own: Option<u16>, new_port_of: &dyn Fn(&str) -> Option<u16>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for a in addrs {
+        let keep = if a.starts_with("_default_") { "_default_" } else { "*" };
+        let moved = match (own, new_port_of(a)) {
+            (Some(load_port), _) => format!("*:{load_port}"),
+            (None, Some(port)) => format!("{keep}:{port}"),
+            (None, None) => a.clone(),
+        };
+        if !out.contains(&moved) {
+            out.push(moved);
+        }
+    }
+    out
+}
+
+/// A Mutex directive's words with every file-based mechanism's directory moved to `dir`.
+fn moved_mutexes(words: &[String], dir: &str) -> Vec<String> {
+    words
+        .iter()
+        .map(|m| match m.split_once(':') {
+            Some((kind, _)) if ["file", "fcntl", "flock"].contains(&kind) => format!("{kind}:{dir}"),
+            _ => m.clone(),
+        })
+        .collect()
 }
 
 /// The files a pattern names, as Apache includes them, sorted: wildcards (`*`, `?`, `[...]`)
@@ -909,13 +953,14 @@ impl Placed {
         own += &format!(
             "<IfModule !status_module>\nLoadModule status_module {}/mod_status.so\n</IfModule>\n\
              <Location {STATUS}>\n  SetHandler server-status\n  <IfModule authz_core_module>\n    Require all granted\n  </IfModule>\n</Location>\n",
-            super::apache::MODULES
+            MODULES
         );
         self.own = own;
     }
 }
 
 impl ApacheTree {
+    /// The virtual hosts of the tree, in order (those inside a macro left out).
     pub fn vhosts(&self) -> Vec<VHost> {
         let mut out: Vec<VHost> = Vec::new();
         let mut current: Option<usize> = None;
@@ -1013,22 +1058,28 @@ impl ApacheTree {
         Ok((keys, ports, own_listener))
     }
 
+    /// The virtual host the load goes to: the `site` named, else the one answering the Host
+    /// header the load sends, else the first (None without any).
+    fn picked(&self, p: &Placing, vhosts: &[VHost]) -> anyhow::Result<Option<usize>> {
+        Ok(match (p.site, p.host_header) {
+            (Some(site), _) => Some(self.site(site).map_err(anyhow::Error::msg)?),
+            (None, Some(h)) => {
+                answering(vhosts, h.rsplit_once(':').filter(|(_, x)| x.parse::<u16>().is_ok()).map_or(h, |(h, _)| h))
+                    .or((!vhosts.is_empty()).then_some(0))
+            }
+            (None, None) => (!vhosts.is_empty()).then_some(0),
+        })
+    }
+
     /// The run's rewrites: every Listen on a loopback port (the picked virtual host's is the
     /// load port), virtual hosts following their listeners, pid, runtime, mutex, scoreboard
     /// and log paths in the run directory, User and Group gone unless root. `free` gives a
     /// free port for each other listener.
     pub fn place(&self, p: &Placing, free: &mut dyn FnMut() -> anyhow::Result<u16>) -> anyhow::Result<Placed> {
         let d = p.dir.display().to_string();
-        let host = super::bracket(p.host);
+        let host = super::adapter::bracket(p.host);
         let vhosts = self.vhosts();
-        let picked = match (p.site, p.host_header) {
-            (Some(site), _) => Some(self.site(site).map_err(anyhow::Error::msg)?),
-            (None, Some(h)) => {
-                answering(&vhosts, h.rsplit_once(':').filter(|(_, x)| x.parse::<u16>().is_ok()).map_or(h, |(h, _)| h))
-                    .or((!vhosts.is_empty()).then_some(0))
-            }
-            (None, None) => (!vhosts.is_empty()).then_some(0),
-        };
+        let picked = self.picked(p, &vhosts)?;
         let (keys, ports, own_listener) = self.listener_ports(p, &vhosts, picked, free)?;
         let key_port = |k: &str| k.parse::<u16>().ok().or_else(|| port_of(k));
         let new_port_of = |addr: &str| -> Option<u16> {
@@ -1064,18 +1115,7 @@ impl ApacheTree {
             let new = match x.kind {
                 Kind::Open if x.is("VirtualHost") && !x.inside("macro") => {
                     let own = own_listener && picked.is_some_and(|v| vhosts[v].opener == i);
-                    let mut addrs: Vec<String> = Vec::new();
-                    for a in &w {
-                        let keep = if a.starts_with("_default_") { "_default_" } else { "*" };
-                        let moved = match (own, new_port_of(a)) {
-                            (true, _) => format!("*:{}", p.load_port),
-                            (false, Some(port)) => format!("{keep}:{port}"),
-                            (false, None) => a.clone(),
-                        };
-                        if !addrs.contains(&moved) {
-                            addrs.push(moved);
-                        }
-                    }
+                    let addrs = vhost_addrs(&w, own.then_some(p.load_port), &new_port_of);
                     Some(format!("{indent}<{} {}>", x.name, addrs.join(" ")))
                 }
                 Kind::Plain if x.is("Listen") => {
@@ -1093,13 +1133,7 @@ impl ApacheTree {
                     Some(format!("{indent}{} {d}/{name}", x.name))
                 }
                 Kind::Plain if x.is("Mutex") => {
-                    let moved: Vec<String> = w
-                        .iter()
-                        .map(|m| match m.split_once(':') {
-                            Some((kind, _)) if ["file", "fcntl", "flock"].contains(&kind) => format!("{kind}:{d}"),
-                            _ => m.clone(),
-                        })
-                        .collect();
+                    let moved = moved_mutexes(&w, &d);
                     (moved != w).then(|| format!("{indent}{} {}", x.name, moved.join(" ")))
                 }
                 Kind::Plain if WRITES.iter().chain(&SOCACHES).any(|(n, _)| x.is(n)) && !first.is_empty() => {
@@ -1167,6 +1201,9 @@ impl ApacheTree {
         Ok(main)
     }
 }
+
+/// Where Debian installs Apache's modules.
+pub(super) const MODULES: &str = "/usr/lib/apache2/modules";
 
 /// The path of webtune's status page in the copy (its own, beside any the tree has).
 pub const STATUS: &str = "/webtune-server-status";

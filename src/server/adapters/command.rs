@@ -1,8 +1,8 @@
 //! Any server, from a command template: {host}, {port}, {dir} (the run directory), {app} and
 //! every knob by name ({workers}, {max_requests}...) are replaced by their values.
 
-use super::{Adapter, Ctx, Prepared};
-use crate::server::TargetFile;
+use super::adapter::{Adapter, Ctx, Prepared};
+use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
 
 /// The adapter for any server started from a `command` template.

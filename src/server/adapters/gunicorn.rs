@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use super::{Adapter, Ctx, Prepared, native_flags, on, seconds, write};
-use crate::server::TargetFile;
+use super::adapter::{Adapter, Ctx, Prepared, native_flags, on, seconds, write};
 use crate::server::file::App;
+use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
 
 /// The gunicorn adapter (sync workers).

@@ -1,7 +1,7 @@
 //! `webtune lab`, the embedded pre-forking server: knobs are its flags.
 
-use super::{Adapter, Ctx, Prepared};
-use crate::server::TargetFile;
+use super::adapter::{Adapter, Ctx, Prepared};
+use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
 
 /// The adapter for `webtune lab`, the embedded server.
@@ -161,6 +161,10 @@ impl Adapter for Lab {
     }
 
     fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
-        super::get(values, "start_workers").or(super::get(values, "workers")).unwrap_or("4").parse().ok()
+        super::adapter::get(values, "start_workers")
+            .or(super::adapter::get(values, "workers"))
+            .unwrap_or("4")
+            .parse()
+            .ok()
     }
 }

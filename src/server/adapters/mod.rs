@@ -2,11 +2,12 @@
 //! picked by a target file's `adapter = "..."`; and the checks that need a server's adapter
 //! (a knob's value, the user's own tree), which a target file goes through once read.
 
-mod adapter;
+pub mod adapter;
 mod apache;
 mod apache_tree;
 mod command;
 mod edit;
+mod fpm;
 mod gunicorn;
 mod include;
 mod lab;
@@ -19,7 +20,7 @@ mod uwsgi;
 
 use std::path::Path;
 
-pub use adapter::*;
+use adapter::{Adapter, is_one_of};
 
 use super::file::{self, AdapterName, TargetFile};
 use crate::input::InputError;

@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-use super::{Adapter, Ctx, Prepared, get, natives, nginx_tree, on, seconds, write};
-use crate::server::TargetFile;
+use super::adapter::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
+use super::nginx_tree;
+use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
 
 /// The nginx adapter, for static files.
@@ -177,7 +178,7 @@ pub fn server_conf(ctx: &Ctx, values: &[(String, String)], server_body: &str) ->
     let workers = get(values, "workers").unwrap_or("1");
     let user = if nix::unistd::geteuid().is_root() { "user root;\n" } else { "" };
     let backlog = get(values, "backlog").map_or(String::new(), |b| format!(" backlog={b}"));
-    let listen = format!("{}:{}", super::bracket(ctx.host), ctx.port);
+    let listen = format!("{}:{}", super::adapter::bracket(ctx.host), ctx.port);
     let http = http_directives(values)?.join("\n  ");
     // access_log "off" or its options ("buffer=32k flush=5s"); the file is the run directory's.
     let access = match get(values, "access_log") {

@@ -8,9 +8,9 @@ use crate::server::backends::{self, Backend, Reach};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use super::adapter::{Ctx, Prepared, bracket, get, natives, on, seconds};
 pub use super::edit::Edit;
 use super::edit::apply;
-use super::{Ctx, Prepared, bracket, get, natives, on, seconds};
 use crate::server::process::Spawn;
 use crate::server::tree::{Edits, UserTree};
 
@@ -608,7 +608,7 @@ fn tokens(text: &str) -> Result<Vec<Token>, (usize, String)> {
 
 /// The user's tree at `main`, read and judged before anything starts: every include read,
 /// every listen one webtune can rewrite, the `site` served (FILE:LINE when not).
-pub fn check(main: &Path, file: &crate::server::TargetFile) -> Result<NginxTree, String> {
+pub fn check(main: &Path, file: &crate::server::file::TargetFile) -> Result<NginxTree, String> {
     if let Some(at) = apache_line(main) {
         return Err(format!("{at}: an Apache configuration; only nginx's is read here yet"));
     }
@@ -640,7 +640,7 @@ fn apache_line(main: &Path) -> Option<String> {
 }
 
 /// The load's Host header (without its port), if it sends one.
-fn host_header(file: &crate::server::TargetFile) -> Option<String> {
+fn host_header(file: &crate::server::file::TargetFile) -> Option<String> {
     file.load.headers.iter().find_map(|h| {
         let (name, value) = h.split_once(':')?;
         name.trim().eq_ignore_ascii_case("host").then(|| {
@@ -656,7 +656,7 @@ fn host_header(file: &crate::server::TargetFile) -> Option<String> {
 impl NginxTree {
     /// The virtual host to load: `site` (it must exist), else the load's Host header when a
     /// server block names it (else nginx's default server answers it, as it would).
-    pub fn site_for(&self, file: &crate::server::TargetFile) -> Option<String> {
+    pub fn site_for(&self, file: &crate::server::file::TargetFile) -> Option<String> {
         file.site.clone().or_else(|| host_header(file).filter(|h| self.loaded_server(Some(h)).is_ok()))
     }
 }
@@ -699,6 +699,7 @@ impl NginxTree {
         out
     }
 
+    /// Whether a pass or an upstream server of the tree goes to one of the addresses `moved` names.
     pub fn follows(&self, moved: &[(String, String)]) -> bool {
         self.nodes.iter().any(|n| {
             (PASSES.contains(&n.name.as_str()) || n.name == "server")
@@ -767,7 +768,7 @@ pub fn prepare(ctx: &Ctx, values: &[(String, String)], main: &Path) -> anyhow::R
 
 /// The unified diff of the user's files for `values`, when they change any.
 pub fn diffs(
-    file: &crate::server::TargetFile,
+    file: &crate::server::file::TargetFile,
     main: &Path,
     values: &[(String, String)],
 ) -> anyhow::Result<Vec<(String, String)>> {

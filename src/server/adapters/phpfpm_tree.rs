@@ -7,10 +7,11 @@
 use std::ops::Range;
 use std::path::Path;
 
+use super::adapter::get;
+use super::adapter::{Ctx, Prepared};
 use super::edit::{Edit, apply, layered};
-use super::get;
-use super::{Ctx, Prepared, nginx_tree};
-use crate::server::TargetFile;
+use super::nginx_tree;
+use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
 use crate::server::tree::{Edits, UserTree};
 
@@ -55,6 +56,7 @@ pub struct Section {
     pub body: usize,
 }
 
+/// A user's php-fpm configuration tree: its files, settings and sections (global, pools).
 #[derive(Debug, Clone)]
 pub struct FpmTree {
     pub tree: UserTree,
@@ -418,9 +420,9 @@ pub fn prepare(ctx: &Ctx, values: &[(String, String)], main: &Path) -> anyhow::R
             let f = nginx_tree::NginxTree::read(&front.path).map_err(anyhow::Error::msg)?;
             f.start(ctx, &[], None, &moved)?
         }
-        None => super::phpfpm::own_front(ctx, values, &sock)?,
+        None => super::fpm::own_front(ctx, values, &sock)?,
     };
-    let program = ctx.file.program.clone().unwrap_or_else(super::phpfpm::fpm_program);
+    let program = ctx.file.program.clone().unwrap_or_else(super::fpm::fpm_program);
     // -F: in the foreground whatever daemonize says; no -c: the system's php.ini, as the
     // user's php-fpm reads it.
     let fpm = Spawn::new("php-fpm", &program, vec!["-F".into(), "-y".into(), conf.display().to_string()]);

@@ -1,9 +1,9 @@
 //! Starman, the pre-forking PSGI server: --workers, --max-requests, --preload-app. The app is a
 //! .psgi file, whatever its name (or a directory with app.psgi).
 
-use super::{Adapter, Ctx, Prepared, native_flags, on};
-use crate::server::TargetFile;
+use super::adapter::{Adapter, Ctx, Prepared, native_flags, on};
 use crate::server::file::App;
+use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
 
 /// The Starman (PSGI) adapter.
@@ -16,7 +16,7 @@ fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
             "workers" => out.extend(["--workers".into(), v.clone()]),
             "max_requests" => out.extend(["--max-requests".into(), v.clone()]),
             "backlog" => out.extend(["--backlog".into(), v.clone()]),
-            "keepalive_timeout" => out.extend(["--keepalive-timeout".into(), super::seconds(v)?.to_string()]),
+            "keepalive_timeout" => out.extend(["--keepalive-timeout".into(), super::adapter::seconds(v)?.to_string()]),
             "keepalive" if !on(v) => out.push("--disable-keepalive".into()),
             "keepalive" => {}
             "preload" if on(v) => out.push("--preload-app".into()),

@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use super::{Adapter, Ctx, Prepared, native_flags, on};
-use crate::server::TargetFile;
+use super::adapter::{Adapter, Ctx, Prepared, native_flags, on};
 use crate::server::file::App;
+use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
 
 /// The uWSGI (Python 3) adapter.
@@ -165,7 +165,7 @@ impl Adapter for Uwsgi {
         }))
     }
 
-    fn read_counters(&self, at: &super::Where) -> Option<serde_json::Value> {
+    fn read_counters(&self, at: &super::adapter::Where) -> Option<serde_json::Value> {
         self.counters(&read_stats(at.dir)?)
     }
 

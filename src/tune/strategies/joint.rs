@@ -12,11 +12,15 @@
 //! Every choice is deterministic (the random top-up is seeded by the grid) so that a resumed
 //! run asks for the same windows and reuses them from the journal.
 
-use super::verdict::{Challenger, Judged, effect_text, judge};
-use super::{Found, Knobs};
+use super::verdict::{Challenger, Judged, Judgement, effect_text, judge};
+use crate::server::settings::Settings;
+use crate::tune::evidence::Evidence;
 use crate::tune::objective::fits;
+use crate::tune::point::Point;
+use crate::tune::step::{Step, Verdict};
+use crate::tune::strategies::vocabulary::{Found, Knobs, value};
 use crate::tune::trial::Load;
-use crate::tune::{Evidence, Judging, Plan, Point, Settings, Step, Tuner, Verdict};
+use crate::tune::tuner::{Judging, Plan, Tuner};
 
 /// Knobs searched jointly at the most: past four the grid outgrows what a fraction of it tells.
 pub const MAX_KNOBS: usize = 4;
@@ -281,6 +285,7 @@ fn grid(knobs: &Knobs) -> Vec<Vec<usize>> {
     })
 }
 
+/// The joint strategy: the knobs searched together over their grid, the leaders judged in rounds at the end.
 pub fn joint(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let knobs: Knobs = knobs.iter().filter(|(_, v)| !v.is_empty()).cloned().collect();
     let budget = search_windows(&knobs, &t.judging, t.repeats);
@@ -332,11 +337,7 @@ pub fn joint(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         empty.evidence = knobs
             .iter()
             .map(|(k, _)| {
-                Evidence::new(
-                    k,
-                    super::value(&empty.recommended, k),
-                    "kept: no configuration measured met the objective",
-                )
+                Evidence::new(k, value(&empty.recommended, k), "kept: no configuration measured met the objective")
             })
             .collect();
         return empty;
@@ -386,7 +387,7 @@ fn stopped(t: &mut Tuner, s: Search, mut found: Found) -> Found {
             .knobs
             .iter()
             .map(|(k, _)| {
-                let v = super::value(&found.recommended, k);
+                let v = value(&found.recommended, k);
                 Evidence::new(
                     k,
                     v,
@@ -425,32 +426,10 @@ fn finish(t: &mut Tuner, s: Search, knobs: &Knobs) -> Found {
     };
     let chs: Vec<Challenger> =
         challengers.iter().map(|&i| Challenger { value: label(i), settings: s.configs[i].settings.clone() }).collect();
-    let load = t.load.clone();
     let incumbent_settings = s.configs[incumbent].settings.clone();
-    let j = if chs.is_empty() {
-        None
-    } else {
-        // Against the runner-up alone the better median wins, whatever the verdict: fresh
-        // launches would change nothing (they cost 8 windows on bench grid (a)).
-        let judging = t.judging;
-        t.judging.fresh_launches = incumbent == baseline;
-        let j = judge(t, &load, &final_name(&label(incumbent)), &incumbent_settings, &chs, &final_name);
-        t.judging = judging;
-        j
-    };
+    let j = judge_final(t, &final_name(&label(incumbent)), &incumbent_settings, &chs, incumbent == baseline);
     let Some(j) = j else {
-        // Nothing to judge against (one configuration met the objective), or the run stopped.
-        let recommended = s.configs[leader].settings.clone();
-        let why = if t.stopped.is_some() {
-            format!("the best measured, {} scoring {lead_score:.1}, not judged", label(leader))
-        } else {
-            format!(
-                "{} scoring {lead_score:.1}: the only configuration measured that meets the objective",
-                label(leader)
-            )
-        };
-        let evidence = knobs.iter().map(|(k, _)| Evidence::new(k, super::value(&recommended, k), &why)).collect();
-        return Found { baseline: base_point, steps: Vec::new(), recommended, evidence };
+        return unjudged(t.stopped.is_some(), &s, knobs, leader, lead_score, base_point);
     };
     let judged = |i: usize| j.challengers.iter().position(|c| c.value == label(i));
     let final_point = |i: usize| -> Point {
@@ -498,55 +477,23 @@ fn finish(t: &mut Tuner, s: Search, knobs: &Knobs) -> Found {
             )
         }
         None => {
-            // Not judged in rounds because the baseline misses the objective (a constraint the
-            // winner meets) or every window of it fell far below the leader's: the same kind
-            // of evidence a verdict's shortcuts take, so the move is adopted by it.
-            if let Some(p) = &base_point {
-                let verdict = (chosen != baseline).then_some(Verdict::Adopted);
-                steps.push(step(knobs, p, &rec, verdict, None, chosen != baseline, &[]));
-            }
-            match &base_point {
-                Some(p) if chosen == baseline => {
-                    format!("the baseline {} leads, {:.1} req/s", label(baseline), p.rps())
-                }
-                Some(p) if !base_admitted => format!(
-                    "the baseline {} misses the objective{}",
-                    label(baseline),
-                    crate::tune::objective::misfit(p)
-                ),
-                Some(p) => format!(
-                    "the baseline {} {:.1} req/s in {} window(s), under {:.0}% of the leader: not measured again",
-                    label(baseline),
-                    p.rps(),
-                    p.samples.len(),
-                    FAR_BELOW * 100.0
-                ),
-                None => format!("the baseline {} failed", label(baseline)),
-            }
+            let base_label = label(baseline);
+            baseline_not_judged(
+                knobs,
+                &base_label,
+                base_point.as_ref(),
+                &rec,
+                chosen == baseline,
+                base_admitted,
+                &mut steps,
+            )
         }
     };
     // Against the runner-up: measured in the same rounds as the winner (or as its incumbent),
     // so their windows pair round by round.
     let other = top.iter().copied().find(|&i| i != chosen && i != baseline);
-    let runner_line = other.map(|o| {
-        let (mut a, mut b) = (final_point(o), rec.clone());
-        let n = a.samples.len().min(b.samples.len());
-        a.samples.truncate(n);
-        b.samples.truncate(n);
-        let effect = t.objective.effect(&a, &b, t.judging.confidence);
-        if chosen != baseline {
-            steps.push(Step { rounds: n, ..step(knobs, &final_point(o), &rec, None, effect, true, &[]) });
-        }
-        match effect {
-            Some(e) => format!(
-                "against the runner-up {} ({:.1} req/s): {} (99% interval, {n} paired rounds)",
-                label(o),
-                final_point(o).rps(),
-                effect_text(&e)
-            ),
-            None => format!("against the runner-up {}: no interval (it missed the objective or failed)", label(o)),
-        }
-    });
+    let runner_line =
+        other.map(|o| against_runner_up(t, knobs, &label(o), &final_point(o), &rec, chosen != baseline, &mut steps));
     let head = format!(
         "{} {:.1} req/s, p99 {:.2} ms over {} windows; {} of the {} configurations measured",
         label(chosen),
@@ -556,8 +503,129 @@ fn finish(t: &mut Tuner, s: Search, knobs: &Knobs) -> Found {
         s.configs.len(),
         grid_size(knobs)
     );
-    let at = s.configs[chosen].at.clone();
-    let evidence = knobs
+    let mut why = format!("{head}; {base_line}");
+    if let Some(r) = &runner_line {
+        why.push_str(&format!("; {r}"));
+    }
+    let evidence = knob_evidence(&s, knobs, chosen, &recommended, &score, &why);
+    let baseline = if incumbent == baseline { Some(j.incumbent.clone()) } else { base_point };
+    Found { baseline, steps, recommended, evidence }
+}
+
+/// The evidence when nothing was judged: one configuration met the objective, or the run
+/// stopped first; the leader is recommended.
+fn unjudged(
+    stopped: bool,
+    s: &Search,
+    knobs: &Knobs,
+    leader: usize,
+    lead_score: f64,
+    base_point: Option<Point>,
+) -> Found {
+    let label = s.configs[leader].label(knobs);
+    let recommended = s.configs[leader].settings.clone();
+    let why = if stopped {
+        format!("the best measured, {label} scoring {lead_score:.1}, not judged")
+    } else {
+        format!("{label} scoring {lead_score:.1}: the only configuration measured that meets the objective")
+    };
+    let evidence = knobs.iter().map(|(k, _)| Evidence::new(k, value(&recommended, k), &why)).collect();
+    Found { baseline: base_point, steps: Vec::new(), recommended, evidence }
+}
+
+/// The final rounds, the incumbent against `challengers` (None without any). Against the
+/// runner-up alone (not `against_baseline`) the better median wins, whatever the verdict:
+/// fresh launches would change nothing (they cost 8 windows on bench grid (a)).
+fn judge_final(
+    t: &mut Tuner,
+    incumbent_name: &str,
+    incumbent: &Settings,
+    challengers: &[Challenger],
+    against_baseline: bool,
+) -> Option<Judgement> {
+    if challengers.is_empty() {
+        return None;
+    }
+    let load = t.load.clone();
+    let judging = t.judging;
+    t.judging.fresh_launches = against_baseline;
+    let j = judge(t, &load, incumbent_name, incumbent, challengers, &|v: &str| format!("{v} (final)"));
+    t.judging = judging;
+    j
+}
+
+/// The baseline not judged in rounds because it misses the objective (a constraint the
+/// winner meets) or every window of it fell far below the leader's: the same kind of evidence
+/// a verdict's shortcuts take, so the move is adopted by it. The evidence's line, and a step.
+fn baseline_not_judged(
+    knobs: &Knobs,
+    label: &str,
+    base_point: Option<&Point>,
+    rec: &Point,
+    kept: bool,
+    admitted: bool,
+    steps: &mut Vec<Step>,
+) -> String {
+    if let Some(p) = base_point {
+        let verdict = (!kept).then_some(Verdict::Adopted);
+        steps.push(step(knobs, p, rec, verdict, None, !kept, &[]));
+    }
+    match base_point {
+        Some(p) if kept => format!("the baseline {label} leads, {:.1} req/s", p.rps()),
+        Some(p) if !admitted => {
+            format!("the baseline {label} misses the objective{}", crate::tune::objective::misfit(p))
+        }
+        Some(p) => format!(
+            "the baseline {label} {:.1} req/s in {} window(s), under {:.0}% of the leader: not measured again",
+            p.rps(),
+            p.samples.len(),
+            FAR_BELOW * 100.0
+        ),
+        None => format!("the baseline {label} failed"),
+    }
+}
+
+/// The winner `rec` against the runner-up `other` (`label`), their windows paired round by
+/// round: the evidence's line, and a step when the winner is not the baseline (`moved`).
+fn against_runner_up(
+    t: &Tuner,
+    knobs: &Knobs,
+    label: &str,
+    other: &Point,
+    rec: &Point,
+    moved: bool,
+    steps: &mut Vec<Step>,
+) -> String {
+    let (mut a, mut b) = (other.clone(), rec.clone());
+    let n = a.samples.len().min(b.samples.len());
+    a.samples.truncate(n);
+    b.samples.truncate(n);
+    let effect = t.objective.effect(&a, &b, t.judging.confidence);
+    if moved {
+        steps.push(Step { rounds: n, ..step(knobs, other, rec, None, effect, true, &[]) });
+    }
+    match effect {
+        Some(e) => format!(
+            "against the runner-up {label} ({:.1} req/s): {} (99% interval, {n} paired rounds)",
+            other.rps(),
+            effect_text(&e)
+        ),
+        None => format!("against the runner-up {label}: no interval (it missed the objective or failed)"),
+    }
+}
+
+/// Each knob's evidence: `why` (the winner and its comparisons), then what this knob's other
+/// values scored, measured with the others held as the winner has them.
+fn knob_evidence(
+    s: &Search,
+    knobs: &Knobs,
+    chosen: usize,
+    recommended: &Settings,
+    score: &dyn Fn(&Point) -> Option<f64>,
+    why: &str,
+) -> Vec<Evidence> {
+    let at = &s.configs[chosen].at;
+    knobs
         .iter()
         .enumerate()
         .map(|(k, (name, values))| {
@@ -574,18 +642,13 @@ fn finish(t: &mut Tuner, s: Search, knobs: &Knobs) -> Found {
                     None => format!("{name}={v} misses the objective"),
                 })
                 .collect();
-            let mut why = format!("{head}; {base_line}");
-            if let Some(r) = &runner_line {
-                why.push_str(&format!("; {r}"));
-            }
+            let mut why = why.to_string();
             if !along.is_empty() {
                 why.push_str(&format!("; this knob moved alone: {}", along.join(", ")));
             }
-            Evidence::new(name, super::value(&recommended, name), why)
+            Evidence::new(name, value(recommended, name), why)
         })
-        .collect();
-    let baseline = if incumbent == baseline { Some(j.incumbent.clone()) } else { base_point };
-    Found { baseline, steps, recommended, evidence }
+        .collect()
 }
 
 /// A final comparison in the steps' form: `before` against `after`, the knobs searched as
@@ -599,9 +662,8 @@ fn step(
     adopted: bool,
     candidates: &[Judged],
 ) -> Step {
-    let of = |p: &Point| {
-        knobs.iter().map(|(k, _)| format!("{k}={}", super::value(&p.settings, k))).collect::<Vec<_>>().join(" ")
-    };
+    let of =
+        |p: &Point| knobs.iter().map(|(k, _)| format!("{k}={}", value(&p.settings, k))).collect::<Vec<_>>().join(" ");
     let after = if adopted { after } else { before };
     Step {
         knob: knobs.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", "),

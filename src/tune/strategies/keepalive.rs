@@ -2,10 +2,13 @@
 //! kept-alive connection holds a worker, so slow clients can starve the fast ones.
 
 use super::verdict::{Challenger, effect_text, judge};
-use super::{Found, Knobs, value};
+use super::vocabulary::pct;
 use crate::server::front;
-use crate::tune::strategies::one_at_a_time::pct;
-use crate::tune::{Evidence, Settings, Step, Tuner};
+use crate::server::settings::Settings;
+use crate::tune::evidence::Evidence;
+use crate::tune::step::Step;
+use crate::tune::strategies::vocabulary::{Found, Knobs, value};
+use crate::tune::tuner::Tuner;
 
 /// Measures each keepalive value (on and off by default), with and without a front proxy when
 /// the knobs list `front`, under the tuner's load plus slow clients (a fifth at 33.6 kbps
@@ -58,10 +61,10 @@ pub fn keepalive(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         Some(i) => (combos[i + 1].clone(), j.challengers[i].point.clone()),
         None => (first.clone(), first_point.clone()),
     };
-    let points: Vec<(String, crate::tune::Point)> = std::iter::once((label(&first), first_point.clone()))
+    let points: Vec<(String, crate::tune::point::Point)> = std::iter::once((label(&first), first_point.clone()))
         .chain(j.challengers.iter().map(|c| (c.value.clone(), c.point.clone())))
         .collect();
-    let occupancy = |p: &crate::tune::Point| {
+    let occupancy = |p: &crate::tune::point::Point| {
         p.samples
             .iter()
             .filter_map(|s| s.counters.as_ref())

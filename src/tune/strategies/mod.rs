@@ -8,6 +8,7 @@ mod recycle;
 pub mod rightsize;
 mod spares;
 pub mod verdict;
+pub mod vocabulary;
 mod workers;
 
 pub use joint::joint;
@@ -21,31 +22,9 @@ pub use workers::workers;
 use super::baseline::{Baseline, guard};
 use super::objective::Objective;
 
-use super::{Evidence, Point, Settings, Step, Tuner};
+pub use vocabulary::{Found, Knobs};
 
-/// The knobs to sweep, in the target file's order, each with the values to try.
-pub type Knobs = Vec<(String, Vec<String>)>;
-
-/// What every strategy returns before the caller renders the configuration.
-pub struct Found {
-    pub baseline: Option<Point>,
-    pub steps: Vec<Step>,
-    pub recommended: Settings,
-    pub evidence: Vec<Evidence>,
-}
-
-impl Found {
-    /// The knobs of `knobs` with values to compare whose evidence says the run stopped before
-    /// judging them in full, or that have no evidence at all.
-    pub fn unjudged(&self, knobs: &Knobs) -> Vec<String> {
-        knobs
-            .iter()
-            .filter(|(_, v)| v.len() > 1)
-            .filter(|(k, _)| self.evidence.iter().find(|e| e.knob == *k).is_none_or(|e| e.cut_short))
-            .map(|(k, _)| k.clone())
-            .collect()
-    }
-}
+use super::tuner::{Judging, Plan, Tuner};
 
 /// How the tuner searches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
@@ -102,7 +81,7 @@ impl Strategy {
             Strategy::Spares => 1 + spares::candidates(knobs).len(),
             Strategy::Keepalive => values("keepalive").max(2),
             // Every window is a launch: the search's, then the final judgement's first rounds.
-            Strategy::Joint => joint::planned_windows(knobs, &super::Judging::default(), 1).least,
+            Strategy::Joint => joint::planned_windows(knobs, &Judging::default(), 1).least,
             // The largest size, about two CPU steps, the smaller worker counts, one memory limit.
             Strategy::Rightsize => 4 + values("workers").saturating_sub(1),
         }
@@ -120,24 +99,18 @@ impl Strategy {
     /// Windows this strategy plans, at least and at most: a comparison (one-at-a-time,
     /// keepalive, the workers' check of the knee) measures each of its values in
     /// `judging.min_rounds` to `judging.max_rounds` rounds; a point is `repeats` windows.
-    pub fn planned_windows(
-        self,
-        knobs: &Knobs,
-        objective: &Objective,
-        judging: &super::Judging,
-        repeats: usize,
-    ) -> super::Plan {
+    pub fn planned_windows(self, knobs: &Knobs, objective: &Objective, judging: &Judging, repeats: usize) -> Plan {
         let method = self.method(knobs, objective);
         if method != self {
             return method.planned_windows(knobs, objective, judging, repeats);
         }
         let (min, max) = (judging.min_rounds, judging.max_rounds.max(judging.min_rounds));
-        let compared = |values: usize| super::Plan { least: values * min, most: values * max };
+        let compared = |values: usize| Plan { least: values * min, most: values * max };
         match self {
             Strategy::OneAtATime => {
                 // A knob of one value is never compared; with none to compare, one point.
                 let values: usize = knobs.iter().map(|(_, v)| v.len()).filter(|&n| n > 1).sum();
-                if values == 0 { super::Plan { least: repeats, most: repeats } } else { compared(values) }
+                if values == 0 { Plan { least: repeats, most: repeats } } else { compared(values) }
             }
             Strategy::Keepalive => compared(self.planned_trials(knobs)),
             Strategy::Joint => joint::planned_windows(knobs, judging, repeats),
@@ -146,11 +119,11 @@ impl Strategy {
             Strategy::Workers => {
                 let counts = self.planned_trials(knobs);
                 let least = counts + 2.min(counts) * repeats.saturating_sub(1);
-                super::Plan { least, most: counts * repeats + 2 * max }
+                Plan { least, most: counts * repeats + 2 * max }
             }
             _ => {
                 let points = self.planned_trials(knobs) * repeats;
-                super::Plan { least: points, most: points }
+                Plan { least: points, most: points }
             }
         }
     }
@@ -208,11 +181,6 @@ impl Strategy {
         }
         found
     }
-}
-
-/// The value of a knob in settings, or "" when unset.
-fn value(s: &Settings, knob: &str) -> String {
-    s.get(knob).unwrap_or("").to_string()
 }
 
 #[cfg(test)]

@@ -5,11 +5,14 @@
 //! pass, until a pass changes nothing.
 
 use super::verdict::{Challenger, Judgement, Shortcut, cheaper_by, effect_text, judge_growing, judged_text};
-use super::{Found, Knobs, value};
+use crate::server::settings::Settings;
 use crate::tune::evidence::{self, Evidence};
 use crate::tune::objective::{Objective, fits};
+use crate::tune::point::Point;
+use crate::tune::step::{Step, Verdict};
+use crate::tune::strategies::vocabulary::{Found, Knobs, value};
 use crate::tune::trial::Load;
-use crate::tune::{Point, Settings, Step, Tuner, Verdict};
+use crate::tune::tuner::Tuner;
 
 /// Passes over the knobs at the most (the first, then revisits).
 const MAX_PASSES: usize = 3;
@@ -182,6 +185,7 @@ pub fn starting_point(knobs: &Knobs, base: &Settings) -> Settings {
     current
 }
 
+/// The one-at-a-time strategy: each knob in turn, its values against the kept one, the others held.
 pub fn one_at_a_time(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut walk = Walk::from(knobs, base, t.load.clone());
     // Knobs to judge in this pass, in the file's order.
@@ -688,8 +692,4 @@ fn judged_evidence(knob: &str, before: &str, j: &Judgement, cx: &Context) -> Str
             tried.join("; ")
         ),
     }
-}
-
-pub fn pct(after: f64, before: f64) -> f64 {
-    if before > 0.0 { (after - before) / before * 100.0 } else { 0.0 }
 }

@@ -5,9 +5,13 @@
 //! recycling. Intervals costing more than 5% are rejected: the seeds saw MaxRequestsPerChild
 //! 1 collapse throughput.
 
-use super::{Found, Knobs};
-use crate::tune::strategies::one_at_a_time::pct;
-use crate::tune::{Evidence, Point, Settings, Step, Tuner};
+use super::vocabulary::pct;
+use crate::server::settings::Settings;
+use crate::tune::evidence::Evidence;
+use crate::tune::point::Point;
+use crate::tune::step::Step;
+use crate::tune::strategies::vocabulary::{Found, Knobs};
+use crate::tune::tuner::Tuner;
 
 /// The most throughput recycling may cost.
 pub const MAX_COST: f64 = 0.05;
@@ -49,13 +53,7 @@ pub fn growth(p: &Point) -> Option<(f64, f64)> {
 pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let knob = "max_requests";
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
-    let mut candidates: Vec<u64> = knobs
-        .iter()
-        .find(|(k, _)| k == knob)
-        .map(|(_, v)| v.iter().filter_map(|x| x.parse().ok()).filter(|&n| n > 0).collect())
-        .unwrap_or_default();
-    candidates.sort_unstable_by(|a, b| b.cmp(a));
-    candidates.dedup();
+    let candidates = candidates(knobs, knob);
     let never = base.with(knob, "0");
     let Some(here) = t.point(&format!("{knob}=0"), &never) else { return found };
     found.baseline = Some(here.clone());
@@ -92,51 +90,8 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         fresh
     );
     let fitting: Vec<u64> = candidates.iter().copied().filter(|&c| limit.is_none_or(|l| c <= l)).collect();
-    let limit_line = match (limit, limit_requests) {
-        (Some(l), Some(r)) if here.recycles_per_connection => match scale {
-            Some(scale) => format!(
-                "{} workers stay within the budget for {r:.0} requests each; max_requests counts connections here, {l} of them at {scale:.1} requests a connection (as this load kept them alive)",
-                mem.workers
-            ),
-            None => format!(
-                "{} workers stay within the budget for {l} requests each (max_requests counts connections here: their requests were not counted, so one a connection is assumed)",
-                mem.workers
-            ),
-        },
-        (Some(l), _) => format!("{} workers stay within the budget for {l} requests each", mem.workers),
-        _ => "no memory budget given: the largest interval that costs little".into(),
-    };
-    let mut tried: Vec<Tried> = Vec::new();
-    let mut chosen = None;
-    // Never recycling is read again after each candidate (A B A B ...), and a candidate is
-    // rejected only when it costs over the bar against both readings beside it: a drift of
-    // the machine between the readings then cannot pass for a cost (a clean clone read 500 at
-    // 7.7% against one reading before it, where five runs of the same test read 0.1-1.2%).
-    let mut before = here.clone();
-    for c in fitting {
-        let Some(p) = t.point(&format!("{knob}={c}"), &base.with(knob, &c.to_string())) else { break };
-        // A candidate that failed costs everything whatever never recycling reads beside it.
-        let after = if p.ok() {
-            let Some(after) = t.point(&format!("{knob}=0 after {c}"), &never) else { break };
-            after.ok().then_some(after)
-        } else {
-            None
-        };
-        let tr = Tried::new(c, p, &before, after.as_ref());
-        let fits = tr.within_the_bar();
-        if let Some(a) = after {
-            before = a;
-        }
-        if fits {
-            chosen = Some(tr);
-            break;
-        }
-        tried.push(tr);
-        // Shorter intervals fork more often: two rejections in a row end the search.
-        if tried.len() >= 2 {
-            break;
-        }
-    }
+    let limit_line = limit_line(limit, limit_requests, here.recycles_per_connection, scale, mem.workers);
+    let (tried, chosen) = search(t, knob, base, &never, fitting, &here);
     let rejected: Vec<String> = tried.iter().map(Tried::cost_text).collect();
     let rejected = if rejected.is_empty() { String::new() } else { format!("; rejected: {}", rejected.join(", ")) };
     match chosen {
@@ -152,7 +107,7 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 before_value: "0".into(),
                 after_value: c.to_string(),
                 adopted: true,
-                verdict: outgrows.then_some(crate::tune::Verdict::Adopted),
+                verdict: outgrows.then_some(crate::tune::step::Verdict::Adopted),
                 effect: None,
                 rounds: 0,
                 before: tr.never.clone(),
@@ -178,6 +133,88 @@ pub fn recycle(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         }
     }
     found
+}
+
+/// The intervals to try, largest first: the knob's values above 0 (0 is never recycling).
+fn candidates(knobs: &Knobs, knob: &str) -> Vec<u64> {
+    let mut candidates: Vec<u64> = knobs
+        .iter()
+        .find(|(k, _)| k == knob)
+        .map(|(_, v)| v.iter().filter_map(|x| x.parse().ok()).filter(|&n| n > 0).collect())
+        .unwrap_or_default();
+    candidates.sort_unstable_by(|a, b| b.cmp(a));
+    candidates.dedup();
+    candidates
+}
+
+/// The evidence's line on the budget: how long `workers` workers stay within it, in requests
+/// (`limit_requests`) and in the knob's own unit (`limit`, connections where the server counts
+/// those, `per_connection`, each carrying `scale` requests).
+fn limit_line(
+    limit: Option<u64>,
+    limit_requests: Option<f64>,
+    per_connection: bool,
+    scale: Option<f64>,
+    workers: usize,
+) -> String {
+    match (limit, limit_requests) {
+        (Some(l), Some(r)) if per_connection => match scale {
+            Some(scale) => format!(
+                "{} workers stay within the budget for {r:.0} requests each; max_requests counts connections here, {l} of them at {scale:.1} requests a connection (as this load kept them alive)",
+                workers
+            ),
+            None => format!(
+                "{} workers stay within the budget for {l} requests each (max_requests counts connections here: their requests were not counted, so one a connection is assumed)",
+                workers
+            ),
+        },
+        (Some(l), _) => format!("{} workers stay within the budget for {l} requests each", workers),
+        _ => "no memory budget given: the largest interval that costs little".into(),
+    }
+}
+
+/// The intervals that fit, largest first, each read between two readings of never recycling;
+/// the ones rejected, and the one chosen if any.
+fn search(
+    t: &mut Tuner,
+    knob: &str,
+    base: &Settings,
+    never: &Settings,
+    fitting: Vec<u64>,
+    here: &Point,
+) -> (Vec<Tried>, Option<Tried>) {
+    let mut tried: Vec<Tried> = Vec::new();
+    let mut chosen = None;
+    // Never recycling is read again after each candidate (A B A B ...), and a candidate is
+    // rejected only when it costs over the bar against both readings beside it: a drift of
+    // the machine between the readings then cannot pass for a cost (a clean clone read 500 at
+    // 7.7% against one reading before it, where five runs of the same test read 0.1-1.2%).
+    let mut before = here.clone();
+    for c in fitting {
+        let Some(p) = t.point(&format!("{knob}={c}"), &base.with(knob, &c.to_string())) else { break };
+        // A candidate that failed costs everything whatever never recycling reads beside it.
+        let after = if p.ok() {
+            let Some(after) = t.point(&format!("{knob}=0 after {c}"), never) else { break };
+            after.ok().then_some(after)
+        } else {
+            None
+        };
+        let tr = Tried::new(c, p, &before, after.as_ref());
+        let fits = tr.within_the_bar();
+        if let Some(a) = after {
+            before = a;
+        }
+        if fits {
+            chosen = Some(tr);
+            break;
+        }
+        tried.push(tr);
+        // Shorter intervals fork more often: two rejections in a row end the search.
+        if tried.len() >= 2 {
+            break;
+        }
+    }
+    (tried, chosen)
 }
 
 /// One interval tried, with never recycling read before it and (unless that failed or the run

@@ -12,11 +12,16 @@
 //!    smallest of a `container_memory` list that holds it), measured once more at that limit;
 //!    one step up for each trial the OOM killer or the objective refuses.
 
-use super::{Found, Knobs};
 use crate::bench::BenchSpec;
 use crate::bench::spec::Rate;
 use crate::server::container::{CPUS, MEMORY};
-use crate::tune::{Evidence, Objective, Point, Settings, Step, Tuner, Verdict};
+use crate::server::settings::Settings;
+use crate::tune::evidence::Evidence;
+use crate::tune::objective::Objective;
+use crate::tune::point::Point;
+use crate::tune::step::{Step, Verdict};
+use crate::tune::strategies::vocabulary::{Found, Knobs};
+use crate::tune::tuner::Tuner;
 
 /// The CPU sizes tried when the target file lists none (Kubernetes' usual requests).
 const CPU_LADDER: [f64; 12] = [0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0];

@@ -3,8 +3,11 @@
 //! steady state. The cheapest setting (fewest idle workers kept) whose burst p99 stays near
 //! steady state wins.
 
-use super::{Found, Knobs};
-use crate::tune::{Evidence, Settings, Step, Tuner};
+use crate::server::settings::Settings;
+use crate::tune::evidence::Evidence;
+use crate::tune::step::Step;
+use crate::tune::strategies::vocabulary::{Found, Knobs};
+use crate::tune::tuner::Tuner;
 
 const SPARE_KNOBS: [&str; 3] = ["start_workers", "min_spare", "max_spare"];
 /// How long the server idles before the burst (spares above the maximum retire meanwhile).
@@ -31,7 +34,7 @@ pub fn candidates(knobs: &Knobs) -> Vec<Vec<(String, String)>> {
 /// A burst that served under this share of the steady throughput did not absorb the load.
 const SERVED_SHARE: f64 = 0.5;
 
-fn burst_p99(p: &crate::tune::Point) -> f64 {
+fn burst_p99(p: &crate::tune::point::Point) -> f64 {
     p.samples.first().map_or(f64::INFINITY, |s| s.first_byte_p99_ms)
 }
 
@@ -61,9 +64,9 @@ pub fn spares(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         let cost = p.workers_at_start.map_or_else(|| idle_cost(&c), |n| n as u64);
         results.push((cost, settings, p));
     }
-    let served = |p: &crate::tune::Point| p.samples.first().map_or(0.0, |s| s.rps);
+    let served = |p: &crate::tune::point::Point| p.samples.first().map_or(0.0, |s| s.rps);
     let absorbed =
-        |p: &crate::tune::Point| p.ok() && burst_p99(p) <= allowed && served(p) >= steady.rps() * SERVED_SHARE;
+        |p: &crate::tune::point::Point| p.ok() && burst_p99(p) <= allowed && served(p) >= steady.rps() * SERVED_SHARE;
     let good = results.iter().filter(|(_, _, p)| absorbed(p)).min_by_key(|(cost, _, _)| *cost);
     let table: Vec<String> = results
         .iter()
@@ -109,7 +112,7 @@ pub fn spares(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
                 before_value: "steady".into(),
                 after_value: format!("{cost} idle"),
                 adopted: true,
-                verdict: (sets_any && users_starve).then_some(crate::tune::Verdict::Adopted),
+                verdict: (sets_any && users_starve).then_some(crate::tune::step::Verdict::Adopted),
                 effect: None,
                 rounds: 0,
                 before: steady.clone(),

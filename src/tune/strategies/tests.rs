@@ -4,9 +4,17 @@
 use std::time::Duration;
 
 use super::*;
-use crate::tune::point::{MemUse, Sample, Status};
+use crate::server::settings::Settings;
+use crate::tune::objective::Objective;
+use crate::tune::point::{MemUse, Point, Sample};
+use crate::tune::step::Verdict;
 use crate::tune::trial::Load;
-use crate::tune::{Judging, Measure, Objective, Tuner, Verdict};
+use crate::tune::tuner::{Judging, Measure, Observer, Setup, Tuner};
+
+/// A tuner for the throughput objective with the default setup, no journal and no interrupt.
+fn tuner<'a>(m: &'a mut dyn Measure, load: Load, observer: &'a mut dyn Observer) -> Tuner<'a> {
+    Tuner::new(m, load, Objective::Throughput, Setup::default(), observer, Vec::new(), Default::default())
+}
 
 /// A server model: (settings, repeat) -> (rps, p99, worker USS KiB at that repeat).
 struct Model<F: Fn(&Settings, usize) -> (f64, f64, u64)> {
@@ -84,24 +92,9 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
             })
             .collect();
         Point {
-            step: step.into(),
-            settings: settings.clone(),
-            status: Status::Ok,
-            samples,
-            saturation: Vec::new(),
-            config_text: None,
-            seconds: self.pace.as_secs_f64(),
-            noisy: false,
-            warmed: 0,
-            workers_at_start: None,
-            interference: 0.0,
-            remeasured: 0,
-            notes: Vec::new(),
             load_from: vec!["local".into()],
-            placement: None,
-            client_share: None,
-            launches: 1,
             recycles_per_connection: self.per_connection.is_some(),
+            ..Point::measured(step, settings, samples, self.pace.as_secs_f64())
         }
     }
     fn estimate(&self, _load: &Load) -> Duration {
@@ -136,7 +129,7 @@ fn replay(read: &'static [(u64, [f64; 3])]) -> Model<impl Fn(&Settings, usize) -
 /// The workers search over `counts` at the 3% tolerance, with the defaults otherwise.
 fn search_workers<M: Measure>(m: &mut M, counts: &[&str]) -> Found {
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(m, load(), &mut save);
     workers(&mut t, &knobs("workers", counts), &Settings::default(), 0.03)
 }
 
@@ -153,7 +146,7 @@ fn workers_finds_the_knee_of_a_cpu_bound_server_without_the_whole_grid() {
     let counts: Vec<String> = (1..=64).map(|n| n.to_string()).collect();
     let counts: Vec<&str> = counts.iter().map(String::as_str).collect();
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
     assert_eq!(found.recommended.get("workers"), Some("2"), "{:?}", found.evidence);
     assert!(found.evidence[0].why.contains("throughput"), "{}", found.evidence[0].why);
@@ -179,7 +172,7 @@ fn workers_from_the_top_never_measure_the_counts_far_below_a_high_knee() {
     );
     let counts = ["1", "2", "3", "4", "6", "8", "10", "12", "16", "20", "24"];
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
     assert_eq!(found.recommended.get("workers"), Some("12"), "{:?}", found.evidence);
     drop(t);
@@ -301,7 +294,7 @@ fn one_at_a_time_over_the_pool_alone_searches_for_the_knee() {
     let k = knobs("workers", &counts);
     let mut save = |_: &Point| {};
     let mut m = Model::new(io_bound, None);
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = Strategy::OneAtATime.run(&mut t, &k, &crate::tune::baseline::Baseline::default(), 0.03);
     drop(t);
     let e = &found.evidence[0].why;
@@ -335,7 +328,7 @@ fn workers_never_exceed_the_memory_budget() {
         Model::new(|s: &Settings, _| (40.0 * workers_of(s).min(32.0), 30.0, 4096), Some(11_000 + 10 * 4096 + 100));
     let counts = ["1", "2", "4", "8", "10", "16", "32", "64"];
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = workers(&mut t, &knobs("workers", &counts), &Settings::default(), 0.03);
     assert_eq!(found.recommended.get("workers"), Some("10"), "{:?}", found.evidence);
     assert!(found.evidence[0].why.contains("memory sets the limit"), "{}", found.evidence[0].why);
@@ -355,7 +348,7 @@ fn one_at_a_time_adopts_what_helps_and_not_what_does_nothing() {
         vec![("debug".into(), vec!["1".into(), "0".into()]), ("cache".into(), vec!["off".into(), "on".into()])];
     let mut saved = 0;
     let mut save = |_: &Point| saved += 1;
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = one_at_a_time(&mut t, &k, &Settings::default());
     assert_eq!(found.recommended.label(), "debug=1 cache=on");
     // debug's +0.5% is sure (the noise cancels within each round) but under the 2% worth
@@ -387,7 +380,7 @@ fn interleaved_rounds_cancel_drift_that_back_to_back_blocks_read_as_an_effect() 
     );
     let k: Knobs = vec![("backlog".into(), vec!["511".into(), "1024".into()])];
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = one_at_a_time(&mut t, &k, &Settings::default());
     assert_eq!(found.recommended.get("backlog"), Some("511"));
     assert_ne!(found.steps[0].verdict, Some(Verdict::Adopted), "{}", found.steps[0].evidence);
@@ -408,7 +401,7 @@ fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
         None,
     );
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     // Room per worker: (211 MiB - 11000 KiB) / 4 - 5000 KiB fresh, at 100 KiB per request.
     t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
     let k = knobs("max_requests", &["1", "10", "100", "500", "1000", "5000"]);
@@ -431,7 +424,7 @@ fn recycle_reads_never_recycling_on_both_sides_so_a_drift_is_not_a_cost() {
         None,
     );
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
     let found = recycle(&mut t, &knobs("max_requests", &["100", "500"]), &Settings::default());
     // Read against the first three windows alone, 500 cost 10.9% and 100 18.2%: both rejected.
@@ -459,7 +452,7 @@ fn recycle_rejects_a_cost_read_on_both_sides_and_measures_never_between_candidat
         None,
     );
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
     let found = recycle(&mut t, &knobs("max_requests", &["10", "100", "500"]), &Settings::default());
     assert_eq!(found.recommended.get("max_requests"), Some("0"), "{:?}", found.evidence);
@@ -500,7 +493,7 @@ fn recycle_counts_connections_where_the_server_does() {
     );
     m.per_connection = Some(10);
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
     let k = knobs("max_requests", &["5", "50", "100", "500"]);
     let found = recycle(&mut t, &k, &Settings::default());
@@ -520,7 +513,7 @@ fn recycle_counts_connections_where_the_server_does() {
 fn the_time_budget_stops_with_the_best_so_far() {
     let mut m = Model::paced(|s: &Settings, _| (100.0 * workers_of(s), 10.0, 1000), Duration::from_millis(300));
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     // Trials of 300 ms in a 750 ms budget: two fit, a third would end past it.
     t.deadline = Some(std::time::Instant::now() + Duration::from_millis(750));
     let k: Knobs = vec![("workers".into(), vec!["1".into(), "2".into(), "4".into(), "8".into()])];
@@ -546,7 +539,7 @@ fn a_recycle_search_cut_short_claims_no_interval_fails() {
         Duration::from_millis(300),
     );
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     t.deadline = Some(std::time::Instant::now() + Duration::from_millis(450));
     t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
     let k = knobs("max_requests", &["100", "500", "1000"]);
@@ -573,7 +566,7 @@ fn one_at_a_time_crosses_the_memory_budget_with_two_knobs_at_once() {
     let k: Knobs =
         vec![("workers".into(), vec!["1".into(), "4".into()]), ("max_requests".into(), vec!["0".into(), "100".into()])];
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = one_at_a_time(&mut t, &k, &Settings::default());
     assert_eq!(found.recommended.label(), "workers=4 max_requests=100", "{:?}", found.evidence);
     assert_eq!(found.steps[0].verdict, Some(Verdict::NoEffect), "4 big workers do not fit");
@@ -605,7 +598,7 @@ fn the_pool_follows_the_memory_budget_when_recycling_shrinks_the_workers() {
         ("max_requests".into(), ["0", "20", "100", "500"].iter().map(|c| c.to_string()).collect()),
     ];
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = one_at_a_time(&mut t, &k, &Settings::default());
     drop(t);
     assert_eq!(found.recommended.label(), "workers=6 max_requests=100", "{:#?}", found.evidence);
@@ -629,7 +622,7 @@ fn over_the_budget_the_best_value_within_it_is_adopted_and_said_to_meet_it() {
     );
     let k: Knobs = vec![("max_requests".into(), vec!["0".into(), "100".into(), "20".into()])];
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = one_at_a_time(&mut t, &k, &Settings::default().with("workers", "1"));
     assert_eq!(found.recommended.get("max_requests"), Some("100"), "{:?}", found.evidence);
     let why = &found.steps[0].evidence;
@@ -657,7 +650,7 @@ fn the_knee_is_checked_against_the_best_count_in_interleaved_rounds() {
             None,
         );
         let mut save = |_: &Point| {};
-        let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+        let mut t = tuner(&mut m, load(), &mut save);
         let found = workers(&mut t, &knobs("workers", &["1", "2", "4"]), &Settings::default(), 0.03);
         assert_eq!(found.recommended.get("workers"), Some(expect), "{:?}", found.evidence);
         let check = found.steps.last().unwrap();
@@ -691,7 +684,7 @@ fn a_configuration_seen_over_the_budget_at_its_revisit_is_not_recommended() {
         Some(11_000 + 3 * 10_000 + 100),
     );
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let k = vec![
         ("workers".to_string(), vec!["2".to_string(), "3".to_string()]),
         ("mode".to_string(), vec!["a".to_string(), "b".to_string()]),
@@ -715,7 +708,7 @@ fn a_sure_loss_is_worse_not_no_effect_and_its_table_shows_the_challenger() {
     );
     let k: Knobs = vec![("keepalive".into(), vec!["on".into(), "off".into()])];
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = one_at_a_time(&mut t, &k, &Settings::default());
     drop(t);
     assert_eq!(found.recommended.get("keepalive"), Some("on"));
@@ -753,10 +746,10 @@ fn an_interval_wholly_below_zero_is_worse_one_around_zero_no_effect() {
 
 /// Records what each progress line would say is left.
 #[derive(Default)]
-struct Etas(Vec<crate::tune::Eta>);
+struct Etas(Vec<crate::tune::tuner::Eta>);
 
-impl crate::tune::Observer for Etas {
-    fn measuring(&mut self, _step: &str, _elapsed: Duration, left: &crate::tune::Eta) {
+impl crate::tune::tuner::Observer for Etas {
+    fn measuring(&mut self, _step: &str, _elapsed: Duration, left: &crate::tune::tuner::Eta) {
         self.0.push(*left);
     }
 }
@@ -777,8 +770,8 @@ fn the_eta_counts_the_rounds_still_to_come_and_bounds_them() {
         ("quiet".into(), vec!["x".into(), "y".into(), "z".into()]),
     ];
     let mut etas = Etas::default();
-    let judging = crate::tune::Judging::default();
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut etas, Vec::new(), Default::default());
+    let judging = crate::tune::tuner::Judging::default();
+    let mut t = tuner(&mut m, load(), &mut etas);
     t.plan = Strategy::OneAtATime.planned_windows(&k, &Objective::Throughput, &judging, 3);
     let found = one_at_a_time(&mut t, &k, &Settings::default());
     drop(t);
@@ -801,7 +794,7 @@ fn the_eta_counts_the_rounds_still_to_come_and_bounds_them() {
     // Once "noisy" is done, only "quiet"'s 9 windows remain, and the bound says so.
     let after_noisy = &etas.0[6];
     assert_eq!((after_noisy.least_windows, after_noisy.most_windows), (9, 30));
-    let eta = crate::tune::Eta {
+    let eta = crate::tune::tuner::Eta {
         least_windows: 9,
         most_windows: 30,
         least: Duration::from_secs(40),
@@ -889,7 +882,7 @@ impl<M: Measure> Measure for KeptLaunches<M> {
 /// One at a time over backlog 511 -> 1024 on `m`, with the default judging.
 fn tune_backlog<M: Measure>(m: &mut M) -> Found {
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(m, load(), &mut save);
     one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default())
 }
 
@@ -952,7 +945,7 @@ fn timed_load() -> Load {
 fn a_value_far_below_takes_one_window_not_three() {
     let mut m = Model::new(|s: &Settings, _| (100.0 * workers_of(s), 10.0, 1000), None);
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = one_at_a_time(&mut t, &knobs("workers", &["8", "1", "2"]), &Settings::default());
     drop(t);
     // 1 and 2 workers serve an eighth and a quarter of 8's: one window each, against one of 8's.
@@ -1002,7 +995,7 @@ fn a_difference_no_round_can_settle_keeps_the_current_value_even_when_the_other_
         None,
     );
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = one_at_a_time(&mut t, &knobs("workers", &["16", "12"]), &Settings::default());
     drop(t);
     assert_eq!(m.measured.len(), 6, "{:?}", m.measured);
@@ -1020,7 +1013,7 @@ fn a_difference_no_round_can_settle_keeps_the_current_value_even_when_the_other_
         },
         None,
     );
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = one_at_a_time(&mut t, &knobs("workers", &["12", "16"]), &Settings::default());
     assert_eq!(found.steps[0].verdict, Some(Verdict::Cheaper));
     assert_eq!(found.recommended.get("workers"), Some("12"));
@@ -1039,7 +1032,7 @@ fn windows_too_noisy_for_a_verdict_are_lengthened_and_a_real_gain_found() {
     };
     let mut m = SeesTheLoad { inner: Model::new(noisy, None), window_s: &window, tail: None };
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, timed_load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, timed_load(), &mut save);
     let found = one_at_a_time(&mut t, &knobs("workers", &["2", "3"]), &Settings::default());
     drop(t);
     let e = &found.evidence[0].why;
@@ -1055,7 +1048,7 @@ fn windows_too_noisy_for_a_verdict_are_lengthened_and_a_real_gain_found() {
         (1000.0 * (1.0 + scatter * [1.0, -1.0, 0.5, -0.5, 0.8, -0.8][r % 6]), 10.0, 1000)
     };
     let mut m = SeesTheLoad { inner: Model::new(null, None), window_s: &window, tail: None };
-    let mut t = Tuner::new(&mut m, timed_load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, timed_load(), &mut save);
     let found = one_at_a_time(&mut t, &knobs("backlog", &["511", "1024"]), &Settings::default());
     assert_eq!(found.recommended.get("backlog"), Some("511"), "{}", found.evidence[0].why);
 }
@@ -1072,7 +1065,7 @@ fn drift(late: fn(&Settings) -> bool) -> impl Fn(&Settings, usize) -> (f64, f64,
 /// One at a time over `knob`'s `values` in 1 s windows on `m`.
 fn tune_one(m: &mut impl Measure, knob: &str, values: &[&str]) -> Found {
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(m, timed_load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(m, timed_load(), &mut save);
     one_at_a_time(&mut t, &knobs(knob, values), &Settings::default())
 }
 
@@ -1132,7 +1125,7 @@ fn an_estimate_within_the_threshold_keeps_the_current_value_without_longer_windo
     };
     let mut m = Model::new(wobbly, None);
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, timed_load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, timed_load(), &mut save);
     let found = one_at_a_time(&mut t, &knobs("workers", &["16", "12"]), &Settings::default());
     drop(t);
     let e = &found.evidence[0].why;
@@ -1166,7 +1159,7 @@ fn a_few_percent_more_throughput_does_not_buy_a_tail_fifty_times_longer() {
     let mut save = |_: &Point| {};
     for (first, second) in [("off", "on"), ("on", "off")] {
         let mut m = SeesTheLoad { inner: Model::new(rps, None), window_s: &window, tail: Some(tail) };
-        let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+        let mut t = tuner(&mut m, load(), &mut save);
         let found = one_at_a_time(&mut t, &knobs("keepalive", &[first, second]), &Settings::default());
         let e = &found.evidence[0].why;
         assert_eq!(found.recommended.get("keepalive"), Some("off"), "{e}");
@@ -1179,7 +1172,7 @@ fn a_few_percent_more_throughput_does_not_buy_a_tail_fifty_times_longer() {
         // An SLO on p99 is the user's own choice of tail: throughput decides within it.
         let mut m = SeesTheLoad { inner: Model::new(rps, None), window_s: &window, tail: Some(tail) };
         let slo = Objective::ThroughputWithin { p99_ms: 50.0 };
-        let mut t = Tuner::new(&mut m, load(), slo, &mut save, Vec::new(), Default::default());
+        let mut t = Tuner::new(&mut m, load(), slo, Setup::default(), &mut save, Vec::new(), Default::default());
         let found = one_at_a_time(&mut t, &knobs("keepalive", &[first, second]), &Settings::default());
         assert_eq!(found.recommended.get("keepalive"), Some("on"), "{}", found.evidence[0].why);
     }
@@ -1240,7 +1233,7 @@ fn joint_crosses_the_memory_boundary_in_a_quarter_of_the_grid() {
     let k = grid_knobs(&[("workers", &["1", "2", "3", "4", "6", "8"]), ("max_requests", &["0", "20", "100", "500"])]);
     let mut m = recycling_model();
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     t.plan = Strategy::Joint.planned_windows(&k, &Objective::Throughput, &t.judging.clone(), 3);
     let found = Strategy::Joint.run(&mut t, &k, &crate::tune::baseline::Baseline::default(), 0.03);
     drop(t);
@@ -1276,13 +1269,13 @@ fn joint_finds_a_pair_one_at_a_time_cannot_reach_under_an_slo() {
     let slo = Objective::ThroughputWithin { p99_ms: 50.0 };
     let mut m = model();
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), slo, &mut save, Vec::new(), Default::default());
+    let mut t = Tuner::new(&mut m, load(), slo, Setup::default(), &mut save, Vec::new(), Default::default());
     let oat = one_at_a_time(&mut t, &k, &Settings::default());
     drop(t);
     assert_eq!(oat.recommended.label(), "workers=4 keepalive=off", "{:#?}", oat.evidence);
     let mut m = model();
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), slo, &mut save, Vec::new(), Default::default());
+    let mut t = Tuner::new(&mut m, load(), slo, Setup::default(), &mut save, Vec::new(), Default::default());
     let found = Strategy::Joint.run(&mut t, &k, &crate::tune::baseline::Baseline::default(), 0.03);
     drop(t);
     assert_eq!(found.recommended.label(), "workers=8 keepalive=on", "{:#?}", found.evidence);
@@ -1320,7 +1313,7 @@ fn joint_comes_within_5_percent_of_the_best_of_three_knobs() {
         .map(|s| value(s).0)
         .fold(0.0, f64::max);
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = Strategy::Joint.run(&mut t, &k, &crate::tune::baseline::Baseline::default(), 0.03);
     drop(t);
     let got = value(&found.recommended).0;
@@ -1341,7 +1334,7 @@ fn joint_claims_no_gain_where_no_knob_matters() {
     );
     let k = grid_knobs(&[("workers", &["1", "2", "4", "8", "16"]), ("backlog", &["128", "511", "1024", "4096"])]);
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = Strategy::Joint.run(&mut t, &k, &crate::tune::baseline::Baseline::default(), 0.03);
     drop(t);
     assert_eq!(found.recommended.label(), "workers=1 backlog=128", "{:#?}", found.evidence);
@@ -1362,7 +1355,7 @@ fn joint_plans_the_windows_it_takes_and_refuses_what_it_cannot_search() {
     let k = grid_knobs(&[("workers", &["1", "2", "3", "4", "6", "8"]), ("max_requests", &["0", "20", "100", "500"])]);
     let mut m = recycling_model();
     let mut etas = Etas::default();
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut etas, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut etas);
     t.plan = Strategy::Joint.planned_windows(&k, &Objective::Throughput, &t.judging.clone(), 3);
     Strategy::Joint.run(&mut t, &k, &crate::tune::baseline::Baseline::default(), 0.03);
     drop(t);
@@ -1394,7 +1387,7 @@ fn values_far_below_another_stop_and_the_cheapest_sure_gain_is_adopted() {
         None,
     );
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = one_at_a_time(&mut t, &knobs("workers", &["1", "2", "4", "8", "16", "32"]), &Settings::default());
     drop(t);
     let e = &found.evidence[0].why;
@@ -1419,7 +1412,7 @@ fn many_ordered_values_are_searched_coarse_to_fine() {
         None,
     );
     let mut save = |_: &Point| {};
-    let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+    let mut t = tuner(&mut m, load(), &mut save);
     let found = one_at_a_time(&mut t, &knobs("workers", &counts), &Settings::default());
     drop(t);
     let e = &found.evidence[0].why;
@@ -1710,7 +1703,7 @@ fn your_count_among_those_as_good_stays_without_a_verdict() {
     let run = |baseline: &Baseline| {
         let mut m = scattering(past_the_knee, 0.01);
         let mut save = |_: &Point| {};
-        let mut t = Tuner::new(&mut m, load(), Objective::Throughput, &mut save, Vec::new(), Default::default());
+        let mut t = tuner(&mut m, load(), &mut save);
         Strategy::Workers.run(&mut t, &knobs("workers", &KNEE_COUNTS), baseline, 0.03)
     };
     // Your 8 serves as much as the search's 6: no verdict adopts 6, and 8 stays.

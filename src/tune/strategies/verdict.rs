@@ -5,11 +5,14 @@
 
 use std::time::Duration;
 
+use crate::server::settings::Settings;
 use crate::stats::Effect;
 use crate::tune::objective::{Objective, fits};
+use crate::tune::point::Point;
 use crate::tune::point::{Tail, compared_memory, own_pages_read};
+use crate::tune::step::Verdict;
 use crate::tune::trial::Load;
-use crate::tune::{Point, Settings, Tuner, Verdict};
+use crate::tune::tuner::Tuner;
 
 /// A value to try, and the configuration with it.
 #[derive(Clone)]

@@ -9,11 +9,15 @@
 //! 8, 409 at 16); a decline the windows of the counts above the pick show is named. The
 //! memory budget caps the answer, from the workers' USS measured under load.
 
-use super::verdict::{Challenger, effect_text, judge, judge_seeded};
-use super::{Found, Knobs, value};
+use super::verdict::{Challenger, Judgement, effect_text, judge, judge_seeded};
+use crate::server::settings::Settings;
+use crate::tune::evidence::Evidence;
 use crate::tune::point::MemUse;
+use crate::tune::point::Point;
+use crate::tune::step::{Step, Verdict};
+use crate::tune::strategies::vocabulary::{Found, Knobs, value};
 use crate::tune::trial::Load;
-use crate::tune::{Evidence, Point, Settings, Step, Tuner, Verdict};
+use crate::tune::tuner::Tuner;
 
 /// `tolerance`: counts within this share of the best throughput are "as good" (the knee).
 /// Every count meets more clients than the most workers listed, or it could not show its best.
@@ -150,20 +154,8 @@ fn against_current(t: &mut Tuner, sweep: &Sweep, current: u64, pick: u64) -> Opt
             format!("{}, so your {current} stays (a change needs a verdict)", j.verdict.word())
         }
     );
-    Some(Step {
-        knob: "workers".into(),
-        before_value: current.to_string(),
-        after_value: if adopted { pick } else { current }.to_string(),
-        adopted,
-        verdict: Some(j.verdict),
-        effect,
-        rounds: j.rounds,
-        before: j.incumbent.clone(),
-        after: j.chosen.map_or(j.incumbent.clone(), |i| j.challengers[i].point.clone()),
-        candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
-        challenger: (!adopted).then(|| j.lead_index()).flatten(),
-        evidence,
-    })
+    let challenger = (!adopted).then(|| j.lead_index()).flatten();
+    Some(judged_step(&j, current, if adopted { pick } else { current }, adopted, challenger, effect, evidence))
 }
 
 /// The counts listed in [knobs] workers, ascending, each once.
@@ -710,20 +702,8 @@ fn check_the_knee(t: &mut Tuner, sweep: &Sweep, pick: &Pick) -> Option<Step> {
         }
     );
     let chosen = if j.chosen.is_some() { best.0 } else { knee };
-    Some(Step {
-        knob: "workers".into(),
-        before_value: knee.to_string(),
-        after_value: chosen.to_string(),
-        adopted: j.chosen.is_some(),
-        verdict: Some(j.verdict),
-        effect,
-        rounds: j.rounds,
-        before: j.incumbent.clone(),
-        after: j.chosen.map_or(j.incumbent.clone(), |i| j.challengers[i].point.clone()),
-        candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
-        challenger: j.chosen.is_none().then(|| j.lead_index()).flatten(),
-        evidence: check,
-    })
+    let challenger = j.chosen.is_none().then(|| j.lead_index()).flatten();
+    Some(judged_step(&j, knee, chosen, j.chosen.is_some(), challenger, effect, check))
 }
 
 /// A count below the knee within this share of the best (or three knee tolerances, if more)
@@ -1061,4 +1041,31 @@ pub fn knee(measured: &[(u64, Point)], tolerance: f64) -> Option<u64> {
 fn p99_climbs_after(measured: &[(u64, Point)], knee: u64) -> Option<(u64, f64)> {
     let base = measured.iter().find(|(n, _)| *n == knee)?.1.p99();
     measured.iter().filter(|(n, p)| *n > knee && p.ok() && p.p99() > 1.5 * base).map(|(n, p)| (*n, p.p99())).next()
+}
+
+/// The workers step a judgement gives: `before` workers against `after`, its rounds and
+/// points, the chosen challenger's point as `after` (the incumbent's when none was).
+fn judged_step(
+    j: &Judgement,
+    before: impl std::fmt::Display,
+    after: impl std::fmt::Display,
+    adopted: bool,
+    challenger: Option<usize>,
+    effect: Option<crate::stats::Effect>,
+    evidence: String,
+) -> Step {
+    Step {
+        knob: "workers".into(),
+        before_value: before.to_string(),
+        after_value: after.to_string(),
+        adopted,
+        verdict: Some(j.verdict),
+        effect,
+        rounds: j.rounds,
+        before: j.incumbent.clone(),
+        after: j.chosen.map_or(j.incumbent.clone(), |i| j.challengers[i].point.clone()),
+        candidates: j.challengers.iter().map(|c| c.point.clone()).collect(),
+        challenger,
+        evidence,
+    }
 }
