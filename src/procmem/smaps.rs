@@ -190,8 +190,9 @@ mod tests {
         }
         let beside = read(pid).unwrap();
         // The copy's file pages are now divided by four: three quarters of the few dozen KiB
-        // of sleep's own pages that are resident (a clean clone's CI read 231 -> 192 KiB).
-        assert!(beside.pss + 20 < alone.pss, "PSS {} KiB alone, {} beside three copies", alone.pss, beside.pss);
+        // of sleep's own pages that are resident, however many are (a clean clone's CI read
+        // 231 -> 192 KiB, a busy machine 279 -> 261): it drops, by a page at least.
+        assert!(beside.pss + 4 <= alone.pss, "PSS {} KiB alone, {} beside three copies", alone.pss, beside.pss);
         assert_eq!(beside.pss_own, alone.pss_own, "own pages beside three copies of the program");
     }
 

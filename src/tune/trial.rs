@@ -405,22 +405,17 @@ impl Trial {
             };
             let mut sample = measure_window(&*self.server, &measuring, &mut self.largest_pss_kib).map_err(failed)?;
             let (container_notes, killed) = container_notes(&sample.sample);
-            notes.extend(container_notes);
-            // The kernel has judged: no repeat can admit a pool it killed in.
-            if killed {
-                samples.push(sample.sample);
-                break;
-            }
+            notes.extend(container_notes.into_iter().chain(sample.over_budget.map(over_budget_note)));
             // A window measured again comes later in the server's life: a leaking pool has grown
             // meanwhile. Its memory is the one read in the first attempt, at the same moment of the
             // server's life as every other configuration's (others' CPU barely moves memory).
             if let Some(m) = disturbed_memory.take() {
                 sample.sample.memory = m;
             }
-            // Seen over the budget once, the pool can be there again: no longer window, repeat or
-            // re-measurement can admit it, so the trial ends with what settles it.
-            if let Some(after) = sample.over_budget {
-                notes.push(over_budget_note(after));
+            // Killed by the OOM killer, or seen over the budget once: the pool can be there again,
+            // no longer window, repeat or re-measurement can admit it; the trial ends with what
+            // settles it.
+            if killed || sample.over_budget.is_some() {
                 samples.push(sample.sample);
                 break;
             }

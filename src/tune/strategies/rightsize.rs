@@ -147,6 +147,124 @@ impl Tried {
     }
 }
 
+/// The search's state: what it sizes for, the sizes it may try, and every size it measured.
+struct Search {
+    goal: Goal,
+    /// CPU sizes and worker counts, smallest first.
+    cpus: Vec<f64>,
+    workers: Vec<u64>,
+    most_workers: Option<String>,
+    /// The base settings in the budget's memory (or the host's): the CPU and workers trials'.
+    roomy: Settings,
+    tried: Vec<Tried>,
+}
+
+impl Search {
+    /// The roomy settings at `cpus` CPUs and `workers` workers (the base's count when None).
+    fn settings(&self, cpus: f64, workers: Option<&String>) -> Settings {
+        let s = self.roomy.with(CPUS, &trim(cpus));
+        match workers {
+            Some(w) => s.with("workers", w),
+            None => s,
+        }
+    }
+
+    /// Measures `s` as `label`: whether it serves the goal (and fits), and its point; None
+    /// when the run stopped.
+    fn measure(&mut self, t: &mut Tuner, label: String, s: &Settings) -> Option<(bool, Point)> {
+        let p = t.point(&label, s)?;
+        let serves =
+            crate::tune::objective::serves(&p, self.goal.rps, self.goal.p99_ms) && crate::tune::objective::fits(&p);
+        self.tried.push(Tried { label, point: p.clone(), serves });
+        Some((serves, p))
+    }
+
+    /// Measures `cpus` CPUs with the most workers.
+    fn at_cpus(&mut self, t: &mut Tuner, cpus: f64) -> Option<(bool, Point)> {
+        let label = format!("{} CPUs, {} workers", trim(cpus), self.most_workers.clone().unwrap_or_default());
+        let s = self.settings(cpus, self.most_workers.clone().as_ref());
+        self.measure(t, label, &s)
+    }
+
+    /// Step 2: the ladder from the smallest size that covers `need` CPUs, down while a
+    /// smaller size serves, up while it does not. The chosen size's index, and what each
+    /// size showed (the largest served already).
+    fn cpu_ladder(&mut self, t: &mut Tuner, need: Option<f64>) -> (usize, Vec<Option<bool>>) {
+        let n = self.cpus.len();
+        let mut results: Vec<Option<bool>> = vec![None; n];
+        results[n - 1] = Some(true);
+        let mut at = need.map_or(0, |need| self.cpus.iter().position(|&c| c >= need).unwrap_or(n - 1));
+        loop {
+            let serves = match results[at] {
+                Some(s) => s,
+                None => {
+                    let Some((serves, _)) = self.at_cpus(t, self.cpus[at]) else { break };
+                    results[at] = Some(serves);
+                    serves
+                }
+            };
+            let next = if serves { at.checked_sub(1) } else { Some(at + 1).filter(|&i| i < n) };
+            match next {
+                Some(i) if results[i].is_none() => at = i,
+                _ => break,
+            }
+        }
+        let chosen = (0..n).find(|&i| results[i] == Some(true) && (i == 0 || results[i - 1] == Some(false)));
+        (chosen.unwrap_or(n - 1), results)
+    }
+
+    /// Step 3: the fewest workers that still serve at `cpus` (the most when none fewer does).
+    fn fewest_workers(&mut self, t: &mut Tuner, cpus: f64) -> Option<String> {
+        let fewer: Vec<String> = self.workers.iter().rev().skip(1).rev().map(u64::to_string).collect();
+        for w in fewer {
+            if t.stopped.is_some() {
+                break;
+            }
+            let s = self.settings(cpus, Some(&w));
+            let Some((serves, _)) = self.measure(t, format!("{} CPUs, {w} workers", trim(cpus)), &s) else { break };
+            if serves {
+                return Some(w);
+            }
+        }
+        self.most_workers.clone()
+    }
+
+    /// Step 4: the memory limit for `sized`: the charge its trial read, with headroom, rounded
+    /// up (or the smallest of `listed` that holds it), measured; a step up for each refusal.
+    /// The limit confirmed, and the charge it came from.
+    fn memory(&mut self, t: &mut Tuner, sized: &Settings, listed: &[u64]) -> (Option<u64>, Option<u64>) {
+        let at_size = self.tried.iter().rev().find(|r| r.serves && r.point.settings == *sized);
+        let charge = at_size.and_then(|r| r.point.container()).map(|c| c.charge_max_bytes);
+        let mut want = charge.map(|c| round_up((c as f64 * MEMORY_HEADROOM) as u64));
+        for _ in 0..MEMORY_TRIES {
+            let Some(w) = want else { break };
+            let limit = match listed.iter().find(|&&m| m >= w) {
+                Some(&m) => m,
+                None if listed.is_empty() => w,
+                None => break,
+            };
+            if t.stopped.is_some() {
+                break;
+            }
+            let label = format!("{}, {}", label_of(sized), crate::input::format_bytes(limit));
+            let Some((serves, _)) = self.measure(t, label, &sized.with(MEMORY, &crate::input::format_bytes(limit)))
+            else {
+                break;
+            };
+            if serves {
+                return (Some(limit), charge);
+            }
+            want = Some(round_up((limit as f64 * MEMORY_HEADROOM) as u64));
+        }
+        (None, charge)
+    }
+}
+
+/// "0.75 CPUs, 2 workers" of settings.
+fn label_of(s: &Settings) -> String {
+    format!("{} CPUs, {} workers", s.get(CPUS).unwrap_or("-"), s.get("workers").unwrap_or("-"))
+}
+
 /// The smallest container that serves the goal; see the module's header for the search.
 pub fn rightsize(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
@@ -158,188 +276,83 @@ pub fn rightsize(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     // The user's traffic, as an open loop: a closed loop would slow down with the server and
     // hide the queue a small container builds.
     t.load.spec.rate = Some(Rate::PerSecond(goal.rps));
-    let budget_kib = t.budget_kib;
-    let admits =
-        |p: &Point| crate::tune::objective::serves(p, goal.rps, goal.p99_ms) && crate::tune::objective::fits(p);
-    let cpus = cpu_sizes(knobs);
-    let workers = worker_counts(knobs, base);
-    let Some(&largest) = cpus.last() else { return found };
-    let most_workers = workers.last().map(u64::to_string);
-    let with = |s: &Settings, cpus: f64, w: Option<&String>| {
-        let s = s.with(CPUS, &trim(cpus));
-        match w {
-            Some(w) => s.with("workers", w),
-            None => s,
-        }
-    };
     // Without a stated memory, the first trials run in the budget's (else the host's).
-    let roomy = match (base.get(MEMORY), budget_kib) {
-        (Some(_), _) => base.clone(),
+    let roomy = match (base.get(MEMORY), t.budget_kib) {
         (None, Some(kib)) => base.with(MEMORY, &crate::input::format_bytes(kib * 1024)),
-        (None, None) => base.clone(),
+        _ => base.clone(),
     };
-    let mut tried: Vec<Tried> = Vec::new();
-    let measure = |t: &mut Tuner, tried: &mut Vec<Tried>, label: String, s: &Settings| -> Option<(bool, Point)> {
-        let p = t.point(&label, s)?;
-        let serves = admits(&p);
-        tried.push(Tried { label, point: p.clone(), serves });
-        Some((serves, p))
-    };
+    let workers = worker_counts(knobs, base);
+    let most_workers = workers.last().map(u64::to_string);
+    let mut search = Search { goal, cpus: cpu_sizes(knobs), workers, most_workers, roomy, tried: Vec::new() };
+    let Some(&largest) = search.cpus.last() else { return found };
 
     // 1. The largest container, the most workers: the need in CPUs.
-    let top = with(&roomy, largest, most_workers.as_ref());
-    let Some((serves, first)) = measure(
-        t,
-        &mut tried,
-        format!("{} CPUs, {} workers", trim(largest), most_workers.clone().unwrap_or_default()),
-        &top,
-    ) else {
-        return found;
-    };
+    let Some((serves, first)) = search.at_cpus(t, largest) else { return found };
     found.baseline = Some(first.clone());
     if !serves {
-        let lines: Vec<String> = tried.iter().map(Tried::line).collect();
-        found.evidence.push(Evidence::new(
-            CPUS,
-            "-",
-            format!("even the largest container tried does not serve {}: {}", goal.describe(), lines.join("; ")),
-        ));
+        let lines: Vec<String> = search.tried.iter().map(Tried::line).collect();
+        let why = format!("even the largest container tried does not serve {}: {}", goal.describe(), lines.join("; "));
+        found.evidence.push(Evidence::new(CPUS, "-", why));
         return found;
     }
     let per_request_s = first.cpu_per_request_ms().map(|ms| ms / 1000.0);
     let need = per_request_s.map(|s| s * goal.rps);
-
-    // 2. The CPU ladder, from the smallest step that covers the need.
-    let start = need.map_or(0, |n| cpus.iter().position(|&c| c >= n).unwrap_or(cpus.len() - 1));
-    let mut results: Vec<Option<bool>> = vec![None; cpus.len()];
-    results[cpus.len() - 1] = Some(true);
-    let mut at = start;
-    loop {
-        let serves = match results[at] {
-            Some(s) => s,
-            None => {
-                let s = with(&roomy, cpus[at], most_workers.as_ref());
-                let label = format!("{} CPUs, {} workers", trim(cpus[at]), most_workers.clone().unwrap_or_default());
-                let Some((serves, _)) = measure(t, &mut tried, label, &s) else { break };
-                results[at] = Some(serves);
-                serves
-            }
-        };
-        let next = if serves { at.checked_sub(1) } else { Some(at + 1).filter(|&n| n < cpus.len()) };
-        match next {
-            Some(n) if results[n].is_none() => at = n,
-            _ => break,
-        }
-    }
-    let chosen_at = (0..cpus.len()).find(|&i| results[i] == Some(true) && (i == 0 || results[i - 1] == Some(false)));
-    let chosen_at = chosen_at.unwrap_or(cpus.len() - 1);
-    let cpu = cpus[chosen_at];
-
-    // 3. The fewest workers that still serve at that size.
-    let mut chosen_workers = most_workers.clone();
-    for w in workers.iter().rev().skip(1).rev() {
-        if t.stopped.is_some() {
-            break;
-        }
-        let w = w.to_string();
-        let label = format!("{} CPUs, {w} workers", trim(cpu));
-        let Some((serves, _)) = measure(t, &mut tried, label, &with(&roomy, cpu, Some(&w))) else { break };
-        if serves {
-            chosen_workers = Some(w);
-            break;
-        }
-    }
-    let sized = with(&roomy, cpu, chosen_workers.as_ref());
-    let at_size = tried.iter().rev().find(|r| r.serves && r.point.settings == sized).map(|r| r.point.clone());
-
-    // 4. The memory: the charge under this load, with headroom, measured at that limit.
-    let charge = at_size.as_ref().and_then(Point::container).map(|c| c.charge_max_bytes);
+    let (chosen_at, results) = search.cpu_ladder(t, need);
+    let cpu = search.cpus[chosen_at];
+    let workers = search.fewest_workers(t, cpu);
+    let sized = search.settings(cpu, workers.as_ref());
     let listed = memory_sizes(knobs);
-    let mut memory = None;
-    let mut want = charge.map(|c| round_up((c as f64 * MEMORY_HEADROOM) as u64));
-    for _ in 0..MEMORY_TRIES {
-        let Some(w) = want else { break };
-        let limit = match listed.iter().find(|&&m| m >= w) {
-            Some(&m) => m,
-            None if listed.is_empty() => w,
-            None => break,
-        };
-        if t.stopped.is_some() {
-            break;
-        }
-        let s = sized.with(MEMORY, &crate::input::format_bytes(limit));
-        let label = format!(
-            "{} CPUs, {} workers, {}",
-            trim(cpu),
-            chosen_workers.clone().unwrap_or_default(),
-            crate::input::format_bytes(limit)
-        );
-        let Some((serves, _)) = measure(t, &mut tried, label, &s) else { break };
-        if serves {
-            memory = Some(limit);
-            break;
-        }
-        want = Some(round_up((limit as f64 * MEMORY_HEADROOM) as u64));
-    }
+    let (memory, charge) = search.memory(t, &sized, &listed);
 
-    let lines: Vec<String> = tried.iter().map(Tried::line).collect();
     let need_line = match (per_request_s, need) {
         (Some(s), Some(n)) => {
             format!("{:.2} ms of CPU a request x {} req/s = {n:.2} CPUs needed; ", s * 1000.0, trim(goal.rps))
         }
         _ => String::new(),
     };
-    let grid = self::grid(knobs);
+    let lines: Vec<String> = search.tried.iter().map(Tried::line).collect();
     let head = format!(
-        "{need_line}measured {} of the {grid} CPU x workers{} sizes: {}",
-        tried.len(),
+        "{need_line}measured {} of the {} CPU x workers{} sizes: {}",
+        search.tried.len(),
+        grid(knobs),
         if listed.is_empty() { "" } else { " x memory" },
         lines.join("; ")
     );
     let cut_short = t.stopped.is_some();
     let line = |knob: &str, value: String, why: String| Evidence { cut_short, ..Evidence::new(knob, value, why) };
-    let mut recommended = sized.clone();
+    let below = below(&search.cpus, &results, chosen_at);
     found.evidence.push(line(
         CPUS,
         trim(cpu),
-        format!("the smallest CPU size that serves {}{}: {head}", goal.describe(), below(&cpus, &results, chosen_at)),
+        format!("the smallest CPU size that serves {}{below}: {head}", goal.describe()),
     ));
-    if let Some(w) = &chosen_workers {
-        found.evidence.push(line(
-            "workers",
-            w.clone(),
-            format!("the fewest workers of {workers:?} that serve it at {} CPUs", trim(cpu)),
-        ));
+    if let Some(w) = &workers {
+        let why = format!("the fewest workers of {:?} that serve it at {} CPUs", search.workers, trim(cpu));
+        found.evidence.push(line("workers", w.clone(), why));
     }
-    match memory {
+    let recommended = match memory {
         Some(m) => {
-            recommended = recommended.with(MEMORY, &crate::input::format_bytes(m));
-            found.evidence.push(line(
-                MEMORY,
-                crate::input::format_bytes(m),
-                format!(
-                    "the kernel charged {} at most under the load; x{MEMORY_HEADROOM} headroom, rounded up, measured: no OOM kill, the traffic served",
-                    charge.map_or("-".into(), crate::input::format_bytes)
-                ),
-            ));
+            let why = format!(
+                "the kernel charged {} at most under the load; x{MEMORY_HEADROOM} headroom, rounded up, measured: no OOM kill, the traffic served",
+                charge.map_or("-".into(), crate::input::format_bytes)
+            );
+            found.evidence.push(line(MEMORY, crate::input::format_bytes(m), why));
+            sized.with(MEMORY, &crate::input::format_bytes(m))
         }
-        None => found.evidence.push(line(
-            MEMORY,
-            "-".into(),
-            "no memory limit was confirmed (no charge was read, or every limit tried was refused): set it from the charge above, with room".into(),
-        )),
-    }
-    if let Some(after) =
-        tried.iter().rev().find(|r| r.serves && r.point.settings == recommended).map(|r| r.point.clone())
-    {
+        None => {
+            let why = "no memory limit was confirmed (no charge was read, or every limit tried was refused): set it from the charge above, with room";
+            found.evidence.push(line(MEMORY, "-".into(), why.into()));
+            sized
+        }
+    };
+    let after =
+        search.tried.iter().rev().find(|r| r.serves && r.point.settings == recommended).map(|r| r.point.clone());
+    if let Some(after) = after {
+        let memory = memory.map_or(String::new(), |m| format!(", {}", crate::input::format_bytes(m)));
         found.steps.push(Step {
             knob: "container".into(),
             before_value: format!("{} CPUs", trim(largest)),
-            after_value: format!(
-                "{} CPUs{}",
-                trim(cpu),
-                memory.map_or(String::new(), |m| format!(", {}", crate::input::format_bytes(m)))
-            ),
+            after_value: format!("{} CPUs{memory}", trim(cpu)),
             adopted: true,
             // A constraint only the chosen size meets at its cost: the smaller sizes did not serve.
             verdict: Some(Verdict::Adopted),
@@ -347,7 +360,7 @@ pub fn rightsize(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
             rounds: 0,
             before: first,
             after,
-            candidates: tried.iter().map(|r| r.point.clone()).collect(),
+            candidates: search.tried.iter().map(|r| r.point.clone()).collect(),
             challenger: None,
             evidence: head,
         });
