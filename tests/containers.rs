@@ -181,7 +181,13 @@ fn a_leaking_lab_in_a_200mib_container_is_reported_as_oom_killed_not_as_a_crash(
 fn a_half_cpu_quota_throttles_and_caps_the_throughput_at_what_the_quota_buys() {
     let dir = tempfile::tempdir().unwrap();
     // 4 ms of CPU per request in 0.5 CPU: at most 125 requests a second, whatever the workers.
-    let f = lab_target(dir.path(), "workers = 2\ncpu = \"4ms\"", "cpus = 0.5", "connections = 8\nduration = \"3s\"");
+    // Throttled in more than 10% of its periods, a configuration misses the constraint.
+    let f = lab_target(
+        dir.path(),
+        "workers = 2\ncpu = \"4ms\"",
+        "cpus = 0.5\nthrottled = \"10%\"",
+        "connections = 8\nduration = \"3s\"",
+    );
     let run = quick_tune(&f, &[]);
     let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {} {}", run.stdout, run.stderr));
     for p in v["points"].as_array().unwrap() {
@@ -194,8 +200,11 @@ fn a_half_cpu_quota_throttles_and_caps_the_throughput_at_what_the_quota_buys() {
             // quota would have used, but never none.
             assert!(c["throttled_share"].as_f64().unwrap() > 0.1, "{c:#}");
             assert!(c["throttled_s"].as_f64().unwrap() > 0.0, "{c:#}");
+            assert_eq!(c["over_throttle_bound"], true, "{c:#}");
         }
+        assert!(p["notes"].to_string().contains("CPU quota periods, over the 10% its container allows"), "{p:#}");
     }
+    assert!(v["evidence"].to_string().contains("throttled beyond the bound of its container"), "{:#}", v["evidence"]);
 }
 
 #[test]

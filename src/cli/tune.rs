@@ -47,6 +47,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         disturbed: DISTURBED,
         interrupt: interrupt.clone(),
         placement: Some(spec.file.placement.clone()),
+        max_throttled: spec.file.max_throttled,
     };
 
     let header = journal_header(&spec);

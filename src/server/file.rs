@@ -38,6 +38,9 @@ struct RawContainer {
     memory: Option<String>,
     cpus: Option<toml::Value>,
     swap: Option<String>,
+    /// The most a trial may be throttled, as a share of its quota periods ("50%"): beyond it,
+    /// it misses the constraint as a pool over the memory does.
+    throttled: Option<String>,
     /// Where the limits were read (a note for the reader; webtune does not use it).
     #[allow(dead_code)]
     from: Option<String>,
@@ -237,6 +240,8 @@ pub struct TargetFile {
     /// The container's size, as the knobs `server::container` names (the base of every trial:
     /// each runs in a cgroup of this size).
     pub container: Vec<(String, String)>,
+    /// `[container] throttled`: the share of its CPU quota periods a trial may be throttled in.
+    pub max_throttled: Option<f64>,
 }
 
 impl TargetFile {
@@ -319,6 +324,13 @@ impl TargetFile {
             )));
         }
         let container = container_values(&raw.container, &line_of)?;
+        let max_throttled = match &raw.container.throttled {
+            Some(t) => Some(
+                input::share("container throttled", t)
+                    .map_err(|e| InputError(format!("{}: {}", line_of("throttled"), e.0)))?,
+            ),
+            None => None,
+        };
         let memory = match &raw.budget.memory {
             Some(m) => Some(
                 Budget::parse("budget memory", m).map_err(|e| InputError(format!("{}: {}", line_of("memory"), e.0)))?,
@@ -354,6 +366,7 @@ impl TargetFile {
             time: raw.budget.time,
             placement,
             container,
+            max_throttled,
         };
         // Judge the load as `webtune bench` would, now rather than at the first trial.
         if let Err(e) = file.load.against("http://127.0.0.1:1").plan() {

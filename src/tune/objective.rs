@@ -111,20 +111,27 @@ const SERVED_SHARE: f64 = 0.98;
 /// the costliest sample, which in a recycling pool may be one of eight.
 ///
 /// In a container, a window in which the OOM killer killed a process does not fit, whatever
-/// the figures: the kernel has judged.
+/// the figures: the kernel has judged; nor one throttled beyond `[container] throttled`.
 pub fn fits(p: &Point) -> bool {
     let seen = p.samples.iter().filter_map(|s| s.memory.as_ref()).map(|m| m.workers).max().unwrap_or(0);
-    let killed = p.samples.iter().filter_map(|s| s.container.as_ref()).any(|c| c.oom_kills_since_launch > 0);
-    !killed && p.memory().is_none_or(|m| pool_fits(m, pool(&p.settings, p.workers_at_start).max(seen)))
+    let refused = p
+        .samples
+        .iter()
+        .filter_map(|s| s.container.as_ref())
+        .any(|c| c.oom_kills_since_launch > 0 || c.over_throttle_bound);
+    !refused && p.memory().is_none_or(|m| pool_fits(m, pool(&p.settings, p.workers_at_start).max(seen)))
 }
 
 /// Why a point does not fit, for a verdict's words: " (the OOM killer killed in its
-/// container)" or " (its workers do not fit the memory budget)"; empty when it fits.
+/// container)", " (throttled beyond the bound of its container)" or " (its workers do not fit
+/// the memory budget)"; empty when it fits.
 pub fn misfit(p: &Point) -> &'static str {
     if fits(p) {
         ""
     } else if p.samples.iter().filter_map(|s| s.container.as_ref()).any(|c| c.oom_kills_since_launch > 0) {
         " (the OOM killer killed in its container)"
+    } else if p.samples.iter().filter_map(|s| s.container.as_ref()).any(|c| c.over_throttle_bound) {
+        " (throttled beyond the bound of its container)"
     } else {
         " (its workers do not fit the memory budget)"
     }

@@ -61,6 +61,10 @@ pub struct ContainerUse {
     pub throttled_share: Option<f64>,
     /// Time its processes waited, throttled, seconds summed over them.
     pub throttled_s: f64,
+    /// Throttled in more of its periods than `[container] throttled` allows: the
+    /// configuration misses the constraint.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub over_throttle_bound: bool,
     /// CPU time the server's processes used in the window, seconds (0 when unread).
     pub cpu_s: f64,
     /// Workers that fit the memory limit by the charge the kernel cannot reclaim (all of it but
@@ -365,6 +369,7 @@ impl Point {
             oom_kills_since_launch: windows.iter().map(|c| c.oom_kills_since_launch).max().unwrap_or(0),
             throttled_share: windows.iter().filter_map(|c| c.throttled_share).reduce(f64::max),
             throttled_s: windows.iter().map(|c| c.throttled_s).sum(),
+            over_throttle_bound: windows.iter().any(|c| c.over_throttle_bound),
             cpu_s: windows.iter().map(|c| c.cpu_s).sum(),
             workers_fit: windows.iter().filter_map(|c| c.workers_fit).min(),
             ..costliest.clone()

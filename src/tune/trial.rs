@@ -199,6 +199,9 @@ pub struct TrialOptions {
     /// threads are confined to the client's CPUs, and each point records both and the
     /// client's share. None: wherever this process may run, not recorded.
     pub placement: Option<Placement>,
+    /// In a container: the largest share of its CPU quota periods a window may be throttled
+    /// in before the configuration misses the constraint (`[container] throttled`).
+    pub max_throttled: Option<f64>,
 }
 
 /// Runs one trial: a launch, its windows, a stop. Never fails: a server that does not start,
@@ -404,7 +407,7 @@ impl Trial {
                 interrupt: &opts.interrupt,
             };
             let mut sample = measure_window(&*self.server, &measuring, &mut self.largest_pss_kib).map_err(failed)?;
-            let (container_notes, killed) = container_notes(&sample.sample);
+            let (container_notes, killed) = container_notes(&mut sample.sample, opts.max_throttled);
             notes.extend(container_notes.into_iter().chain(sample.over_budget.map(over_budget_note)));
             // A window measured again comes later in the server's life: a leaking pool has grown
             // meanwhile. Its memory is the one read in the first attempt, at the same moment of the
@@ -688,9 +691,22 @@ fn oom_killed(server: &dyn Launched) -> Option<String> {
 /// The notes a window's container figures call for, and whether the OOM killer has killed
 /// in it since the launch. PSS counts a shared page once among its sharers, the kernel charges
 /// it whole to the cgroup that touched it first: where their fits disagree, both are said.
-fn container_notes(sample: &Sample) -> (Vec<String>, bool) {
-    let Some(c) = &sample.container else { return (Vec::new(), false) };
+///
+/// A window throttled in more of its quota periods than `max_throttled` is marked so: the
+/// configuration misses the constraint.
+fn container_notes(sample: &mut Sample, max_throttled: Option<f64>) -> (Vec<String>, bool) {
+    let Some(c) = &mut sample.container else { return (Vec::new(), false) };
     let mut notes = Vec::new();
+    if let (Some(bound), Some(share)) = (max_throttled, c.throttled_share)
+        && share > bound
+    {
+        c.over_throttle_bound = true;
+        notes.push(format!(
+            "throttled in {:.0}% of its CPU quota periods, over the {:.0}% its container allows ([container] throttled)",
+            share * 100.0,
+            bound * 100.0
+        ));
+    }
     if let (Some(charge), Some(pss)) = (c.workers_fit, c.pss_workers_fit)
         && charge < pss
     {
@@ -876,6 +892,7 @@ fn container_use(
         throttled_share: (periods > 0)
             .then(|| after.throttled_periods.saturating_sub(before.throttled_periods) as f64 / periods as f64),
         throttled_s: after.throttled_us.saturating_sub(before.throttled_us) as f64 / 1e6,
+        over_throttle_bound: false,
         cpu_s: after.cpu_us.saturating_sub(before.cpu_us) as f64 / 1e6,
         workers_fit: None,
         pss_workers_fit: None,
