@@ -90,7 +90,7 @@ impl Strategy {
     /// The method this strategy runs on `knobs`: one at a time, or jointly, over the pool size
     /// alone is the workers strategy's search for the knee (`one_at_a_time::pool_alone`; with
     /// one knob nothing moves together, and the joint search measured every count and then
-    /// lengthened its final windows: 2 to 4 times the grid's time on php-fpm, bench/README.md).
+    /// lengthened its final windows: 2 to 4 times the grid's time on php-fpm, bench/README.md and its history in bench/HISTORY.md).
     pub fn method(self, knobs: &Knobs, objective: &Objective) -> Strategy {
         let searches_the_knee = matches!(self, Strategy::OneAtATime | Strategy::Joint);
         if searches_the_knee && one_at_a_time::pool_alone(knobs, objective) { Strategy::Workers } else { self }

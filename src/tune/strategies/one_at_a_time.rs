@@ -165,7 +165,7 @@ fn finer_values(
 /// Throughput against the pool rises then flattens, so the largest count, halving and a
 /// search between two counts (workers.rs) find where it flattens in a fraction of the windows that judging
 /// every count against the current one takes: on gunicorn's 11 counts 10 windows against 22
-/// (bench/README.md). An SLO or a least-memory objective is judged value by value.
+/// (bench/README.md and its history in bench/HISTORY.md). An SLO or a least-memory objective is judged value by value.
 pub fn pool_alone(knobs: &Knobs, objective: &Objective) -> bool {
     let compared: Vec<&(String, Vec<String>)> = knobs.iter().filter(|(_, v)| v.len() > 1).collect();
     *objective == Objective::Throughput
