@@ -905,8 +905,13 @@ fn container_use(
         let room = limit as i64 - c.unreclaimable_bytes() as i64;
         let fit = (m.workers as i64 + room.div_euclid(per_worker)).max(0) as u64;
         c.workers_fit = Some(fit);
-        c.pss_workers_fit = m.workers_fit;
-        m.workers_fit = Some(m.workers_fit.map_or(fit, |pss| pss.min(fit)));
+        // By PSS too, the budget is at most the container's memory (the seeds' arithmetic:
+        // the parent's memory, then one worker's unique memory each).
+        let parent = m.parent_shared_kib + m.parent_uss_kib;
+        let pss_at_limit = (limit / 1024).saturating_sub(parent) / m.worker_uss_max_kib;
+        let pss = m.workers_fit.map_or(pss_at_limit, |f| f.min(pss_at_limit));
+        c.pss_workers_fit = Some(pss);
+        m.workers_fit = Some(pss.min(fit));
     }
     c
 }
