@@ -94,10 +94,11 @@ impl Objective {
     }
 }
 
-/// Whether a point served `rps` requests/s (its median window; an open loop at that rate may
-/// deliver a hair under it, 2% is allowed) with its median p99 at or under `p99_ms`.
+/// Whether a point served `rps` requests/s (its median window, counting what it was still
+/// answering at the end while it kept up: `Point::served_rps`; 2% is allowed) with its median
+/// p99 at or under `p99_ms`.
 pub fn serves(p: &Point, rps: f64, p99_ms: Option<f64>) -> bool {
-    p.ok() && p.median(|s| s.rps) >= rps * SERVED_SHARE && p99_ms.is_none_or(|slo| p.median(|s| s.p99_ms) <= slo)
+    p.ok() && p.served_rps() >= rps * SERVED_SHARE && p99_ms.is_none_or(|slo| p.median(|s| s.p99_ms) <= slo)
 }
 
 /// The share of a rate an open loop at that rate must deliver to count as serving it: its

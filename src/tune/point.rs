@@ -134,6 +134,11 @@ pub struct Sample {
     /// of `succeeded`); None in points stored before they were counted.
     #[serde(default)]
     pub connections: Option<u64>,
+    /// Open loop: requests still being answered when the window ended, when none of the
+    /// window's requests had to wait for a free connection (the server kept up with what was
+    /// offered): served in time, though after the count. None otherwise, or closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answering_at_end: Option<u64>,
     /// The server's CPU time a successful request, ms (the cgroup's count in a container,
     /// else its process trees'): a cost that others' CPU barely moves, where req/s falls with
     /// it. None in points stored before it was measured.
@@ -373,6 +378,18 @@ impl Point {
             cpu_s: windows.iter().map(|c| c.cpu_s).sum(),
             workers_fit: windows.iter().filter_map(|c| c.workers_fit).min(),
             ..costliest.clone()
+        })
+    }
+
+    /// Requests a second it served of an open loop's offer: those answered, and those it was
+    /// still answering at the window's end while it kept up (`Sample::answering_at_end`).
+    pub fn served_rps(&self) -> f64 {
+        self.median(|s| {
+            let window = s.window_s.filter(|&w| w > 0.0);
+            match (s.answering_at_end, window) {
+                (Some(n), Some(w)) => s.rps + n as f64 / w,
+                _ => s.rps,
+            }
         })
     }
 

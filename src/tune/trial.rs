@@ -843,6 +843,10 @@ fn measure_once(server: &dyn Launched, w: &WindowPlan) -> anyhow::Result<Window>
             window_s: Some(report.result.duration_s),
             client_share: interference.map(|i| i.own),
             connections: Some(report.result.connections.opened),
+            answering_at_end: report.result.scheduled.and_then(|_| {
+                let waited = report.result.late.as_ref().map_or(0, |l| l.requests) + report.result.unsent.unwrap_or(0);
+                (waited == 0).then_some(report.result.in_flight_at_end)
+            }),
             server_cpu_ms_per_request: {
                 let cpu_s =
                     container.as_ref().map(|c| c.cpu_s).filter(|&s| s > 0.0).or(interference.map(|i| i.server_s));
