@@ -154,6 +154,13 @@ pub fn size_bytes(name: &str, text: &str) -> Result<u64, InputError> {
     Ok(bytes as u64)
 }
 
+/// A number with at most three decimals and no trailing zeros: "0.5", "2", "0.333" (CPUs,
+/// rates as a user writes them).
+pub fn format_decimal(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// Bytes in the form `size_bytes` reads back: "512MiB", "1.5GiB", "4096B" (the largest unit
 /// that gives at most one decimal without loss beyond it).
 pub fn format_bytes(bytes: u64) -> String {

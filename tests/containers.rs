@@ -92,12 +92,6 @@ fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn alive(pid: u32) -> bool {
-    // A zombie is gone for this purpose: it holds no memory and serves nothing.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| !s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')))
-}
-
 /// Waits until `launch`'s server processes exist, and their cgroup directories.
 fn served_tree(launch: u32) -> (Vec<u32>, (PathBuf, PathBuf)) {
     let mut tree = Vec::new();
@@ -123,7 +117,7 @@ fn a_launch_runs_its_whole_tree_in_a_cgroup_of_the_stated_size_and_removes_it_af
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");
     assert!(!memory.exists() && !cpu.exists(), "left {} {}", memory.display(), cpu.display());
-    assert!(tree.iter().all(|&p| !alive(p)), "left running: {tree:?}");
+    assert!(tree.iter().all(|&p| !crate::support::alive(p as i32)), "left running: {tree:?}");
 }
 
 #[test]
@@ -135,10 +129,12 @@ fn after_a_sigkill_the_next_launch_removes_the_cgroup_and_what_runs_in_it() {
     child.kill().unwrap();
     child.wait().unwrap();
     // Its server outlives it, in its cgroup, until the next launch reaps both.
-    assert!(tree.iter().all(|&p| alive(p)) && memory.exists(), "{tree:?}");
+    assert!(tree.iter().all(|&p| crate::support::alive(p as i32)) && memory.exists(), "{tree:?}");
     let next = webtune_with_limit(&["launch", f.to_str().unwrap(), "--for", "1s"], Duration::from_secs(60));
     assert_eq!(next.code, 0, "{}", next.stderr);
-    wait_until(Duration::from_secs(5), "the old server stopped", || tree.iter().all(|&p| !alive(p)));
+    wait_until(Duration::from_secs(5), "the old server stopped", || {
+        tree.iter().all(|&p| !crate::support::alive(p as i32))
+    });
     assert!(!memory.exists() && !cpu.exists(), "left {} {}", memory.display(), cpu.display());
 }
 
@@ -345,20 +341,12 @@ fn rightsized(target: &Path, rate: &str, slo: &str) -> (f64, String, Value) {
 /// of `cpus` and `memory`.
 fn bench_in_container(target: &Path, cpus: f64, memory: &str, rate: &str) -> (f64, f64) {
     let sets = [format!("container_cpus={cpus}"), format!("container_memory={memory}")];
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_webtune"))
-        .args(["launch", target.to_str().unwrap(), "--for", "60s", "--set", &sets[0], "--set", &sets[1]])
-        .env("WEBTUNE_DB", crate::support::test_db())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut first).unwrap();
-    let url = first.split_whitespace().last().unwrap_or_default().to_string();
+    let (mut child, port) = crate::support::launched_with(target, "60s", &["--set", &sets[0], "--set", &sets[1]]);
+    let url = format!("http://127.0.0.1:{port}/");
     let bench =
         webtune_with_limit(&["bench", "--rate", rate, "-c", "16", "-d", "3s", "--json", &url], Duration::from_secs(60));
     crate::support::stop_child(&mut child, Duration::from_secs(5));
-    let b: Value = serde_json::from_str(&bench.stdout).unwrap_or_else(|e| panic!("{e}: {first} {}", bench.stderr));
+    let b: Value = serde_json::from_str(&bench.stdout).unwrap_or_else(|e| panic!("{e}: {url} {}", bench.stderr));
     (b["result"]["requests_per_s"].as_f64().unwrap(), b["result"]["latency_ms"]["total"]["p99"].as_f64().unwrap())
 }
 

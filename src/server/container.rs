@@ -4,7 +4,7 @@
 //! recommendation gives them as a Kubernetes `resources:` block and `docker run` flags. Being
 //! knobs, they sweep and rightsize like any other (the smallest container that serves).
 
-use crate::input;
+use crate::input::{self, format_decimal};
 use crate::sys::cgroup::Limits;
 
 /// The knobs, in the order the recommendation names them.
@@ -78,7 +78,7 @@ pub fn recommend(values: &[(String, String)]) -> Option<String> {
     if let Some(c) = l.cpus {
         let milli = (c * 1000.0).round() as u64;
         k8s.push(format!("cpu: \"{milli}m\""));
-        docker.push(format!("--cpus {}", trim(c)));
+        docker.push(format!("--cpus {}", format_decimal(c)));
     }
     if let Some(m) = l.memory {
         k8s.push(format!("memory: \"{}\"", kubernetes_quantity(m)));
@@ -92,11 +92,6 @@ pub fn recommend(values: &[(String, String)]) -> Option<String> {
          # container (Docker): docker run {} ...",
         docker.join(" ")
     ))
-}
-
-fn trim(x: f64) -> String {
-    let s = format!("{x:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Bytes as Kubernetes writes them: "512Mi", "1536Mi", "2Gi".

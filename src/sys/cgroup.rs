@@ -69,7 +69,7 @@ impl Limits {
             None => {}
         }
         if let Some(c) = self.cpus {
-            parts.push(format!("{} CPUs", trim_float(c)));
+            parts.push(format!("{} CPUs", crate::input::format_decimal(c)));
         }
         if let Some(s) = &self.cpuset {
             parts.push(format!("cpuset {s}"));
@@ -159,12 +159,6 @@ impl Limits {
     }
 }
 
-/// "1.5", "2", "0.25".
-fn trim_float(x: f64) -> String {
-    let s = format!("{x:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
 /// `leaf` and each of its ancestors down to `root` included, root first. Only `leaf` when it
 /// does not lie under `root`.
 fn ancestry(leaf: &Path, root: &Path) -> Vec<PathBuf> {
@@ -210,6 +204,16 @@ struct Mount {
 }
 
 impl Mount {
+    /// The directory under this mount of the cgroup that `groups` (a /proc/PID/cgroup) puts
+    /// its process in: the line of this mount's controllers, or v2's "0::" line.
+    fn dir_in(&self, groups: &[(String, String, String)]) -> PathBuf {
+        let line = groups.iter().find(|(h, cs, _)| match self.controllers.is_empty() {
+            true => h == "0",
+            false => cs.split(',').any(|c| self.controllers.iter().any(|m| m == c)),
+        });
+        self.dir_of(line.map_or("/", |g| g.2.as_str()))
+    }
+
     /// The directory of cgroup `path` (as /proc/PID/cgroup names it) under this mount.
     fn dir_of(&self, path: &str) -> PathBuf {
         let relative = path.strip_prefix(self.root.as_str()).unwrap_or(path);
@@ -326,8 +330,7 @@ impl Cgroup {
         let mounts = Mounts::read();
         let own = parse_membership(&std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default());
         if let Some(v2) = mounts.v2.as_ref().filter(|_| mounts.v1.iter().all(|m| m.controllers.is_empty())) {
-            let path = own.iter().find(|(h, _, _)| h == "0").map_or("/".to_string(), |g| g.2.clone());
-            return Cgroup::create_v2(&v2.dir_of(&path), &v2.point, &name, limits);
+            return Cgroup::create_v2(&v2.dir_in(&own), &v2.point, &name, limits);
         }
         let mut dirs = Vec::new();
         // cpuacct counts the CPU time: with cpu when mounted together, else a third directory.
@@ -342,11 +345,7 @@ impl Cgroup {
                 .iter()
                 .find(|m| m.controllers.iter().any(|c| c == controller))
                 .ok_or_else(|| format!("no cgroup {controller} controller is mounted"))?;
-            let path = own
-                .iter()
-                .find(|(_, cs, _)| cs.split(',').any(|c| c == controller))
-                .map_or("/".to_string(), |g| g.2.clone());
-            dirs.push(mount.dir_of(&path).join(&name));
+            dirs.push(mount.dir_in(&own).join(&name));
         }
         let mut cgroup = Cgroup { version: Version::V1, dirs, limits: limits.clone(), removed: false };
         for dir in cgroup.dirs.clone() {
@@ -413,11 +412,6 @@ impl Cgroup {
     /// The files a process writes "0" into to join the cgroup (every hierarchy's).
     pub fn procs_files(&self) -> Vec<PathBuf> {
         self.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
-    }
-
-    /// Moves process `pid` (its threads, and the children it forks later) into the cgroup.
-    pub fn add(&self, pid: i32) -> Result<(), String> {
-        self.procs_files().iter().try_for_each(|f| write(f, &pid.to_string()))
     }
 
     /// The processes in it now.
@@ -496,17 +490,10 @@ pub fn dirs_named(name: &str) -> Vec<PathBuf> {
     let own = parse_membership(&std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default());
     let mut candidates = Vec::new();
     if let Some(v2) = &mounts.v2 {
-        let path = own.iter().find(|(h, _, _)| h == "0").map_or("/".to_string(), |g| g.2.clone());
-        candidates.push(v2.dir_of(&path).join(&name));
+        candidates.push(v2.dir_in(&own).join(&name));
         candidates.push(v2.point.join(&name));
     }
-    for m in &mounts.v1 {
-        let path = own
-            .iter()
-            .find(|(_, cs, _)| cs.split(',').any(|c| m.controllers.iter().any(|mc| mc == c)))
-            .map_or("/".to_string(), |g| g.2.clone());
-        candidates.push(m.dir_of(&path).join(&name));
-    }
+    candidates.extend(mounts.v1.iter().map(|m| m.dir_in(&own).join(&name)));
     candidates.sort();
     candidates.dedup();
     candidates.into_iter().filter(|d| d.is_dir()).collect()
@@ -620,7 +607,7 @@ mod tests {
         assert_eq!(parse_limit("536870912\n"), Some(512 << 20));
         assert_eq!(parse_cpu_max("max 100000\n"), None);
         assert_eq!(parse_cpu_max("150000 100000\n"), Some((1.5, Duration::from_millis(100))));
-        assert_eq!(trim_float(0.5), "0.5");
-        assert_eq!(trim_float(2.0), "2");
+        assert_eq!(crate::input::format_decimal(0.5), "0.5");
+        assert_eq!(crate::input::format_decimal(2.0), "2");
     }
 }

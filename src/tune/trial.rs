@@ -481,11 +481,6 @@ impl Trial {
         })
     }
 
-    /// `oom_killed` of this trial's server.
-    fn oom_killed(&self) -> Option<String> {
-        oom_killed(&*self.server)
-    }
-
     /// The point of `w`: the server must still be alive; the saturation its logs wrote
     /// meanwhile and the configuration it read are the evidence.
     pub fn finish(&mut self, step: &str, w: Windows, opts: &TrialOptions) -> Point {
@@ -493,7 +488,7 @@ impl Trial {
             w;
         let seconds = || started.elapsed().as_secs_f64();
         if procmem::select(&Selector::Pid(self.server.master_pid())).is_err() {
-            let cause = match self.oom_killed() {
+            let cause = match oom_killed(&*self.server) {
                 Some(killed) => format!("the server died during the run: {killed}"),
                 None => "the server died during the run".into(),
             };

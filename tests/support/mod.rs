@@ -145,8 +145,14 @@ pub fn webtune_via(wrapper: &[&str], args: &[&str], limit: Duration) -> Run {
 /// `webtune launch TARGET --for FOR` started, its output piped, and the port it said it is
 /// ready on (its first line ends with the URL); stop it with `stop_child`.
 pub fn launched(target: &std::path::Path, for_: &str) -> (std::process::Child, u16) {
+    launched_with(target, for_, &[])
+}
+
+/// `launched`, with `extra` arguments after `--for FOR` (`--set KNOB=VALUE`...).
+pub fn launched_with(target: &std::path::Path, for_: &str, extra: &[&str]) -> (std::process::Child, u16) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_webtune"))
         .args(["launch", target.to_str().unwrap(), "--for", for_])
+        .args(extra)
         .env("WEBTUNE_DB", test_db())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

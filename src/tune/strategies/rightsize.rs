@@ -14,6 +14,7 @@
 
 use crate::bench::BenchSpec;
 use crate::bench::spec::Rate;
+use crate::input::format_decimal;
 use crate::server::container::{CPUS, MEMORY};
 use crate::server::settings::Settings;
 use crate::tune::evidence::Evidence;
@@ -43,15 +44,10 @@ struct Goal {
 impl Goal {
     fn describe(self) -> String {
         match self.p99_ms {
-            Some(p99) => format!("{} req/s with p99 <= {p99} ms", trim(self.rps)),
-            None => format!("{} req/s", trim(self.rps)),
+            Some(p99) => format!("{} req/s with p99 <= {p99} ms", format_decimal(self.rps)),
+            None => format!("{} req/s", format_decimal(self.rps)),
         }
     }
-}
-
-fn trim(x: f64) -> String {
-    let s = format!("{x:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Why the rightsizing cannot run with this objective and load, in one line.
@@ -162,7 +158,7 @@ struct Search {
 impl Search {
     /// The roomy settings at `cpus` CPUs and `workers` workers (the base's count when None).
     fn settings(&self, cpus: f64, workers: Option<&String>) -> Settings {
-        let s = self.roomy.with(CPUS, &trim(cpus));
+        let s = self.roomy.with(CPUS, &format_decimal(cpus));
         match workers {
             Some(w) => s.with("workers", w),
             None => s,
@@ -181,7 +177,7 @@ impl Search {
 
     /// Measures `cpus` CPUs with the most workers.
     fn at_cpus(&mut self, t: &mut Tuner, cpus: f64) -> Option<(bool, Point)> {
-        let label = format!("{} CPUs, {} workers", trim(cpus), self.most_workers.clone().unwrap_or_default());
+        let label = format!("{} CPUs, {} workers", format_decimal(cpus), self.most_workers.clone().unwrap_or_default());
         let s = self.settings(cpus, self.most_workers.clone().as_ref());
         self.measure(t, label, &s)
     }
@@ -221,7 +217,9 @@ impl Search {
                 break;
             }
             let s = self.settings(cpus, Some(&w));
-            let Some((serves, _)) = self.measure(t, format!("{} CPUs, {w} workers", trim(cpus)), &s) else { break };
+            let Some((serves, _)) = self.measure(t, format!("{} CPUs, {w} workers", format_decimal(cpus)), &s) else {
+                break;
+            };
             if serves {
                 return Some(w);
             }
@@ -306,7 +304,7 @@ pub fn rightsize(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
 
     let need_line = match (per_request_s, need) {
         (Some(s), Some(n)) => {
-            format!("{:.2} ms of CPU a request x {} req/s = {n:.2} CPUs needed; ", s * 1000.0, trim(goal.rps))
+            format!("{:.2} ms of CPU a request x {} req/s = {n:.2} CPUs needed; ", s * 1000.0, format_decimal(goal.rps))
         }
         _ => String::new(),
     };
@@ -323,11 +321,11 @@ pub fn rightsize(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
     let below = below(&search.cpus, &results, chosen_at);
     found.evidence.push(line(
         CPUS,
-        trim(cpu),
+        format_decimal(cpu),
         format!("the smallest CPU size that serves {}{below}: {head}", goal.describe()),
     ));
     if let Some(w) = &workers {
-        let why = format!("the fewest workers of {:?} that serve it at {} CPUs", search.workers, trim(cpu));
+        let why = format!("the fewest workers of {:?} that serve it at {} CPUs", search.workers, format_decimal(cpu));
         found.evidence.push(line("workers", w.clone(), why));
     }
     let recommended = match memory {
@@ -351,8 +349,8 @@ pub fn rightsize(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
         let memory = memory.map_or(String::new(), |m| format!(", {}", crate::input::format_bytes(m)));
         found.steps.push(Step {
             knob: "container".into(),
-            before_value: format!("{} CPUs", trim(largest)),
-            after_value: format!("{} CPUs{memory}", trim(cpu)),
+            before_value: format!("{} CPUs", format_decimal(largest)),
+            after_value: format!("{} CPUs{memory}", format_decimal(cpu)),
             adopted: true,
             // A constraint only the chosen size meets at its cost: the smaller sizes did not serve.
             verdict: Some(Verdict::Adopted),
@@ -373,7 +371,7 @@ pub fn rightsize(t: &mut Tuner, knobs: &Knobs, base: &Settings) -> Found {
 fn below(cpus: &[f64], results: &[Option<bool>], at: usize) -> String {
     match at.checked_sub(1) {
         None => " (the smallest size of the ladder)".into(),
-        Some(b) if results[b] == Some(false) => format!(" ({} CPUs did not)", trim(cpus[b])),
+        Some(b) if results[b] == Some(false) => format!(" ({} CPUs did not)", format_decimal(cpus[b])),
         Some(_) => " (the run stopped before a smaller size was measured)".into(),
     }
 }
