@@ -403,6 +403,11 @@ pub struct TuneArgs {
     #[arg(long = "knee", default_value = "3%")]
     pub knee: String,
 
+    /// workers: recommend at least this share more workers than the knee (spares for bursts;
+    /// within the memory budget, short of counts that serve surely less), e.g. 25%.
+    #[arg(long = "headroom", default_value = "0%")]
+    pub headroom: String,
+
     /// Start from this value of a knob (repeatable), e.g. --set workers=4.
     #[arg(long = "set")]
     pub set: Vec<String>,

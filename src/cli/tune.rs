@@ -21,7 +21,7 @@ use crate::tune::baseline::Baseline;
 use crate::tune::journal::{Header, Journal};
 use crate::tune::kept::Kept;
 use crate::tune::launcher::TargetLauncher;
-use crate::tune::strategies::Knobs;
+use crate::tune::strategies::{KneeRule, Knobs};
 use crate::tune::trial::{self, Launcher, Load, TrialOptions};
 use crate::tune::tuner::Setup;
 use crate::tune::{
@@ -102,8 +102,8 @@ struct TuneSpec {
     file: TargetFile,
     strategy: Strategy,
     objective: Objective,
-    /// The workers strategy's tolerance (a share under 1).
-    knee: f64,
+    /// The workers strategy's tolerance and headroom.
+    knee: KneeRule,
     judging: Judging,
     repeats: usize,
     /// What the user runs: the file's configuration with --set applied, and every swept
@@ -148,6 +148,13 @@ impl TuneSpec {
         if knee >= 1.0 {
             return Err(InputError(format!("--knee: bad share {:?}: expected under 100%, e.g. 3%", a.knee)).into());
         }
+        let headroom = input::share("--headroom", &a.headroom)?;
+        if !(0.0..=10.0).contains(&headroom) {
+            return Err(
+                InputError(format!("--headroom: bad share {:?}: expected 0% to 1000%, e.g. 25%", a.headroom)).into()
+            );
+        }
+        let knee = KneeRule { tolerance: knee, headroom };
         if a.repeats == 0 {
             return Err(InputError("--repeats must be at least 1".into()).into());
         }

@@ -17,7 +17,7 @@ pub use one_at_a_time::one_at_a_time;
 pub use recycle::recycle;
 pub use rightsize::rightsize;
 pub use spares::spares;
-pub use workers::workers;
+pub use workers::{KneeRule, workers};
 
 use super::baseline::{Baseline, guard};
 use super::objective::Objective;
@@ -146,10 +146,10 @@ impl Strategy {
         }
     }
 
-    /// Runs the search from `baseline`; `knee` is the workers strategy's tolerance. Whatever
+    /// Runs the search from `baseline`; `knee` is the workers strategy's rule. Whatever
     /// the strategy found, a knob whose baseline is the user's moves only where a verdict
     /// adopted the new value (`baseline::guard`).
-    pub fn run(self, t: &mut Tuner, knobs: &Knobs, baseline: &Baseline, knee: f64) -> Found {
+    pub fn run(self, t: &mut Tuner, knobs: &Knobs, baseline: &Baseline, knee: KneeRule) -> Found {
         let base = &baseline.settings;
         let method = self.method(knobs, &t.objective);
         let mut found = match self {

@@ -19,13 +19,29 @@ use crate::tune::strategies::vocabulary::{Found, Knobs, value};
 use crate::tune::trial::Load;
 use crate::tune::tuner::Tuner;
 
-/// `tolerance`: counts within this share of the best throughput are "as good" (the knee).
+/// What the user counts as the knee, and the spare workers they ask for past it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KneeRule {
+    /// Counts within this share of the best throughput are "as good" (`--knee`).
+    pub tolerance: f64,
+    /// At least this share more workers than the knee (`--headroom`; 0: none): spares for a
+    /// burst, bought with memory and, past the knee of a CPU-bound pool, contention.
+    pub headroom: f64,
+}
+
+impl KneeRule {
+    /// The knee at `tolerance`, no headroom.
+    pub fn at(tolerance: f64) -> KneeRule {
+        KneeRule { tolerance, headroom: 0.0 }
+    }
+}
+
 /// Every count meets more clients than the most workers listed, or it could not show its best.
-pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) -> Found {
+pub fn workers(t: &mut Tuner, knobs: &Knobs, base: &Settings, rule: KneeRule) -> Found {
     let most = counts(knobs).last().copied().unwrap_or(0);
     let load = Load { tail_counts: false, ..t.load.with_connections(t.load.connections().max(2 * most)) };
     let current = users_count(base);
-    knee_search(t, knobs, base, tolerance, load, current)
+    knee_search(t, knobs, base, rule, load, current)
 }
 
 /// The pool size the user's configuration sets (base settings carry only the user's values).
@@ -37,10 +53,10 @@ fn users_count(base: &Settings) -> Option<u64> {
 /// joint: `Strategy::method`), from `start`, the file's starting point, under the file's own
 /// load (the knee for the clients the user described, not for as many as the largest pool
 /// could serve); the evidence says how the counts were chosen.
-pub fn pool_knee(t: &mut Tuner, knobs: &Knobs, base: &Settings, tolerance: f64) -> Found {
+pub fn pool_knee(t: &mut Tuner, knobs: &Knobs, base: &Settings, rule: KneeRule) -> Found {
     let load = t.load.clone();
     let start = &super::one_at_a_time::starting_point(knobs, base);
-    let mut found = knee_search(t, knobs, start, tolerance, load, users_count(base));
+    let mut found = knee_search(t, knobs, start, rule, load, users_count(base));
     // Where the file's pool stood, when the search measured it: the gain the user gets.
     let current = value(start, "workers");
     let file = match t.points.iter().find(|p| p.ok() && p.settings == *start) {
@@ -62,10 +78,11 @@ fn knee_search(
     t: &mut Tuner,
     knobs: &Knobs,
     base: &Settings,
-    tolerance: f64,
+    rule: KneeRule,
     load: Load,
     current: Option<u64>,
 ) -> Found {
+    let tolerance = rule.tolerance;
     let mut found = Found { baseline: None, steps: Vec::new(), recommended: base.clone(), evidence: Vec::new() };
     let unchanged = |why: &str| Evidence::new("workers", value(base, "workers"), why);
     let Some(mut sweep) = Sweep::of(knobs, base, tolerance, load, t.repeats) else {
@@ -103,6 +120,16 @@ fn knee_search(
             }
             line += &format!("; {}", step.evidence);
             found.steps.push(step);
+        }
+    }
+    if let Some((more, said)) = with_headroom(t, &mut sweep, &pick, chosen, rule) {
+        chosen = more;
+        found.recommended = base.with("workers", &chosen.to_string());
+        line += &said;
+        if let Some(step) = found.steps.first_mut() {
+            step.after_value = chosen.to_string();
+            step.adopted = step.before_value != step.after_value;
+            step.after = sweep.at(chosen).unwrap_or_else(|| step.after.clone());
         }
     }
     // What the user runs now is the baseline: the search's pick replaces it only on a verdict.
@@ -156,6 +183,53 @@ fn against_current(t: &mut Tuner, sweep: &Sweep, current: u64, pick: u64) -> Opt
     );
     let challenger = (!adopted).then(|| j.lead_index()).flatten();
     Some(judged_step(&j, current, if adopted { pick } else { current }, adopted, challenger, effect, evidence))
+}
+
+/// The count `--headroom` asks for over `chosen`: the smallest listed count at least that
+/// share over it, within the memory budget and short of the first count whose windows read
+/// surely less than `chosen`'s (contention past the knee: spares there cost throughput); the
+/// largest such count over `chosen` when none reaches the share. A count not measured yet is
+/// measured first (a recommendation needs its reading). With the evidence's words; None
+/// without headroom, where memory sets the limit, or where no count over `chosen` may be taken.
+fn with_headroom(t: &mut Tuner, sweep: &mut Sweep, pick: &Pick, chosen: u64, rule: KneeRule) -> Option<(u64, String)> {
+    if rule.headroom <= 0.0 || pick.limit != "throughput" {
+        return None;
+    }
+    let wanted = (chosen as f64 * (1.0 + rule.headroom)).ceil() as u64;
+    let fit = pick.fit.as_ref().map_or(u64::MAX, |(f, _)| *f);
+    // Each count measured can only rule itself and those above out: a few launches at most.
+    let (more, contended) = loop {
+        let declines = declines(&sweep.measured, chosen, rule.tolerance).map(|(_, d)| d).unwrap_or_default();
+        let contended = declines.iter().filter(|d| d.sure).map(|d| d.count).min();
+        let allowed: Vec<u64> = sweep
+            .counts
+            .iter()
+            .copied()
+            .filter(|&n| n > chosen && n <= fit && contended.is_none_or(|c| n < c))
+            .collect();
+        let more = allowed.iter().copied().find(|&n| n >= wanted).or(allowed.last().copied())?;
+        if sweep.at(more).is_some() || !sweep.measure(t, more) {
+            break (more, contended);
+        }
+    };
+    sweep.at(more)?;
+    let pct = rule.headroom * 100.0;
+    let mut said = if more >= wanted {
+        format!(
+            "; --headroom {pct}%: {more} workers, the smallest count listed at least {pct}% over the knee's {chosen}"
+        )
+    } else {
+        format!("; --headroom {pct}%: {more} workers, short of {pct}% over the knee's {chosen}")
+    };
+    if more < wanted {
+        said += &match contended {
+            Some(c) if c <= fit => format!(" ({c} workers serve surely less than {chosen}: contention)"),
+            _ if fit < wanted => format!(" ({fit} fit the memory budget)"),
+            _ => " (no larger count is listed)".to_string(),
+        };
+    }
+    said += &format!(", read at {:.1} req/s (spares for a burst, asked for)", sweep.at(more)?.rps());
+    Some((more, said))
 }
 
 /// The counts listed in [knobs] workers, ascending, each once.
@@ -269,9 +343,11 @@ impl<'a> Sweep<'a> {
                 }
             };
             let Some(n) = next else { break };
-            // The readings the launch below is chosen from, read twice first: the knee and the
-            // best (or the count below).
-            if let Some(again) = self.read_once(knee, below) {
+            // The readings the launch between two counts is chosen from, read twice first: the
+            // knee and the best (or the count below). Halving below the smallest count measured
+            // needs no such reading: the count half its size is launched whatever the scatter
+            // (a knee read truly halves on; one read by chance, on a plateau, halves on too).
+            if let Some(again) = below.and_then(|b| self.read_once(knee, Some(b))) {
                 if !self.once_more(t, again) {
                     break;
                 }
