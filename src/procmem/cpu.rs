@@ -76,6 +76,10 @@ pub struct Interference {
     /// what a request costs it, whatever others took meanwhile.
     #[serde(default)]
     pub server_s: f64,
+    /// The machine's idle time (iowait included): near 0, its CPUs were full, and what
+    /// anything on them served was what the CPU time it got could buy.
+    #[serde(default)]
+    pub idle: f64,
 }
 
 /// A window being watched.
@@ -121,6 +125,7 @@ impl CpuWatch {
             steal: (steal as f64 / total).clamp(0.0, 1.0),
             own: own_share.clamp(0.0, 1.0),
             server_s: server as f64 / ticks_per_second(),
+            idle: (total - (busy + steal).min(total as u64) as f64) / total,
         })
     }
 }

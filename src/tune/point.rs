@@ -144,6 +144,11 @@ pub struct Sample {
     /// it. None in points stored before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cpu_ms_per_request: Option<f64>,
+    /// The machine's idle share during the window (0-1): near 0, its CPUs were full (the
+    /// server's work, the client's and others'), and the server served what the CPU time it
+    /// got could buy. None in points stored before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_idle: Option<f64>,
     /// The container's accounting, when the server ran in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<ContainerUse>,

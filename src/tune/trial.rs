@@ -847,6 +847,7 @@ fn measure_once(server: &dyn Launched, w: &WindowPlan) -> anyhow::Result<Window>
                     container.as_ref().map(|c| c.cpu_s).filter(|&s| s > 0.0).or(interference.map(|i| i.server_s));
                 cpu_s.filter(|_| report.result.succeeded > 0).map(|s| s * 1000.0 / report.result.succeeded as f64)
             },
+            cpu_idle: interference.map(|i| i.idle),
             container,
         },
         trend,

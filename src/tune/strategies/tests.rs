@@ -31,7 +31,12 @@ struct Model<F: Fn(&Settings, usize) -> (f64, f64, u64)> {
     per_connection: Option<u64>,
     /// The server's PSS is read: 11 MiB and this many KiB a worker (else none is).
     pss_per_worker: Option<u64>,
+    /// The server's CPU ms a request and the machine's idle share, by settings and window.
+    cpu: Option<CpuOf>,
 }
+
+/// The server's CPU ms a request and the machine's idle share, by settings and window.
+type CpuOf = fn(&Settings, usize) -> (f64, f64);
 
 impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
     /// A model whose trials each take `pace`, with no memory budget.
@@ -45,6 +50,7 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
             pace,
             per_connection: None,
             pss_per_worker: None,
+            cpu: None,
         }
     }
 }
@@ -61,6 +67,7 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
             pace: Duration::ZERO,
             per_connection: None,
             pss_per_worker: None,
+            cpu: None,
         }
     }
 }
@@ -88,7 +95,17 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
                 };
                 let succeeded = (rps * 5.0) as u64;
                 let connections = self.per_connection.map(|n| succeeded.div_ceil(n));
-                Sample { rps, p99_ms: p99, succeeded, memory: Some(memory), connections, ..Sample::default() }
+                let cpu = self.cpu.map(|cpu| cpu(settings, r));
+                Sample {
+                    rps,
+                    p99_ms: p99,
+                    succeeded,
+                    memory: Some(memory),
+                    connections,
+                    server_cpu_ms_per_request: cpu.map(|c| c.0),
+                    cpu_idle: cpu.map(|c| c.1),
+                    ..Sample::default()
+                }
             })
             .collect();
         Point {
@@ -1757,4 +1774,54 @@ fn headroom_asked_for_adds_workers_short_of_the_counts_past_the_knee() {
     let (found, _) = search(flat_past_the_knee, 0.0);
     assert_eq!(found.recommended.get("workers"), Some("6"), "{:?}", found.evidence);
     assert!(!found.evidence[0].why.contains("headroom"), "{}", found.evidence[0].why);
+}
+
+/// A setting that changes nothing, on a CPU-bound server beside a busy loop that takes
+/// between none and half of the CPU it could use, window by window: req/s scatters by about
+/// 20%, its CPU time a request by 1%.
+fn beside_a_hog(idle: f64) -> Model<impl Fn(&Settings, usize) -> (f64, f64, u64)> {
+    let share = |s: &Settings, r: usize| {
+        let salt = if s.get("tokens") == Some("off") { 7 } else { 0 };
+        [1.0, 0.55, 0.8, 0.65, 0.95, 0.5, 0.9, 0.6, 0.75, 0.7, 0.85][(r * 3 + salt) % 11]
+    };
+    let mut m = Model::new(move |s: &Settings, r| (400.0 * share(s, r), 10.0, 3000), None);
+    m.cpu = Some(if idle < 0.1 {
+        |_: &Settings, r| (5.0 * [1.0, 1.01, 0.99][r % 3], 0.02)
+    } else {
+        |_: &Settings, r| (5.0 * [1.0, 1.01, 0.99][r % 3], 0.35)
+    });
+    m
+}
+
+#[test]
+fn where_the_cpus_were_full_a_change_of_nothing_is_judged_by_the_cpu_time_a_request() {
+    // The machine's CPUs full in every window: req/s cannot settle it, the requests a CPU
+    // second served can, within the 2% threshold: no effect, at the least rounds.
+    let mut m = beside_a_hog(0.02);
+    let found = tune_one(&mut m, "tokens", &["on", "off"]);
+    let step = &found.steps[0];
+    assert_eq!((step.verdict, step.adopted, step.rounds), (Some(Verdict::NoEffect), false, 3), "{}", step.evidence);
+    assert!(
+        step.evidence
+            .contains("undecided by throughput; no effect by the requests a second of the server's CPU served"),
+        "{}",
+        step.evidence
+    );
+    assert!(
+        step.evidence
+            .contains("(the machine's CPUs full in every window of both: each served what its CPU time bought)"),
+        "{}",
+        step.evidence
+    );
+    assert_eq!(found.recommended.get("tokens"), Some("on"));
+    // A third of the machine idle: the server was not held by the CPU, and its CPU time a
+    // request says nothing of what it could serve: req/s alone, which no number of rounds
+    // could settle.
+    let mut m = beside_a_hog(0.35);
+    let found = tune_one(&mut m, "tokens", &["on", "off"]);
+    let step = &found.steps[0];
+    assert_eq!(step.verdict, Some(Verdict::Undecided), "{}", step.evidence);
+    assert!(!step.evidence.contains("by the requests a second of the server's CPU"), "{}", step.evidence);
+    assert!(step.evidence.contains("no more rounds could settle it"), "{}", step.evidence);
+    assert_eq!(found.recommended.get("tokens"), Some("on"));
 }

@@ -50,6 +50,10 @@ pub enum Shortcut {
     /// The tails (p99.9 of all their windows' requests) differ by `TAIL_RATIO` or more: the
     /// challenger refused for its own, or adopted for the incumbent's.
     Tail { incumbent: Tail, challenger: Tail },
+    /// Throughput could not settle it, but the machine's CPUs were full in every window of
+    /// both, so each served what its CPU time bought: the requests a second of the server's
+    /// CPU served (`effect`, + is cheaper) settled it as no effect or a loss (`by_cpu`).
+    ByCpu { effect: Effect },
 }
 
 /// What a comparison found.
@@ -170,7 +174,7 @@ pub fn classify(e: &Effect, threshold_pct: f64) -> Verdict {
 /// A window under this share of the incumbent's in the same round is far below anything a
 /// contender's noise explains (windows scattering by +-20% give ratios down to about 0.67);
 /// two under `FAR_BELOW_TWICE` are too. One window settles such a challenger, not three.
-const FAR_BELOW_ONCE: f64 = 0.6;
+pub const FAR_BELOW_ONCE: f64 = 0.6;
 const FAR_BELOW_TWICE: f64 = 0.75;
 
 /// Tails (p99.9) this many times apart, and at least `TAIL_MS` apart, are a different service,
@@ -885,6 +889,9 @@ fn assess(
             if v != Verdict::Undecided {
                 return Assessment { effect, verdict: v, settled: true, shortcut: None };
             }
+            if let Some(by_cpu) = by_cpu(&inc, &ch, confidence, t.judging.threshold_pct) {
+                return by_cpu.with_effect(effect);
+            }
             match projected(&e, inc.len(), t.judging.max_rounds, confidence) {
                 Some(p) if classify(&p, t.judging.threshold_pct) == Verdict::Undecided => Assessment {
                     effect,
@@ -895,6 +902,51 @@ fn assess(
                 _ => open(effect),
             }
         }
+    }
+}
+
+/// The machine's idle share under which its CPUs count as full (`by_cpu`): ticks, the
+/// sampler and short sleeps leave a few percent idle on a machine whose run queue is never
+/// empty.
+const CPU_FULL_IDLE: f64 = 0.1;
+
+/// The verdict the server's CPU time per request gives where throughput's interval could
+/// not: when the machine's CPUs were full in every paired window of both (`CPU_FULL_IDLE`),
+/// each configuration served what the CPU time it got could buy, and others' share of the
+/// CPU, which moves requests per second window by window, barely moves requests per CPU
+/// second. Beside a busy loop on one of two cores, the lab's windows scatter by about 20% in
+/// req/s and a few percent in CPU per request. Only ever no effect (within the threshold)
+/// or a loss (wholly below zero): a gain is adopted by throughput alone, since a server not
+/// bound by its CPU can serve more at the same cost (an I/O-bound pool with more workers).
+fn by_cpu(incumbent: &[Point], challenger: &[Point], confidence: f64, threshold_pct: f64) -> Option<Assessment> {
+    let full = |p: &Point| p.samples.iter().all(|s| s.cpu_idle.is_some_and(|i| i < CPU_FULL_IDLE));
+    if !(incumbent.iter().chain(challenger).all(full)) {
+        return None;
+    }
+    // Requests a second of the server's CPU, a window each.
+    let per_cpu_s = |points: &[Point]| -> Option<Vec<f64>> {
+        points
+            .iter()
+            .flat_map(|p| &p.samples)
+            .map(|s| s.server_cpu_ms_per_request.filter(|&ms| ms > 0.0).map(|ms| 1000.0 / ms))
+            .collect()
+    };
+    let (a, b) = (per_cpu_s(incumbent)?, per_cpu_s(challenger)?);
+    if a.len() != b.len() {
+        return None;
+    }
+    let e = crate::stats::paired_effect(&a, &b, None, confidence)?;
+    let verdict = match classify(&e, threshold_pct) {
+        v @ (Verdict::NoEffect | Verdict::Worse) => v,
+        _ => return None,
+    };
+    Some(Assessment { effect: None, verdict, settled: true, shortcut: Some(Shortcut::ByCpu { effect: e }) })
+}
+
+impl Assessment {
+    /// The same, with throughput's interval as its effect.
+    fn with_effect(self, effect: Option<Effect>) -> Assessment {
+        Assessment { effect, ..self }
     }
 }
 
@@ -1019,6 +1071,11 @@ pub fn judged_text(label: &str, c: &Judged, objective: &Objective, incumbent_adm
             incumbent.max_ms,
             challenger.requests,
             incumbent.requests
+        ),
+        (Some(Shortcut::ByCpu { effect: by_cpu }), _) => format!(
+            "{label} {rps:.1} req/s{effect}, undecided by throughput; {} by the requests a second of the server's CPU served, {} (the machine's CPUs full in every window of both: each served what its CPU time bought)",
+            c.verdict.word(),
+            effect_text(by_cpu)
         ),
         (None, Some(_)) => format!("{label} {rps:.1} req/s{effect} {}", c.verdict.word()),
         (None, None) if objective.admits(&c.point) && !incumbent_admitted => {
