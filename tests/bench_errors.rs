@@ -140,6 +140,10 @@ fn issue_28_a_size_without_a_unit_is_refused_with_the_unit_it_needs() {
             "--memory: size \"512\" has no unit: give one, e.g. 512GiB or 512MiB",
         ),
         (vec!["lab", "--preload", "64"], "--preload: size \"64\" has no unit: give one, e.g. 64GiB or 64MiB"),
+        (
+            vec!["tune", target, "--headroom", "2000%"],
+            "--headroom: bad share \"2000%\": expected a percentage from 0% to 100%, e.g. 20%",
+        ),
     ] {
         assert_eq!(refused(&args), (2, format!("webtune: {says}\n")), "{args:?}");
     }

@@ -404,7 +404,7 @@ pub struct TuneArgs {
     pub knee: String,
 
     /// workers: recommend at least this share more workers than the knee (spares for bursts;
-    /// within the memory budget, short of counts that serve surely less), e.g. 25%.
+    /// within the memory budget, short of counts that serve surely less), 0% to 100%, e.g. 25%.
     #[arg(long = "headroom", default_value = "0%")]
     pub headroom: String,
 

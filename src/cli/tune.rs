@@ -149,11 +149,6 @@ impl TuneSpec {
             return Err(InputError(format!("--knee: bad share {:?}: expected under 100%, e.g. 3%", a.knee)).into());
         }
         let headroom = input::share("--headroom", &a.headroom)?;
-        if !(0.0..=10.0).contains(&headroom) {
-            return Err(
-                InputError(format!("--headroom: bad share {:?}: expected 0% to 1000%, e.g. 25%", a.headroom)).into()
-            );
-        }
         let knee = KneeRule { tolerance: knee, headroom };
         if a.repeats == 0 {
             return Err(InputError("--repeats must be at least 1".into()).into());
