@@ -75,7 +75,7 @@ fn proxy_location(upstream: &str) -> String {
 /// Adds an nginx front to a prepared back end listening on `back_port`: its configuration
 /// (`front-nginx.conf`), its process (started last, stopped first) and its log.
 pub fn add(ctx: &Ctx, values: &[(String, String)], back_port: u16, prepared: &mut Prepared) -> anyhow::Result<()> {
-    let d = ctx.d();
+    let d = ctx.run_dir_text();
     let upstream = format!("{}:{back_port}", bracket(ctx.host));
     let listen = format!("{}:{}", bracket(ctx.host), ctx.port);
     let user = if nix::unistd::geteuid().is_root() { "user root;\n" } else { "" };

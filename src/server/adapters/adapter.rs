@@ -36,7 +36,7 @@ impl Ctx<'_> {
     }
 
     /// The run directory as text, to write into configurations and command lines.
-    pub fn d(&self) -> String {
+    pub fn run_dir_text(&self) -> String {
         self.dir.path.display().to_string()
     }
 }

@@ -201,7 +201,7 @@ impl Adapter for Apache {
                 "apache: app_config sets AllowOverride of the document root itself: drop the AllowOverride knob"
             );
         }
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         let app = ctx.app().map(|a| a.display().to_string());
         let has = |rel: &str| ctx.app().is_some_and(|a| a.join(rel).exists());
         let file_set = ctx.app().and_then(fileset::files);
@@ -379,7 +379,7 @@ impl Adapter for Apache {
 /// The document root: the app's htdocs/ (linked into the run directory when app_config
 /// writes into it), a file set's directory, else a fresh htdocs/ in the run directory.
 fn docroot(ctx: &Ctx, app_config: Option<AppConfig>, file_set: bool) -> anyhow::Result<String> {
-    let d = ctx.d();
+    let d = ctx.run_dir_text();
     let has = |rel: &str| ctx.app().is_some_and(|a| a.join(rel).exists());
     let app = ctx.app().map(|a| a.display().to_string());
     Ok(match (ctx.app().filter(|_| has("htdocs")), app_config) {
@@ -481,7 +481,7 @@ fn prepare_tree(ctx: &Ctx, main: &Path, values: &[(String, String)]) -> anyhow::
     let tree = ApacheTree::read(main).map_err(anyhow::Error::msg)?;
     let settings = tree_settings(&tree, values)?;
     let (knob_ops, _) = tree.knob_ops(&settings);
-    let d = ctx.d();
+    let d = ctx.run_dir_text();
     let copy = ctx.dir.join("conf");
     std::fs::create_dir_all(ctx.dir.join("logs"))?;
     // A CacheRoot moved here: written by the children, who may run as another user.

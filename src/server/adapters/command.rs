@@ -24,7 +24,7 @@ impl Adapter for Command {
         let mut fills = vec![
             ("{host}".to_string(), ctx.host.to_string()),
             ("{port}".to_string(), ctx.port.to_string()),
-            ("{dir}".to_string(), ctx.d()),
+            ("{dir}".to_string(), ctx.run_dir_text()),
             ("{app}".to_string(), ctx.app().map(|a| a.display().to_string()).unwrap_or_default()),
         ];
         fills.extend(values.iter().map(|(k, v)| (format!("{{{k}}}"), v.clone())));

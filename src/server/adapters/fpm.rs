@@ -7,7 +7,7 @@ use crate::server::process::{Spawn, find_program};
 /// webtune's own nginx front for a pool on `sock`: the app directory (or the run
 /// directory's html/) as the root, *.php to the pool. Its process and its configuration.
 pub fn own_front(ctx: &Ctx, values: &[(String, String)], sock: &str) -> anyhow::Result<(Spawn, String)> {
-    let d = ctx.d();
+    let d = ctx.run_dir_text();
     let root = match ctx.app() {
         Some(a) => a.display().to_string(),
         None => format!("{d}/html"),

@@ -133,7 +133,7 @@ impl Adapter for Gunicorn {
         if let Some(a) = app_dir.filter(|_| file.chdir.is_some()) {
             pythonpath.insert(0, a.display().to_string());
         }
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         let wrapper_text = wrapper(config.or(default_config.as_deref()), &d, &pythonpath);
         let wrapper_path = write(ctx.dir, "gunicorn.conf.py", &wrapper_text)?;
         let mut args = vec![

@@ -114,7 +114,7 @@ impl Adapter for Nginx {
         if let Some(main) = ctx.file.config.file() {
             return nginx_tree::prepare(ctx, values, &main.path);
         }
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         let root = ctx.app().map_or_else(|| format!("{d}/html"), |a| a.display().to_string());
         if ctx.app().is_none() {
             std::fs::create_dir_all(format!("{d}/html"))?;
@@ -174,7 +174,7 @@ impl Adapter for Nginx {
 /// A whole nginx.conf in the run directory, with `server_body` in its one server block.
 /// Shared with the php-fpm adapter's front.
 pub fn server_conf(ctx: &Ctx, values: &[(String, String)], server_body: &str) -> anyhow::Result<String> {
-    let d = ctx.d();
+    let d = ctx.run_dir_text();
     let workers = get(values, "workers").unwrap_or("1");
     let user = if nix::unistd::geteuid().is_root() { "user root;\n" } else { "" };
     let backlog = get(values, "backlog").map_or(String::new(), |b| format!(" backlog={b}"));

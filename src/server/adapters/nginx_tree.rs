@@ -729,7 +729,7 @@ impl NginxTree {
             crate::server::file::AdapterName::Nginx => ctx.file.program.as_deref().unwrap_or("nginx"),
             _ => "nginx",
         };
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         let spawn = Spawn::new(
             "nginx",
             program,

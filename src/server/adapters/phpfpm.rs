@@ -117,7 +117,7 @@ impl Adapter for PhpFpm {
         if let Some(main) = ctx.file.config.file() {
             return phpfpm_tree::prepare(ctx, values, &main.path);
         }
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         if ctx.app().is_none() {
             std::fs::create_dir_all(format!("{d}/html"))?;
             write(ctx.dir, "html/index.php", "<?php echo \"webtune php-fpm target\\n\";\n")?;

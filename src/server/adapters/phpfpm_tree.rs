@@ -401,7 +401,7 @@ pub fn check_target(file: &TargetFile) -> Result<(), (&'static str, String)> {
 pub fn prepare(ctx: &Ctx, values: &[(String, String)], main: &Path) -> anyhow::Result<Prepared> {
     let t = FpmTree::read(main).map_err(anyhow::Error::msg)?;
     let pool = t.pool(ctx.file.pool.as_deref()).map_err(anyhow::Error::msg)?;
-    let d = ctx.d();
+    let d = ctx.run_dir_text();
     let sock = format!("{d}/fpm.sock");
     let socket = |p: &str| if p == pool { sock.clone() } else { format!("{d}/fpm-{p}.sock") };
     let knobs = t.knob_edits(&pool, values)?;

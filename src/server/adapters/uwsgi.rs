@@ -68,7 +68,7 @@ impl Adapter for Uwsgi {
         if file.app.is_none() && ini.is_none() {
             anyhow::bail!("uwsgi needs app = a WSGI file, directory or module path (pkg.module:callable)");
         }
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         let mut args = Vec::new();
         // First, so that every option of webtune's after it wins.
         if let Some(i) = ini {
