@@ -5,30 +5,31 @@
 
 use std::path::Path;
 
-use super::adapter::{Adapter, Ctx, Prepared, native_flags, on, seconds, write};
+use super::adapter::{Adapter, Ctx, Prepared, native_flags, write};
 use crate::server::file::App;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
+use crate::server::settings::{Knob, Typed};
 
 /// The gunicorn adapter (sync workers).
 pub struct Gunicorn;
 
-fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
+fn flags(values: &Typed) -> anyhow::Result<Vec<String>> {
     let mut out = Vec::new();
-    for (k, v) in values {
-        match k.as_str() {
-            "workers" => out.extend(["--workers".into(), v.clone()]),
-            "max_requests" => out.extend(["--max-requests".into(), v.clone()]),
-            "backlog" => out.extend(["--backlog".into(), v.clone()]),
-            "keepalive_timeout" => out.extend(["--keep-alive".into(), seconds(v)?.to_string()]),
-            "keepalive" if !on(v) => out.extend(["--keep-alive".into(), "0".into()]),
-            "keepalive" => {}
-            "preload" if on(v) => out.push("--preload".into()),
-            "preload" => {}
-            "start_workers" | "min_spare" | "max_spare" => {
-                anyhow::bail!("gunicorn has a fixed pool: {k} does not apply")
+    for knob in values.knobs() {
+        match knob {
+            Knob::Workers(n) => out.extend(["--workers".into(), n.to_string()]),
+            Knob::MaxRequests(n) => out.extend(["--max-requests".into(), n.to_string()]),
+            Knob::Backlog(n) => out.extend(["--backlog".into(), n.to_string()]),
+            Knob::KeepaliveTimeout(t) => out.extend(["--keep-alive".into(), t.seconds()?.to_string()]),
+            Knob::Keepalive(false) => out.extend(["--keep-alive".into(), "0".into()]),
+            Knob::Keepalive(true) => {}
+            Knob::Preload(true) => out.push("--preload".into()),
+            Knob::Preload(false) => {}
+            Knob::StartWorkers(_) | Knob::MinSpare(_) | Knob::MaxSpare(_) => {
+                anyhow::bail!("gunicorn has a fixed pool: {} does not apply", knob.name())
             }
-            _ => {}
+            Knob::Native(..) => {}
         }
     }
     out.extend(native_flags(values));
@@ -113,7 +114,7 @@ impl Adapter for Gunicorn {
         })
     }
 
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+    fn prepare(&self, ctx: &Ctx, values: &Typed) -> anyhow::Result<Prepared> {
         let file = ctx.file;
         let config = file.config.file().map(|c| c.path.as_path());
         if file.app.is_none() && config.is_none() {
@@ -158,7 +159,7 @@ impl Adapter for Gunicorn {
         })
     }
 
-    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String {
+    fn recommend(&self, file: &TargetFile, values: &Typed) -> String {
         let mut words = vec!["gunicorn".to_string()];
         if let Some(c) = file.config.file() {
             words.extend(["--config".into(), c.written.clone()]);

@@ -8,10 +8,11 @@ use crate::server::backends::{self, Backend, Reach};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use super::adapter::{Ctx, Prepared, bracket, get, natives, on, seconds};
+use super::adapter::{Ctx, Prepared, bracket};
 pub use super::edit::Edit;
 use super::edit::apply;
 use crate::server::process::Spawn;
+use crate::server::settings::{Count, Typed};
 use crate::server::tree::{Edits, UserTree};
 
 /// How deep includes may nest (nginx has no limit but a cycle would never end).
@@ -256,21 +257,20 @@ impl NginxTree {
 
     /// The knobs' edits: `values` on the user's own directives (main, events, http and server
     /// level; a location's own value is the user's choice), else added where nginx reads them.
-    pub fn knob_edits(&self, values: &[(String, String)], site: Option<&str>) -> anyhow::Result<Vec<Edit>> {
+    pub fn knob_edits(&self, values: &Typed, site: Option<&str>) -> anyhow::Result<Vec<Edit>> {
         let mut set: Vec<(String, String)> = Vec::new();
-        if let Some(w) = get(values, "workers") {
+        if let Some(w) = values.workers() {
             set.push(("worker_processes".into(), w.to_string()));
         }
-        let keepalive = get(values, "keepalive").is_none_or(on);
-        match (keepalive, get(values, "keepalive_timeout")) {
+        match (values.keepalive().unwrap_or(true), values.keepalive_timeout()) {
             (false, _) => set.push(("keepalive_timeout".into(), "0".into())),
-            (true, Some(t)) => set.push(("keepalive_timeout".into(), format!("{}s", seconds(t)?))),
+            (true, Some(t)) => set.push(("keepalive_timeout".into(), format!("{}s", t.seconds()?))),
             (true, None) => {}
         }
-        if let Some(n) = get(values, "max_requests") {
+        if let Some(n) = values.max_requests() {
             anyhow::bail!("nginx workers are not recycled (max_requests {n}): drop the knob for nginx");
         }
-        for (k, v) in natives(values) {
+        for (k, v) in values.natives() {
             if k == "access_log" || TEMP_PATHS.contains(&k) || k == "lock_file" {
                 anyhow::bail!(
                     "{k}: with your own configuration, webtune moves this path into its run directory itself"
@@ -299,7 +299,7 @@ impl NginxTree {
                 edits.push(Edit { file, at: pos..pos, text });
             }
         }
-        if let Some(b) = get(values, "backlog") {
+        if let Some(b) = values.backlog() {
             let s = self.loaded_server(site).map_err(|e| anyhow::anyhow!(e))?;
             if let Some(l) = self.children(s, "listen").next() {
                 let mut words: Vec<String> = l.args.iter().map(|a| a.text.clone()).collect();
@@ -752,10 +752,10 @@ impl NginxTree {
 }
 
 /// nginx from the user's tree: the knobs on their directives, the copy started.
-pub fn prepare(ctx: &Ctx, values: &[(String, String)], main: &Path) -> anyhow::Result<Prepared> {
+pub fn prepare(ctx: &Ctx, values: &Typed, main: &Path) -> anyhow::Result<Prepared> {
     let t = NginxTree::read(main).map_err(anyhow::Error::msg)?;
     let knobs = t.knob_edits(values, t.site_for(ctx.file).as_deref())?;
-    let (spawn, config_text) = t.start(ctx, &knobs, get(values, "backlog"), &[])?;
+    let (spawn, config_text) = t.start(ctx, &knobs, values.backlog().map(Count::text), &[])?;
     Ok(Prepared {
         spawns: vec![spawn],
         master: 0,
@@ -770,7 +770,7 @@ pub fn prepare(ctx: &Ctx, values: &[(String, String)], main: &Path) -> anyhow::R
 pub fn diffs(
     file: &crate::server::file::TargetFile,
     main: &Path,
-    values: &[(String, String)],
+    values: &Typed,
 ) -> anyhow::Result<Vec<(String, String)>> {
     let t = NginxTree::read(main).map_err(anyhow::Error::msg)?;
     let knobs = t.knob_edits(values, t.site_for(file).as_deref())?;
@@ -829,7 +829,9 @@ mod tests {
         assert_eq!(t.loaded_server(Some("b.example")).unwrap(), t.servers()[1]);
         assert_eq!(t.loaded_server(None).unwrap(), t.servers()[0]);
         assert!(t.loaded_server(Some("c.example")).unwrap_err().contains("a.example, b.example"));
-        let v = |p: &[(&str, &str)]| p.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
+        let v = |p: &[(&str, &str)]| {
+            Typed::read(&p.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>())
+        };
         let knobs =
             t.knob_edits(&v(&[("workers", "4"), ("keepalive_timeout", "5"), ("sendfile", "on")]), None).unwrap();
         let diff = t.tree.diff(&t.apply(&knobs)).unwrap();

@@ -1,30 +1,31 @@
 //! Starman, the pre-forking PSGI server: --workers, --max-requests, --preload-app. The app is a
 //! .psgi file, whatever its name (or a directory with app.psgi).
 
-use super::adapter::{Adapter, Ctx, Prepared, native_flags, on};
+use super::adapter::{Adapter, Ctx, Prepared, native_flags};
 use crate::server::file::App;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
+use crate::server::settings::{Knob, Typed};
 
 /// The Starman (PSGI) adapter.
 pub struct Starman;
 
-fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
+fn flags(values: &Typed) -> anyhow::Result<Vec<String>> {
     let mut out = Vec::new();
-    for (k, v) in values {
-        match k.as_str() {
-            "workers" => out.extend(["--workers".into(), v.clone()]),
-            "max_requests" => out.extend(["--max-requests".into(), v.clone()]),
-            "backlog" => out.extend(["--backlog".into(), v.clone()]),
-            "keepalive_timeout" => out.extend(["--keepalive-timeout".into(), super::adapter::seconds(v)?.to_string()]),
-            "keepalive" if !on(v) => out.push("--disable-keepalive".into()),
-            "keepalive" => {}
-            "preload" if on(v) => out.push("--preload-app".into()),
-            "preload" => {}
-            "start_workers" | "min_spare" | "max_spare" => {
-                anyhow::bail!("starman has a fixed pool: {k} does not apply")
+    for knob in values.knobs() {
+        match knob {
+            Knob::Workers(n) => out.extend(["--workers".into(), n.to_string()]),
+            Knob::MaxRequests(n) => out.extend(["--max-requests".into(), n.to_string()]),
+            Knob::Backlog(n) => out.extend(["--backlog".into(), n.to_string()]),
+            Knob::KeepaliveTimeout(t) => out.extend(["--keepalive-timeout".into(), t.seconds()?.to_string()]),
+            Knob::Keepalive(false) => out.push("--disable-keepalive".into()),
+            Knob::Keepalive(true) => {}
+            Knob::Preload(true) => out.push("--preload-app".into()),
+            Knob::Preload(false) => {}
+            Knob::StartWorkers(_) | Knob::MinSpare(_) | Knob::MaxSpare(_) => {
+                anyhow::bail!("starman has a fixed pool: {} does not apply", knob.name())
             }
-            _ => {}
+            Knob::Native(..) => {}
         }
     }
     out.extend(native_flags(values));
@@ -63,7 +64,7 @@ impl Adapter for Starman {
         })
     }
 
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+    fn prepare(&self, ctx: &Ctx, values: &Typed) -> anyhow::Result<Prepared> {
         let app = ctx.app().ok_or_else(|| anyhow::anyhow!("starman needs app = a .psgi file or directory"))?;
         let file = if app.is_dir() { app.join("app.psgi") } else { app.to_path_buf() };
         let mut args = vec!["--listen".into(), format!("{}:{}", ctx.host, ctx.port)];
@@ -80,7 +81,7 @@ impl Adapter for Starman {
         })
     }
 
-    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String {
+    fn recommend(&self, file: &TargetFile, values: &Typed) -> String {
         // The app as the user wrote it: any .psgi file, or a directory with app.psgi.
         let app = match &file.app {
             Some(App::Path(p)) if p.path.is_dir() => format!("{}/app.psgi", p.written.trim_end_matches('/')),
