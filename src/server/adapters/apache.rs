@@ -19,12 +19,13 @@
 use std::path::{Component, Path};
 
 use super::adapter::{Adapter, Ctx, Prepared, bracket, write};
-use super::apache_tree::{ApacheTree, MODULES, Placing, STATUS};
+use super::apache_tree::{ApacheTree, MODULES, STATUS};
 use crate::fileset;
 use crate::input::is_on;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
 use crate::server::settings::{Count, Knob, Typed};
+use crate::server::tree::CopyPlace;
 
 /// The Apache httpd adapter (prefork MPM, mod_perl).
 pub struct Apache;
@@ -497,14 +498,15 @@ fn prepare_tree(ctx: &Ctx, main: &Path, values: &Typed) -> anyhow::Result<Prepar
         let (name, value) = h.split_once(':')?;
         name.trim().eq_ignore_ascii_case("host").then(|| value.trim())
     });
-    let placing = Placing {
-        dir: &ctx.dir.path,
-        copy: &copy,
+    let placing = CopyPlace {
+        run_dir: &ctx.dir.path,
+        copy_dir: &copy,
         host: ctx.host,
         load_port: ctx.port,
         site: ctx.file.site.as_deref(),
         host_header,
-        root: nix::unistd::geteuid().is_root(),
+        moved: &[],
+        as_root: nix::unistd::geteuid().is_root(),
     };
     let mut others = Vec::new();
     let placed = tree.place(&placing, &mut || {

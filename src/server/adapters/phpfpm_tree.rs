@@ -278,10 +278,15 @@ impl FpmTree {
 
     /// The run's edits: the global pid and error log into `dir`, every pool's socket moved
     /// (`socket(pool)`) and open to the front, its slow and access logs and PHP's error_log
-    /// into `dir`, users dropped unless root, absolute includes to the copy at `root`. A
+    /// into `run_dir`, users dropped unless root, absolute includes to the copy at `copy_dir`. A
     /// chroot is refused (FILE:LINE).
-    pub fn run_edits(&self, dir: &Path, root: &Path, socket: &dyn Fn(&str) -> String) -> Result<Vec<Edit>, String> {
-        let d = dir.display();
+    pub fn run_edits(
+        &self,
+        run_dir: &Path,
+        copy_dir: &Path,
+        socket: &dyn Fn(&str) -> String,
+    ) -> Result<Vec<Edit>, String> {
+        let d = run_dir.display();
         let is_root = nix::unistd::geteuid().is_root();
         let mut edits = Vec::new();
         let mut global = (false, false);
@@ -295,7 +300,7 @@ impl FpmTree {
                     let p = &Path::new("/usr").join(&s.value);
                     let to = self
                         .tree
-                        .copied(root, p.parent().unwrap_or(Path::new("/")))
+                        .copied(copy_dir, p.parent().unwrap_or(Path::new("/")))
                         .join(p.file_name().unwrap_or_default());
                     edits.push(set(to.display().to_string()));
                 }
