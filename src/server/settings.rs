@@ -227,53 +227,74 @@ impl Typed {
         self.natives().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
 
-    fn find<T>(&self, f: impl Fn(&Knob) -> Option<&T>) -> Option<&T> {
-        self.knobs.iter().find_map(f)
+    /// The knob named `name`, when set.
+    fn knob(&self, name: &str) -> Option<&Knob> {
+        self.knobs.iter().find(|k| k.name() == name)
+    }
+
+    /// The count named `name` (workers, max_requests, the spares, backlog), when set.
+    fn count(&self, name: &str) -> Option<&Count> {
+        match self.knob(name)? {
+            Knob::Workers(c) | Knob::MaxRequests(c) | Knob::StartWorkers(c) => Some(c),
+            Knob::MinSpare(c) | Knob::MaxSpare(c) | Knob::Backlog(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The switch named `name` (keepalive, preload), when set.
+    fn switch(&self, name: &str) -> Option<bool> {
+        match self.knob(name)? {
+            Knob::Keepalive(on) | Knob::Preload(on) => Some(*on),
+            _ => None,
+        }
     }
 
     /// `workers`: the pool's size (processes or, threaded, threads).
     pub fn workers(&self) -> Option<&Count> {
-        self.find(|k| if let Knob::Workers(c) = k { Some(c) } else { None })
+        self.count("workers")
     }
 
     /// `max_requests`: what a worker serves before it is recycled.
     pub fn max_requests(&self) -> Option<&Count> {
-        self.find(|k| if let Knob::MaxRequests(c) = k { Some(c) } else { None })
+        self.count("max_requests")
     }
 
     /// `start_workers`: the workers started at launch.
     pub fn start_workers(&self) -> Option<&Count> {
-        self.find(|k| if let Knob::StartWorkers(c) = k { Some(c) } else { None })
+        self.count("start_workers")
     }
 
     /// `min_spare`: the fewest idle workers kept.
     pub fn min_spare(&self) -> Option<&Count> {
-        self.find(|k| if let Knob::MinSpare(c) = k { Some(c) } else { None })
+        self.count("min_spare")
     }
 
     /// `max_spare`: the most idle workers kept.
     pub fn max_spare(&self) -> Option<&Count> {
-        self.find(|k| if let Knob::MaxSpare(c) = k { Some(c) } else { None })
+        self.count("max_spare")
     }
 
     /// `backlog`: the listen queue.
     pub fn backlog(&self) -> Option<&Count> {
-        self.find(|k| if let Knob::Backlog(c) = k { Some(c) } else { None })
+        self.count("backlog")
     }
 
     /// `keepalive`: whether connections are kept alive.
     pub fn keepalive(&self) -> Option<bool> {
-        self.find(|k| if let Knob::Keepalive(on) = k { Some(on) } else { None }).copied()
+        self.switch("keepalive")
     }
 
     /// `keepalive_timeout`: how long an idle kept-alive connection waits.
     pub fn keepalive_timeout(&self) -> Option<&Timeout> {
-        self.find(|k| if let Knob::KeepaliveTimeout(t) = k { Some(t) } else { None })
+        match self.knob("keepalive_timeout")? {
+            Knob::KeepaliveTimeout(t) => Some(t),
+            _ => None,
+        }
     }
 
     /// `preload`: whether the app is loaded before the fork.
     pub fn preload(&self) -> Option<bool> {
-        self.find(|k| if let Knob::Preload(on) = k { Some(on) } else { None }).copied()
+        self.switch("preload")
     }
 }
 

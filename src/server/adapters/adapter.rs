@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::server::file::{App, TargetFile};
 use crate::server::process::Spawn;
 use crate::server::rundir::RunDir;
-use crate::server::settings::Typed;
+use crate::server::settings::{Knob, Typed};
 
 /// What an adapter gets to prepare a launch.
 pub struct Ctx<'a> {
@@ -172,6 +172,41 @@ pub fn native_flags(values: &Typed) -> Vec<String> {
         }
     }
     out
+}
+
+/// How a pre-forking server with a fixed pool (gunicorn, Starman) spells the canonical knobs
+/// on its command line, beside `--workers`, `--max-requests` and `--backlog`, which both share.
+pub struct PoolFlags {
+    /// The server's name, for errors.
+    pub server: &'static str,
+    /// The keep-alive timeout's flag, in whole seconds.
+    pub keepalive_timeout: &'static str,
+    /// What turns keep-alive off.
+    pub keepalive_off: &'static [&'static str],
+    /// What loads the app before the fork.
+    pub preload: &'static str,
+}
+
+/// The command line of a fixed pool for `values`: the canonical knobs in their order (the
+/// spares refused: the pool does not grow), then the native ones as `--name value`.
+pub fn pool_flags(spelling: &PoolFlags, values: &Typed) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for knob in values.knobs() {
+        match knob {
+            Knob::Workers(n) => out.extend(["--workers".into(), n.to_string()]),
+            Knob::MaxRequests(n) => out.extend(["--max-requests".into(), n.to_string()]),
+            Knob::Backlog(n) => out.extend(["--backlog".into(), n.to_string()]),
+            Knob::KeepaliveTimeout(t) => out.extend([spelling.keepalive_timeout.into(), t.seconds()?.to_string()]),
+            Knob::Keepalive(false) => out.extend(spelling.keepalive_off.iter().map(|s| s.to_string())),
+            Knob::Preload(true) => out.push(spelling.preload.into()),
+            Knob::Keepalive(true) | Knob::Preload(false) | Knob::Native(..) => {}
+            Knob::StartWorkers(_) | Knob::MinSpare(_) | Knob::MaxSpare(_) => {
+                anyhow::bail!("{} has a fixed pool: {} does not apply", spelling.server, knob.name())
+            }
+        }
+    }
+    out.extend(native_flags(values));
+    Ok(out)
 }
 
 /// A host as it goes before `:port` in a configuration: an IPv6 address in brackets.

@@ -5,36 +5,22 @@
 
 use std::path::Path;
 
-use super::adapter::{Adapter, Ctx, Prepared, native_flags, write};
+use super::adapter::{Adapter, Ctx, PoolFlags, Prepared, pool_flags, write};
 use crate::server::file::App;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
-use crate::server::settings::{Knob, Typed};
+use crate::server::settings::Typed;
 
 /// The gunicorn adapter (sync workers).
 pub struct Gunicorn;
 
-fn flags(values: &Typed) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    for knob in values.knobs() {
-        match knob {
-            Knob::Workers(n) => out.extend(["--workers".into(), n.to_string()]),
-            Knob::MaxRequests(n) => out.extend(["--max-requests".into(), n.to_string()]),
-            Knob::Backlog(n) => out.extend(["--backlog".into(), n.to_string()]),
-            Knob::KeepaliveTimeout(t) => out.extend(["--keep-alive".into(), t.seconds()?.to_string()]),
-            Knob::Keepalive(false) => out.extend(["--keep-alive".into(), "0".into()]),
-            Knob::Keepalive(true) => {}
-            Knob::Preload(true) => out.push("--preload".into()),
-            Knob::Preload(false) => {}
-            Knob::StartWorkers(_) | Knob::MinSpare(_) | Knob::MaxSpare(_) => {
-                anyhow::bail!("gunicorn has a fixed pool: {} does not apply", knob.name())
-            }
-            Knob::Native(..) => {}
-        }
-    }
-    out.extend(native_flags(values));
-    Ok(out)
-}
+/// Its spelling of the canonical knobs.
+const FLAGS: PoolFlags = PoolFlags {
+    server: "gunicorn",
+    keepalive_timeout: "--keep-alive",
+    keepalive_off: &["--keep-alive", "0"],
+    preload: "--preload",
+};
 
 /// gunicorn's `module:callable` for a path app: a file's stem, or app.py in a directory.
 fn path_entry(app: &Path) -> String {
@@ -146,7 +132,7 @@ impl Adapter for Gunicorn {
         if let Some(c) = &chdir {
             args.extend(["--chdir".into(), c.display().to_string()]);
         }
-        args.extend(flags(values)?);
+        args.extend(pool_flags(&FLAGS, values)?);
         args.extend(entry(file));
         let spawn = Spawn::new("gunicorn", file.program.as_deref().unwrap_or("gunicorn"), args);
         Ok(Prepared {
@@ -193,7 +179,7 @@ impl Adapter for Gunicorn {
         } else if !pythonpath.is_empty() {
             words.extend(["--pythonpath".into(), pythonpath.join(",")]);
         }
-        words.extend(flags(values).unwrap_or_default());
+        words.extend(pool_flags(&FLAGS, values).unwrap_or_default());
         words.extend(entry(file));
         words.join(" ")
     }

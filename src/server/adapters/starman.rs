@@ -1,36 +1,22 @@
 //! Starman, the pre-forking PSGI server: --workers, --max-requests, --preload-app. The app is a
 //! .psgi file, whatever its name (or a directory with app.psgi).
 
-use super::adapter::{Adapter, Ctx, Prepared, native_flags};
+use super::adapter::{Adapter, Ctx, PoolFlags, Prepared, pool_flags};
 use crate::server::file::App;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
-use crate::server::settings::{Knob, Typed};
+use crate::server::settings::Typed;
 
 /// The Starman (PSGI) adapter.
 pub struct Starman;
 
-fn flags(values: &Typed) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    for knob in values.knobs() {
-        match knob {
-            Knob::Workers(n) => out.extend(["--workers".into(), n.to_string()]),
-            Knob::MaxRequests(n) => out.extend(["--max-requests".into(), n.to_string()]),
-            Knob::Backlog(n) => out.extend(["--backlog".into(), n.to_string()]),
-            Knob::KeepaliveTimeout(t) => out.extend(["--keepalive-timeout".into(), t.seconds()?.to_string()]),
-            Knob::Keepalive(false) => out.push("--disable-keepalive".into()),
-            Knob::Keepalive(true) => {}
-            Knob::Preload(true) => out.push("--preload-app".into()),
-            Knob::Preload(false) => {}
-            Knob::StartWorkers(_) | Knob::MinSpare(_) | Knob::MaxSpare(_) => {
-                anyhow::bail!("starman has a fixed pool: {} does not apply", knob.name())
-            }
-            Knob::Native(..) => {}
-        }
-    }
-    out.extend(native_flags(values));
-    Ok(out)
-}
+/// Its spelling of the canonical knobs.
+const FLAGS: PoolFlags = PoolFlags {
+    server: "starman",
+    keepalive_timeout: "--keepalive-timeout",
+    keepalive_off: &["--disable-keepalive"],
+    preload: "--preload-app",
+};
 
 impl Adapter for Starman {
     fn name(&self) -> &'static str {
@@ -68,7 +54,7 @@ impl Adapter for Starman {
         let app = ctx.app().ok_or_else(|| anyhow::anyhow!("starman needs app = a .psgi file or directory"))?;
         let file = if app.is_dir() { app.join("app.psgi") } else { app.to_path_buf() };
         let mut args = vec!["--listen".into(), format!("{}:{}", ctx.host, ctx.port)];
-        args.extend(flags(values)?);
+        args.extend(pool_flags(&FLAGS, values)?);
         args.push(file.display().to_string());
         let spawn = Spawn::new("starman", ctx.file.program.as_deref().unwrap_or("starman"), args);
         Ok(Prepared {
@@ -89,8 +75,46 @@ impl Adapter for Starman {
             _ => "app.psgi".into(),
         };
         let mut words = vec!["starman".to_string()];
-        words.extend(flags(values).unwrap_or_default());
+        words.extend(pool_flags(&FLAGS, values).unwrap_or_default());
         words.push(app);
         words.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn typed(pairs: &[(&str, &str)]) -> Typed {
+        Typed::read(&pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn the_canonical_knobs_are_flags_in_their_order_and_the_spares_are_refused() {
+        let values = typed(&[
+            ("preload", "on"),
+            ("workers", "4"),
+            ("keepalive", "off"),
+            ("keepalive_timeout", "2s"),
+            ("max_requests", "100"),
+            ("user", "www"),
+        ]);
+        let flags = pool_flags(&FLAGS, &values).unwrap().join(" ");
+        assert_eq!(
+            flags,
+            "--preload-app --workers 4 --disable-keepalive --keepalive-timeout 2 --max-requests 100 --user www"
+        );
+        let gunicorn = PoolFlags {
+            server: "gunicorn",
+            keepalive_timeout: "--keep-alive",
+            keepalive_off: &["--keep-alive", "0"],
+            preload: "--preload",
+        };
+        assert_eq!(
+            pool_flags(&gunicorn, &values).unwrap().join(" "),
+            "--preload --workers 4 --keep-alive 0 --keep-alive 2 --max-requests 100 --user www"
+        );
+        let e = pool_flags(&FLAGS, &typed(&[("min_spare", "1")])).unwrap_err();
+        assert_eq!(e.to_string(), "starman has a fixed pool: min_spare does not apply");
     }
 }
