@@ -187,6 +187,12 @@ impl Typed {
         Typed { knobs: values.iter().map(|(k, v)| Knob::read(k, v)).collect(), given: values.to_vec() }
     }
 
+    /// `pairs` read, for the unit tests that write them as literals.
+    #[cfg(test)]
+    pub fn of(pairs: &[(&str, &str)]) -> Typed {
+        Typed::read(&pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>())
+    }
+
     /// Every knob, typed, in order.
     pub fn knobs(&self) -> &[Knob] {
         &self.knobs
@@ -317,14 +323,13 @@ mod tests {
             let read = Knob::read(knob, "1");
             assert!(!matches!(read, Knob::Native(..)) && read.name() == knob, "{knob}");
         }
-        let pairs = |p: &[(&str, &str)]| p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
-        let t = Typed::read(&pairs(&[
+        let t = Typed::of(&[
             ("workers", "auto"),
             ("keepalive", "yes"),
             ("sendfile", "on"),
             ("keepalive_timeout", "soon"),
             ("backlog", "64"),
-        ]));
+        ]);
         assert_eq!((t.workers().unwrap().number(), t.workers().unwrap().to_string()), (None, "auto".into()));
         assert_eq!(
             t.workers().unwrap().whole("workers").unwrap_err().to_string(),

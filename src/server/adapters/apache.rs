@@ -838,8 +838,7 @@ mod tests {
                 ("keepalive".into(), "on".into())
             ]
         );
-        let values =
-            |w: &str| Typed::read(&[("workers".to_string(), w.to_string()), ("keepalive".into(), "on".into())]);
+        let values = |w: &str| Typed::of(&[("workers", w), ("keepalive", "on")]);
         assert!(Apache.diffs(&file, &values("150")).unwrap().is_empty());
         let diffs = Apache.diffs(&file, &values("300")).unwrap();
         assert_eq!(diffs.len(), 1);
@@ -853,9 +852,7 @@ mod tests {
 
     #[test]
     fn the_recommendation_says_where_the_apps_directives_go() {
-        let values = |place: &str| {
-            Typed::read(&[("app_config".to_string(), place.to_string()), ("PerlSetVar Debug".into(), "0".into())])
-        };
+        let values = |place: &str| Typed::of(&[("app_config", place), ("PerlSetVar Debug", "0")]);
         let file = TargetFile::parse("[target]\nadapter = \"apache\"\n", Path::new("t.toml")).unwrap();
         let server = Apache.recommend(&file, &values("server"));
         assert!(

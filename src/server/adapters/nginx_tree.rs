@@ -845,11 +845,9 @@ mod tests {
         assert_eq!(t.loaded_server(Some("b.example")).unwrap(), t.servers()[1]);
         assert_eq!(t.loaded_server(None).unwrap(), t.servers()[0]);
         assert!(t.loaded_server(Some("c.example")).unwrap_err().contains("a.example, b.example"));
-        let v = |p: &[(&str, &str)]| {
-            Typed::read(&p.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>())
-        };
-        let knobs =
-            t.knob_edits(&v(&[("workers", "4"), ("keepalive_timeout", "5"), ("sendfile", "on")]), None).unwrap();
+        let knobs = t
+            .knob_edits(&Typed::of(&[("workers", "4"), ("keepalive_timeout", "5"), ("sendfile", "on")]), None)
+            .unwrap();
         let diff = t.tree.diff(&t.apply(&knobs)).unwrap();
         assert!(diff.contains("-worker_processes auto;\n+worker_processes 4;\n"), "{diff}");
         assert!(diff.contains(" http {\n+\tkeepalive_timeout 5s;\n"), "{diff}");

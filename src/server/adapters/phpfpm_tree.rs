@@ -476,10 +476,6 @@ fn value_of(rest: &str) -> (String, usize) {
 mod tests {
     use super::*;
 
-    fn v(pairs: &[(&str, &str)]) -> Typed {
-        Typed::read(&pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>())
-    }
-
     #[test]
     fn the_pools_own_lines_change_and_spares_follow_max_children() {
         let dir = tempfile::tempdir().unwrap();
@@ -500,7 +496,7 @@ mod tests {
         assert_eq!(t.pool(None).unwrap(), "www");
         assert!(t.pool(Some("api")).unwrap_err().contains("its pools: www ("));
         assert_eq!(t.listen("www").unwrap(), ["unix:/run/php/php8.2-fpm.sock"]);
-        let edits = t.knob_edits("www", &v(&[("workers", "2"), ("max_requests", "500")])).unwrap();
+        let edits = t.knob_edits("www", &Typed::of(&[("workers", "2"), ("max_requests", "500")])).unwrap();
         let diff = t.tree.diff(&t.apply(&edits)).unwrap();
         assert_eq!(crate::server::tree::changed_files(&diff), ["pool.d/www.conf"]);
         assert!(diff.contains("-pm.max_children = 5\n+pm.max_children = 2\n"), "{diff}");
@@ -509,7 +505,7 @@ mod tests {
             "{diff}"
         );
         assert!(!diff.contains("+pm.start_servers"), "2 is within [1, 2]: {diff}");
-        assert_eq!(t.start_workers("www", &v(&[("workers", "2")])), Some(2));
+        assert_eq!(t.start_workers("www", &Typed::of(&[("workers", "2")])), Some(2));
         assert_eq!(t.current("www")[1], ("workers".into(), "5".into()));
 
         let run = dir.path().join("run");

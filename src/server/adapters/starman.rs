@@ -85,13 +85,9 @@ impl Adapter for Starman {
 mod tests {
     use super::*;
 
-    fn typed(pairs: &[(&str, &str)]) -> Typed {
-        Typed::read(&pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>())
-    }
-
     #[test]
     fn the_canonical_knobs_are_flags_in_their_order_and_the_spares_are_refused() {
-        let values = typed(&[
+        let values = Typed::of(&[
             ("preload", "on"),
             ("workers", "4"),
             ("keepalive", "off"),
@@ -114,7 +110,7 @@ mod tests {
             pool_flags(&gunicorn, &values).unwrap().join(" "),
             "--preload --workers 4 --keep-alive 0 --keep-alive 2 --max-requests 100 --user www"
         );
-        let e = pool_flags(&FLAGS, &typed(&[("min_spare", "1")])).unwrap_err();
+        let e = pool_flags(&FLAGS, &Typed::of(&[("min_spare", "1")])).unwrap_err();
         assert_eq!(e.to_string(), "starman has a fixed pool: min_spare does not apply");
     }
 }
