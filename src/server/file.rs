@@ -292,28 +292,7 @@ impl TargetFile {
             )));
         }
         let config = config(&t, &dir, &line_of, &key_at)?;
-        let with_file = config.file().is_some();
-        for (key, given, adapters) in [
-            ("site", t.site.is_some(), &[AdapterName::Apache, AdapterName::Nginx, AdapterName::PhpFpm][..]),
-            ("pool", t.pool.is_some(), &[AdapterName::PhpFpm][..]),
-            ("front_config", t.front_config.is_some(), &[AdapterName::PhpFpm][..]),
-        ] {
-            if given && (!with_file || !adapters.contains(&t.adapter)) {
-                let names: Vec<&str> = adapters.iter().map(|a| a.name()).collect();
-                return Err(InputError(format!(
-                    "{}: {key} is for {} with config = \"PATH\" (the server's own configuration)",
-                    key_at(key),
-                    names.join(" and ")
-                )));
-            }
-        }
-        let front_config = match &t.front_config {
-            Some(w) => Some(
-                user_path(w, &dir)
-                    .map_err(|e| InputError(format!("{}: front_config {w:?}: {e}", key_at("front_config"))))?,
-            ),
-            None => None,
-        };
+        let front_config = tree_keys(&t, config.file().is_some(), &dir, &key_at)?;
         let knobs = knobs(&raw.knobs, &line_of)?;
         if let Some(p) = &load.path
             && (!p.starts_with('/') || p.starts_with("//"))
@@ -484,6 +463,37 @@ fn host_port(listen: &str) -> Option<(String, u16)> {
     listen
         .rsplit_once(':')
         .and_then(|(h, p)| Some((h.trim_start_matches('[').trim_end_matches(']').to_string(), p.parse::<u16>().ok()?)))
+}
+
+/// The keys that pick parts of the user's own tree (`site`, `pool`, `front_config`), judged:
+/// each only for its adapters and with `config = "PATH"`; the front's configuration found.
+fn tree_keys(
+    t: &RawTarget,
+    with_file: bool,
+    dir: &Path,
+    key_at: &dyn Fn(&str) -> String,
+) -> Result<Option<UserPath>, InputError> {
+    for (key, given, adapters) in [
+        ("site", t.site.is_some(), &[AdapterName::Apache, AdapterName::Nginx, AdapterName::PhpFpm][..]),
+        ("pool", t.pool.is_some(), &[AdapterName::PhpFpm][..]),
+        ("front_config", t.front_config.is_some(), &[AdapterName::PhpFpm][..]),
+    ] {
+        if given && (!with_file || !adapters.contains(&t.adapter)) {
+            let names: Vec<&str> = adapters.iter().map(|a| a.name()).collect();
+            return Err(InputError(format!(
+                "{}: {key} is for {} with config = \"PATH\" (the server's own configuration)",
+                key_at(key),
+                names.join(" and ")
+            )));
+        }
+    }
+    match &t.front_config {
+        Some(w) => Ok(Some(
+            user_path(w, dir)
+                .map_err(|e| InputError(format!("{}: front_config {w:?}: {e}", key_at("front_config"))))?,
+        )),
+        None => Ok(None),
+    }
 }
 
 /// `config`: a table of knob = value, or the path of the server's own configuration file.

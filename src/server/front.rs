@@ -7,8 +7,10 @@
 //! HTTP/1.0 to upstreams), so the back end runs with its own keep-alive off, as the guide
 //! advises.
 
-use super::adapters::adapter::{Ctx, Prepared, bracket, get, on, seconds, write};
+use super::adapters::adapter::{Ctx, Prepared, bracket, write};
 use super::process::Spawn;
+use super::settings::{Typed, get};
+use crate::input::is_on as on;
 
 /// The knob's name.
 pub const KNOB: &str = "front";
@@ -53,11 +55,10 @@ pub fn back_values(values: &[(String, String)]) -> Vec<(String, String)> {
 }
 
 /// The front's http-level directives for the client-facing knobs.
-fn client_directives(values: &[(String, String)]) -> anyhow::Result<String> {
-    let keepalive = get(values, "keepalive").is_none_or(on);
-    Ok(match (keepalive, get(values, "keepalive_timeout")) {
+fn client_directives(values: &Typed) -> anyhow::Result<String> {
+    Ok(match (values.keepalive().unwrap_or(true), values.keepalive_timeout()) {
         (false, _) => "keepalive_timeout 0;".into(),
-        (true, Some(t)) => format!("keepalive_timeout {}s;", seconds(t)?),
+        (true, Some(t)) => format!("keepalive_timeout {}s;", t.seconds()?),
         (true, None) => String::new(),
     })
 }
@@ -74,8 +75,8 @@ fn proxy_location(upstream: &str) -> String {
 
 /// Adds an nginx front to a prepared back end listening on `back_port`: its configuration
 /// (`front-nginx.conf`), its process (started last, stopped first) and its log.
-pub fn add(ctx: &Ctx, values: &[(String, String)], back_port: u16, prepared: &mut Prepared) -> anyhow::Result<()> {
-    let d = ctx.d();
+pub fn add(ctx: &Ctx, values: &Typed, back_port: u16, prepared: &mut Prepared) -> anyhow::Result<()> {
+    let d = ctx.run_dir_text();
     let upstream = format!("{}:{back_port}", bracket(ctx.host));
     let listen = format!("{}:{}", bracket(ctx.host), ctx.port);
     let user = if nix::unistd::geteuid().is_root() { "user root;\n" } else { "" };
@@ -113,7 +114,7 @@ pub fn recommend(values: &[(String, String)]) -> Option<String> {
     if !wanted(values) {
         return None;
     }
-    let client = client_directives(values).unwrap_or_default();
+    let client = client_directives(&Typed::read(values)).unwrap_or_default();
     let client = if client.is_empty() { String::new() } else { format!("\n  {client}") };
     Some(format!(
         "# front: nginx (one worker), the server behind it on a private port with keep-alive off\n\
@@ -136,8 +137,8 @@ mod tests {
         assert_eq!(back_values(&front), v(&[("workers", "4"), ("keepalive", "off")]));
         let none = v(&[("workers", "4"), ("front", "none"), ("keepalive", "on")]);
         assert_eq!(back_values(&none), v(&[("workers", "4"), ("keepalive", "on")]));
-        assert_eq!(client_directives(&front).unwrap(), "keepalive_timeout 5s;");
-        assert_eq!(client_directives(&v(&[("keepalive", "off")])).unwrap(), "keepalive_timeout 0;");
+        assert_eq!(client_directives(&Typed::read(&front)).unwrap(), "keepalive_timeout 5s;");
+        assert_eq!(client_directives(&Typed::read(&v(&[("keepalive", "off")]))).unwrap(), "keepalive_timeout 0;");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 pub use file::TargetFile;
-pub use settings::Settings;
+pub use settings::{Settings, Typed};
 
 use crate::sys::cgroup::{Cgroup, Limits, Usage};
 use adapters::adapter::{Adapter, Ctx, Prepared, Where, bracket};
@@ -117,10 +117,10 @@ impl TargetFile {
     }
 }
 
-/// What the server's own configuration gets of `values`: neither the container's knobs nor
-/// the front's (and, behind a front, its keep-alive off).
-fn server_values(values: &[(String, String)]) -> Vec<(String, String)> {
-    front::back_values(&container::server_values(values))
+/// What the server's own configuration gets of `values`, read once for its adapter: neither
+/// the container's knobs nor the front's (and, behind a front, its keep-alive off).
+fn server_values(values: &[(String, String)]) -> Typed {
+    Typed::read(&front::back_values(&container::server_values(values)))
 }
 
 /// Starts the target with its base configuration plus `overrides`, and waits until it
@@ -161,7 +161,7 @@ pub fn launch_until(file: &TargetFile, overrides: &[(String, String)], stop: &At
     let ctx = Ctx { dir: &dir, host: &file.host, port, file };
     let prepared = adapter.prepare(&Ctx { port: back_port, ..ctx }, &back_values).and_then(|mut p| {
         if with_front {
-            front::add(&ctx, &values, back_port, &mut p)?;
+            front::add(&ctx, &Typed::read(&values), back_port, &mut p)?;
         }
         Ok(p)
     });

@@ -25,6 +25,28 @@ pub const MAX_READ_BYTES: usize = 2 * MAX_BYTES;
 /// The most entries one directory of an include may list: a walk counts them as it reads.
 pub const MAX_ENTRIES: usize = 10 * MAX_FILES;
 
+/// Where a launch runs the copy of a user's tree, and what it serves there: one answer for
+/// both adapters that copy a tree (nginx, Apache).
+pub struct CopyPlace<'a> {
+    /// The run directory (logs, pid files, sockets).
+    pub run_dir: &'a Path,
+    /// Where the copy of the tree is written, inside `run_dir` (Apache's ServerRoot).
+    pub copy_dir: &'a Path,
+    /// The loopback address every listener moves to.
+    pub host: &'a str,
+    /// The port webtune loads: the loaded virtual host's (server block's).
+    pub load_port: u16,
+    /// The virtual host to load: `[target] site` (nginx's pick, site or the load's Host, here).
+    pub site: Option<&'a str>,
+    /// `[load]`'s Host header, which picks a virtual host when one answers to it (Apache's).
+    pub host_header: Option<&'a str>,
+    /// Addresses that moved (`unix:/run/php/php8.2-fpm.sock` -> `unix:RUN/fpm.sock`), which
+    /// the copy's passes follow.
+    pub moved: &'a [(String, String)],
+    /// Whether webtune runs as root: the tree's `user` (User, Group) then stays.
+    pub as_root: bool,
+}
+
 /// One file of the tree as the user has it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TreeFile {

@@ -7,19 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::server::file::{App, TargetFile};
 use crate::server::process::Spawn;
 use crate::server::rundir::RunDir;
-
-/// The knob names every adapter understands, mapped to each server's own.
-pub const CANONICAL: [&str; 9] = [
-    "workers",
-    "max_requests",
-    "start_workers",
-    "min_spare",
-    "max_spare",
-    "keepalive",
-    "keepalive_timeout",
-    "preload",
-    "backlog",
-];
+use crate::server::settings::{Knob, Typed};
 
 /// What an adapter gets to prepare a launch.
 pub struct Ctx<'a> {
@@ -36,7 +24,7 @@ impl Ctx<'_> {
     }
 
     /// The run directory as text, to write into configurations and command lines.
-    pub fn d(&self) -> String {
+    pub fn run_dir_text(&self) -> String {
         self.dir.path.display().to_string()
     }
 }
@@ -81,10 +69,10 @@ pub trait Adapter: Sync {
     fn recycles_per_connection(&self) -> bool {
         false
     }
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared>;
+    fn prepare(&self, ctx: &Ctx, values: &Typed) -> anyhow::Result<Prepared>;
     /// The configuration lines for `values`, in the server's syntax, to paste (a command line
     /// names `file`'s own entry point and configuration file, as the user wrote them).
-    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String;
+    fn recommend(&self, file: &TargetFile, values: &Typed) -> String;
     /// Reads the status page body into counters (busy and idle workers...).
     fn counters(&self, _body: &str) -> Option<serde_json::Value> {
         None
@@ -142,7 +130,7 @@ pub trait Adapter: Sync {
     }
     /// With the user's own configuration tree: the unified diff of their files for `values`,
     /// one per tree it reads (`UserTree::diff`), none when nothing changes.
-    fn diffs(&self, _file: &TargetFile, _values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+    fn diffs(&self, _file: &TargetFile, _values: &Typed) -> anyhow::Result<Vec<(String, String)>> {
         Ok(Vec::new())
     }
     /// With the user's own configuration tree: what it sets now, as knob = value, for the
@@ -158,23 +146,14 @@ pub trait Adapter: Sync {
         Ok(())
     }
     /// How many workers the server starts with these values (launch waits for them).
-    fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
-        get(values, "workers")?.parse().ok()
+    fn expected_workers(&self, values: &Typed) -> Option<usize> {
+        values.workers()?.number()
     }
     /// `expected_workers` for `file`'s target: with the user's own tree, what it sets counts
     /// where the knobs are silent (Apache's StartServers and spares, php-fpm's pm).
-    fn expected_workers_in(&self, _file: &TargetFile, values: &[(String, String)]) -> Option<usize> {
+    fn expected_workers_in(&self, _file: &TargetFile, values: &Typed) -> Option<usize> {
         self.expected_workers(values)
     }
-}
-
-pub use crate::input::is_on as on;
-pub use crate::server::settings::get;
-
-/// "5s", "500ms", "2m" or a bare number of seconds -> whole seconds (at least 0).
-pub fn seconds(v: &str) -> anyhow::Result<u64> {
-    let d = crate::input::duration("keepalive_timeout", v)?;
-    Ok(d.as_secs_f64().round() as u64)
 }
 
 /// Whether `name` is one of `list`, ignoring case (Apache's directives ignore it).
@@ -183,21 +162,51 @@ pub fn is_one_of(name: &str, list: &[&str]) -> bool {
     list.iter().any(|d| d.eq_ignore_ascii_case(first))
 }
 
-/// Values whose knob is not canonical: the server's own directives or flags.
-pub fn natives(values: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> {
-    values.iter().filter(|(k, _)| !CANONICAL.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.as_str()))
-}
-
 /// Native knobs as long command-line options: `--name value`, or `--name` alone for on/true.
-pub fn native_flags(values: &[(String, String)]) -> Vec<String> {
+pub fn native_flags(values: &Typed) -> Vec<String> {
     let mut out = Vec::new();
-    for (k, v) in natives(values) {
+    for (k, v) in values.natives() {
         out.push(format!("--{}", k.trim_start_matches('-').replace('_', "-")));
         if !matches!(v, "on" | "true") {
             out.push(v.to_string());
         }
     }
     out
+}
+
+/// How a pre-forking server with a fixed pool (gunicorn, Starman) spells the canonical knobs
+/// on its command line, beside `--workers`, `--max-requests` and `--backlog`, which both share.
+pub struct PoolFlags {
+    /// The server's name, for errors.
+    pub server: &'static str,
+    /// The keep-alive timeout's flag, in whole seconds.
+    pub keepalive_timeout: &'static str,
+    /// What turns keep-alive off.
+    pub keepalive_off: &'static [&'static str],
+    /// What loads the app before the fork.
+    pub preload: &'static str,
+}
+
+/// The command line of a fixed pool for `values`: the canonical knobs in their order (the
+/// spares refused: the pool does not grow), then the native ones as `--name value`.
+pub fn pool_flags(spelling: &PoolFlags, values: &Typed) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for knob in values.knobs() {
+        match knob {
+            Knob::Workers(n) => out.extend(["--workers".into(), n.to_string()]),
+            Knob::MaxRequests(n) => out.extend(["--max-requests".into(), n.to_string()]),
+            Knob::Backlog(n) => out.extend(["--backlog".into(), n.to_string()]),
+            Knob::KeepaliveTimeout(t) => out.extend([spelling.keepalive_timeout.into(), t.seconds()?.to_string()]),
+            Knob::Keepalive(false) => out.extend(spelling.keepalive_off.iter().map(|s| s.to_string())),
+            Knob::Preload(true) => out.push(spelling.preload.into()),
+            Knob::Keepalive(true) | Knob::Preload(false) | Knob::Native(..) => {}
+            Knob::StartWorkers(_) | Knob::MinSpare(_) | Knob::MaxSpare(_) => {
+                anyhow::bail!("{} has a fixed pool: {} does not apply", spelling.server, knob.name())
+            }
+        }
+    }
+    out.extend(native_flags(values));
+    Ok(out)
 }
 
 /// A host as it goes before `:port` in a configuration: an IPv6 address in brackets.

@@ -18,11 +18,14 @@
 
 use std::path::{Component, Path};
 
-use super::adapter::{Adapter, Ctx, Prepared, bracket, get, natives, on, seconds, write};
-use super::apache_tree::{ApacheTree, MODULES, Placing, STATUS};
+use super::adapter::{Adapter, Ctx, Prepared, bracket, write};
+use super::apache_tree::{ApacheTree, MODULES, STATUS};
 use crate::fileset;
+use crate::input::is_on;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
+use crate::server::settings::{Count, Knob, Typed};
+use crate::server::tree::CopyPlace;
 
 /// The Apache httpd adapter (prefork MPM, mod_perl).
 pub struct Apache;
@@ -165,7 +168,7 @@ impl Adapter for Apache {
         ApacheTree::read(config)?.site(site).map(|_| ())
     }
 
-    fn diffs(&self, file: &TargetFile, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+    fn diffs(&self, file: &TargetFile, values: &Typed) -> anyhow::Result<Vec<(String, String)>> {
         let Some(config) = file.config.file() else { return Ok(Vec::new()) };
         let tree = ApacheTree::read(&config.path).map_err(anyhow::Error::msg)?;
         let (ops, _) = tree.knob_ops(&tree_settings(&tree, values)?);
@@ -176,7 +179,7 @@ impl Adapter for Apache {
         let Some(config) = file.config.file() else { return Ok(Vec::new()) };
         let tree = ApacheTree::read(&config.path).map_err(anyhow::Error::msg)?;
         let mut out = Vec::new();
-        for knob in super::adapter::CANONICAL {
+        for knob in crate::server::settings::CANONICAL {
             let Some(native) = self.native(knob) else { continue };
             if let Some(v) = tree.current(native) {
                 let v = if knob == "keepalive" { v.to_ascii_lowercase() } else { v };
@@ -186,28 +189,28 @@ impl Adapter for Apache {
         Ok(out)
     }
 
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+    fn prepare(&self, ctx: &Ctx, values: &Typed) -> anyhow::Result<Prepared> {
         if let Some(config) = ctx.file.config.file() {
             return prepare_tree(ctx, &config.path, values);
         }
-        if get(values, "preload").is_some() {
+        if values.preload().is_some() {
             anyhow::bail!(
                 "apache: preload is what startup.pl in the app directory does (PerlRequire, before the fork)"
             );
         }
-        let app_config = get(values, APP_CONFIG).map(AppConfig::parse).transpose().map_err(anyhow::Error::msg)?;
-        if app_config.is_some() && natives(values).any(|(k, _)| k.eq_ignore_ascii_case("AllowOverride")) {
+        let app_config = values.native(APP_CONFIG).map(AppConfig::parse).transpose().map_err(anyhow::Error::msg)?;
+        if app_config.is_some() && values.natives().any(|(k, _)| k.eq_ignore_ascii_case("AllowOverride")) {
             anyhow::bail!(
                 "apache: app_config sets AllowOverride of the document root itself: drop the AllowOverride knob"
             );
         }
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         let app = ctx.app().map(|a| a.display().to_string());
         let has = |rel: &str| ctx.app().is_some_and(|a| a.join(rel).exists());
         let file_set = ctx.app().and_then(fileset::files);
         let docroot = docroot(ctx, app_config, file_set.is_some())?;
         let m = MODULES;
-        let mpm = get(values, "mpm").unwrap_or("prefork");
+        let mpm = values.native("mpm").unwrap_or("prefork");
         let user = if nix::unistd::geteuid().is_root() { "User www-data\nGroup www-data\n" } else { "" };
         let mut conf = format!(
             "ServerRoot {d}\n{}DefaultRuntimeDir {d}\nPidFile {d}/apache2.pid\n\
@@ -239,7 +242,7 @@ impl Adapter for Apache {
         let allow_override = match app_config {
             Some(AppConfig::Htaccess) => "All",
             Some(AppConfig::Server) => "None",
-            None => get(values, "AllowOverride").unwrap_or("None"),
+            None => values.native("AllowOverride").unwrap_or("None"),
         };
         let in_directory = match app_config {
             Some(AppConfig::Server) => indent(&app_lines),
@@ -253,7 +256,7 @@ impl Adapter for Apache {
         for (k, v) in directives(values).filter(|(k, _)| !is_app_directive(k)) {
             conf += &format!("{k} {v}\n");
         }
-        conf += &file_cache_lines(get(values, "file_cache"), file_set.as_deref())?;
+        conf += &file_cache_lines(values.native("file_cache"), file_set.as_deref())?;
         if asp {
             conf += "PerlModule Apache::ASP\n";
         }
@@ -284,30 +287,30 @@ impl Adapter for Apache {
         })
     }
 
-    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String {
+    fn recommend(&self, file: &TargetFile, values: &Typed) -> String {
         if let Some(config) = file.config.file() {
             return recommend_tree(&config.path, values);
         }
-        let mut out = match get(values, "mpm") {
+        let mut out = match values.native("mpm") {
             Some(mpm) => format!("LoadModule mpm_{mpm}_module modules/mod_mpm_{mpm}.so   # the only MPM loaded\n"),
             None => String::new(),
         };
         out += &mpm_lines(values).unwrap_or_default();
         out += &http2_lines(values, "modules/mod_http2.so");
-        if let Some(a) = get(values, "AllowOverride") {
+        if let Some(a) = values.native("AllowOverride") {
             out += &format!("AllowOverride {a}   # in the <Directory> of the document root\n");
         }
         for (k, v) in directives(values).filter(|(k, _)| !is_app_directive(k)) {
             out += &format!("{k} {v}\n");
         }
-        match get(values, "file_cache") {
+        match values.native("file_cache") {
             Some("mmap") => out += "MMapFile <every file of the set>   # mod_file_cache: one line per file\n",
             Some("open") => out += "CacheFile <every file of the set>  # mod_file_cache: one line per file\n",
             _ => {}
         }
         let app: String =
             directives(values).filter(|(k, _)| is_app_directive(k)).map(|(k, v)| format!("{k} {v}\n")).collect();
-        match get(values, APP_CONFIG).and_then(|v| AppConfig::parse(v).ok()) {
+        match values.native(APP_CONFIG).and_then(|v| AppConfig::parse(v).ok()) {
             Some(AppConfig::Server) => {
                 out += &format!("<Directory /path/to/htdocs>\n  AllowOverride None\n{}</Directory>\n", indent(&app))
             }
@@ -345,7 +348,7 @@ impl Adapter for Apache {
         &["reached MaxRequestWorkers", "reached MaxClients"]
     }
 
-    fn expected_workers_in(&self, file: &TargetFile, values: &[(String, String)]) -> Option<usize> {
+    fn expected_workers_in(&self, file: &TargetFile, values: &Typed) -> Option<usize> {
         let Some(config) = file.config.file() else { return self.expected_workers(values) };
         // prefork starts StartServers and keeps MinSpareServers idle, within MaxRequestWorkers
         // (a threaded MPM's processes are not counted here).
@@ -353,25 +356,27 @@ impl Adapter for Apache {
         if tree.mpm().as_deref() != Some("prefork") {
             return None;
         }
-        let setting = |knob: &str, directive: &str, default: usize| {
-            get(values, knob)
-                .map(str::to_string)
-                .or_else(|| tree.current(directive))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(default)
+        // The knob's number where it is set (its default when that is no number), else the tree's.
+        let setting = |knob: Option<&Count>, directive: &str, default: usize| {
+            match knob {
+                Some(n) => n.number(),
+                None => tree.current(directive).and_then(|v| v.parse().ok()),
+            }
+            .unwrap_or(default)
         };
-        let most = setting("workers", "MaxRequestWorkers", 256);
-        Some(setting("start_workers", "StartServers", 5).max(setting("min_spare", "MinSpareServers", 5)).min(most))
+        let most = setting(values.workers(), "MaxRequestWorkers", 256);
+        let start = setting(values.start_workers(), "StartServers", 5);
+        Some(start.max(setting(values.min_spare(), "MinSpareServers", 5)).min(most))
     }
 
-    fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
+    fn expected_workers(&self, values: &Typed) -> Option<usize> {
         match threaded(values) {
             // Child processes, each of ThreadsPerChild threads.
-            Some(threads) => match get(values, "start_workers") {
-                Some(s) => s.parse().ok(),
-                None => Some(get(values, "workers")?.parse::<usize>().ok()?.div_ceil(threads)),
+            Some(threads) => match values.start_workers() {
+                Some(s) => s.number(),
+                None => Some(values.workers()?.number()?.div_ceil(threads)),
             },
-            None => get(values, "start_workers").or(get(values, "workers"))?.parse().ok(),
+            None => values.start_workers().or(values.workers())?.number(),
         }
     }
 }
@@ -379,7 +384,7 @@ impl Adapter for Apache {
 /// The document root: the app's htdocs/ (linked into the run directory when app_config
 /// writes into it), a file set's directory, else a fresh htdocs/ in the run directory.
 fn docroot(ctx: &Ctx, app_config: Option<AppConfig>, file_set: bool) -> anyhow::Result<String> {
-    let d = ctx.d();
+    let d = ctx.run_dir_text();
     let has = |rel: &str| ctx.app().is_some_and(|a| a.join(rel).exists());
     let app = ctx.app().map(|a| a.display().to_string());
     Ok(match (ctx.app().filter(|_| has("htdocs")), app_config) {
@@ -398,7 +403,7 @@ fn docroot(ctx: &Ctx, app_config: Option<AppConfig>, file_set: bool) -> anyhow::
 
 /// The app's own directives: the Apache::ASP handler (`asp`) with its defaults, and every
 /// PerlSetVar knob.
-fn app_lines(ctx: &Ctx, values: &[(String, String)], app: Option<&str>, asp: bool) -> anyhow::Result<String> {
+fn app_lines(ctx: &Ctx, values: &Typed, app: Option<&str>, asp: bool) -> anyhow::Result<String> {
     let mut app_lines = String::new();
     if asp {
         app_lines += "<Files ~ \"\\.asp$\">\n  SetHandler perl-script\n  PerlResponseHandler Apache::ASP\n</Files>\n";
@@ -439,15 +444,16 @@ const LAYOUT_KNOBS: [&str; 5] = ["preload", "mpm", "file_cache", "http2", APP_CO
 /// The knobs as directives of the user's tree, `(directive, value)`: canonical names become
 /// Apache's (`workers` also raises ServerLimit when the tree's, or Apache's default, is
 /// below it), any other knob is a directive already.
-fn tree_settings(tree: &ApacheTree, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+fn tree_settings(tree: &ApacheTree, values: &Typed) -> anyhow::Result<Vec<(String, String)>> {
     let mut out = Vec::new();
-    for (k, v) in values {
-        if LAYOUT_KNOBS.contains(&k.as_str()) {
+    for (knob, v) in values.entries() {
+        let k = knob.name();
+        if LAYOUT_KNOBS.contains(&k) {
             anyhow::bail!("apache: {k} is for webtune's own layout; with config = PATH your tree sets it");
         }
-        match k.as_str() {
-            "workers" => {
-                let w: usize = v.parse().map_err(|_| anyhow::anyhow!("workers = {v:?}: expected a whole number"))?;
+        match knob {
+            Knob::Workers(n) => {
+                let w = n.whole(k)?;
                 let threaded = tree.mpm().is_some_and(|m| m != "prefork");
                 let per_child = if threaded {
                     tree.current("ThreadsPerChild").and_then(|t| t.parse().ok()).unwrap_or(DEFAULT_THREADS_PER_CHILD)
@@ -464,11 +470,11 @@ fn tree_settings(tree: &ApacheTree, values: &[(String, String)]) -> anyhow::Resu
                 if processes > limit {
                     out.push(("ServerLimit".to_string(), processes.to_string()));
                 }
-                out.push(("MaxRequestWorkers".to_string(), v.clone()));
+                out.push(("MaxRequestWorkers".to_string(), v.to_string()));
             }
-            "keepalive" => out.push(("KeepAlive".into(), if on(v) { "On" } else { "Off" }.into())),
-            "keepalive_timeout" => out.push(("KeepAliveTimeout".into(), seconds(v)?.to_string())),
-            other => out.push((Apache.native(other).unwrap_or(other).to_string(), v.clone())),
+            Knob::Keepalive(on) => out.push(("KeepAlive".into(), if *on { "On" } else { "Off" }.into())),
+            Knob::KeepaliveTimeout(t) => out.push(("KeepAliveTimeout".into(), t.seconds()?.to_string())),
+            _ => out.push((Apache.native(k).unwrap_or(k).to_string(), v.to_string())),
         }
     }
     Ok(out)
@@ -477,11 +483,11 @@ fn tree_settings(tree: &ApacheTree, values: &[(String, String)]) -> anyhow::Resu
 /// The user's own tree (`config = "PATH/apache2.conf"`), copied into the run directory: the
 /// knobs' edits on their directives, the run's rewrites beside them, webtune's own needs in
 /// a file of its own read after the tree.
-fn prepare_tree(ctx: &Ctx, main: &Path, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+fn prepare_tree(ctx: &Ctx, main: &Path, values: &Typed) -> anyhow::Result<Prepared> {
     let tree = ApacheTree::read(main).map_err(anyhow::Error::msg)?;
     let settings = tree_settings(&tree, values)?;
     let (knob_ops, _) = tree.knob_ops(&settings);
-    let d = ctx.d();
+    let d = ctx.run_dir_text();
     let copy = ctx.dir.join("conf");
     std::fs::create_dir_all(ctx.dir.join("logs"))?;
     // A CacheRoot moved here: written by the children, who may run as another user.
@@ -492,14 +498,15 @@ fn prepare_tree(ctx: &Ctx, main: &Path, values: &[(String, String)]) -> anyhow::
         let (name, value) = h.split_once(':')?;
         name.trim().eq_ignore_ascii_case("host").then(|| value.trim())
     });
-    let placing = Placing {
-        dir: &ctx.dir.path,
-        copy: &copy,
+    let placing = CopyPlace {
+        run_dir: &ctx.dir.path,
+        copy_dir: &copy,
         host: ctx.host,
         load_port: ctx.port,
         site: ctx.file.site.as_deref(),
         host_header,
-        root: nix::unistd::geteuid().is_root(),
+        moved: &[],
+        as_root: nix::unistd::geteuid().is_root(),
     };
     let mut others = Vec::new();
     let placed = tree.place(&placing, &mut || {
@@ -568,7 +575,7 @@ fn prepare_tree(ctx: &Ctx, main: &Path, values: &[(String, String)]) -> anyhow::
 }
 
 /// The recommendation with a tree: each directive with the file and line it lands on.
-fn recommend_tree(main: &Path, values: &[(String, String)]) -> String {
+fn recommend_tree(main: &Path, values: &Typed) -> String {
     let tree = match ApacheTree::read(main) {
         Ok(t) => t,
         Err(e) => return format!("# {e}"),
@@ -592,10 +599,10 @@ const MPMS: [&str; 3] = ["prefork", "worker", "event"];
 const DEFAULT_THREADS_PER_CHILD: usize = 25;
 
 /// With a threaded MPM (worker, event): its threads per child process.
-fn threaded(values: &[(String, String)]) -> Option<usize> {
-    match get(values, "mpm") {
+fn threaded(values: &Typed) -> Option<usize> {
+    match values.native("mpm") {
         Some("worker" | "event") => {
-            Some(get(values, "ThreadsPerChild").and_then(|t| t.parse().ok()).unwrap_or(DEFAULT_THREADS_PER_CHILD))
+            Some(values.native("ThreadsPerChild").and_then(|t| t.parse().ok()).unwrap_or(DEFAULT_THREADS_PER_CHILD))
         }
         _ => None,
     }
@@ -628,14 +635,14 @@ fn file_cache_lines(mode: Option<&str>, files: Option<&[std::path::PathBuf]>) ->
 
 /// The prefork directives; unset spares follow the pool (all workers started, none retired).
 /// A directive the user sets natively (`StartServers = 3`) replaces the one derived here.
-fn mpm_lines(values: &[(String, String)]) -> anyhow::Result<String> {
+fn mpm_lines(values: &Typed) -> anyhow::Result<String> {
     let mut out = String::new();
-    let workers = get(values, "workers");
+    let workers = values.workers();
     if let Some(threads) = threaded(values) {
         // worker/event: `workers` counts threads; whole processes of ThreadsPerChild serve them,
         // all started, spare threads from one process's worth up to all.
         let w: usize = match workers {
-            Some(w) => w.parse().map_err(|_| anyhow::anyhow!("workers = {w:?}: expected a whole number"))?,
+            Some(w) => w.whole("workers")?,
             None => threads,
         };
         let processes = w.div_ceil(threads).max(1).to_string();
@@ -643,29 +650,30 @@ fn mpm_lines(values: &[(String, String)]) -> anyhow::Result<String> {
         out += &format!("ThreadsPerChild {threads}\n");
         out += &default(values, "ServerLimit", &processes);
         out += &format!("MaxRequestWorkers {all}\n");
-        out += &default(values, "StartServers", get(values, "start_workers").unwrap_or(&processes));
-        out += &default(values, "MinSpareThreads", get(values, "min_spare").unwrap_or(&threads.to_string()));
-        out += &default(values, "MaxSpareThreads", get(values, "max_spare").unwrap_or(&all));
+        out += &default(values, "StartServers", values.start_workers().map_or(processes.as_str(), Count::text));
+        out +=
+            &default(values, "MinSpareThreads", values.min_spare().map_or(threads.to_string().as_str(), Count::text));
+        out += &default(values, "MaxSpareThreads", values.max_spare().map_or(all.as_str(), Count::text));
     } else {
-        if let Some(w) = workers {
+        let w = workers.map_or("5", Count::text);
+        if workers.is_some() {
             out += &default(values, "ServerLimit", w);
             out += &format!("MaxRequestWorkers {w}\n");
         }
-        let w = workers.unwrap_or("5");
-        out += &default(values, "StartServers", get(values, "start_workers").unwrap_or(w));
-        out += &default(values, "MinSpareServers", get(values, "min_spare").unwrap_or("1"));
-        out += &default(values, "MaxSpareServers", get(values, "max_spare").unwrap_or(w));
+        out += &default(values, "StartServers", values.start_workers().map_or(w, Count::text));
+        out += &default(values, "MinSpareServers", values.min_spare().map_or("1", Count::text));
+        out += &default(values, "MaxSpareServers", values.max_spare().map_or(w, Count::text));
     }
-    if let Some(n) = get(values, "max_requests") {
+    if let Some(n) = values.max_requests() {
         out += &format!("MaxConnectionsPerChild {n}\n");
     }
-    if let Some(k) = get(values, "keepalive") {
-        out += &format!("KeepAlive {}\n", if on(k) { "On" } else { "Off" });
+    if let Some(on) = values.keepalive() {
+        out += &format!("KeepAlive {}\n", if on { "On" } else { "Off" });
     }
-    if let Some(t) = get(values, "keepalive_timeout") {
-        out += &format!("KeepAliveTimeout {}\n", seconds(t)?);
+    if let Some(t) = values.keepalive_timeout() {
+        out += &format!("KeepAliveTimeout {}\n", t.seconds()?);
     }
-    if let Some(b) = get(values, "backlog") {
+    if let Some(b) = values.backlog() {
         out += &format!("ListenBacklog {b}\n");
     }
     Ok(out)
@@ -673,23 +681,23 @@ fn mpm_lines(values: &[(String, String)]) -> anyhow::Result<String> {
 
 /// Whether the user's knobs set directive `name` themselves (Apache ignores the case of
 /// directives, mod_perl that of PerlSetVar names).
-fn user_sets(values: &[(String, String)], name: &str) -> bool {
+fn user_sets(values: &Typed, name: &str) -> bool {
     directives(values).any(|(k, _)| k.eq_ignore_ascii_case(name))
 }
 
 /// The user's own directives: the knobs that are neither canonical nor written by the adapter
 /// itself (OWN_KNOBS).
-fn directives(values: &[(String, String)]) -> impl Iterator<Item = (&str, &str)> {
-    natives(values).filter(|(k, _)| !OWN_KNOBS.contains(k))
+fn directives(values: &Typed) -> impl Iterator<Item = (&str, &str)> {
+    values.natives().filter(|(k, _)| !OWN_KNOBS.contains(k))
 }
 
 /// mod_http2 for `http2 = "on"`: HTTP/2 over cleartext, with prior knowledge (what `bench
 /// --h2` speaks without TLS) or by upgrade, HTTP/1.1 kept for everything else. Under prefork
 /// a connection's streams are served one at a time; the event MPM (`mpm = "event"`) serves
 /// them side by side.
-fn http2_lines(values: &[(String, String)], module: &str) -> String {
-    match get(values, "http2") {
-        Some(v) if on(v) => {
+fn http2_lines(values: &Typed, module: &str) -> String {
+    match values.native("http2") {
+        Some(v) if is_on(v) => {
             format!("<IfModule !http2_module>\nLoadModule http2_module {module}\n</IfModule>\nProtocols h2c http/1.1\n")
         }
         _ => String::new(),
@@ -698,7 +706,7 @@ fn http2_lines(values: &[(String, String)], module: &str) -> String {
 
 /// The adapter's default `name value` line, left out when the user sets `name`: wherever the
 /// adapter writes a default, the user's own value wins.
-fn default(values: &[(String, String)], name: &str, value: &str) -> String {
+fn default(values: &Typed, name: &str, value: &str) -> String {
     if user_sets(values, name) { String::new() } else { format!("{name} {value}\n") }
 }
 
@@ -767,7 +775,7 @@ mod tests {
         let values: Vec<(String, String)> = values.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let dir = RunDir::create().unwrap();
         let ctx = Ctx { dir: &dir, host: "127.0.0.1", port: 1, file: &file };
-        let prepared = Apache.prepare(&ctx, &values);
+        let prepared = Apache.prepare(&ctx, &Typed::read(&values));
         dir.remove();
         prepared.unwrap().config_text
     }
@@ -830,7 +838,7 @@ mod tests {
                 ("keepalive".into(), "on".into())
             ]
         );
-        let values = |w: &str| vec![("workers".to_string(), w.to_string()), ("keepalive".into(), "on".into())];
+        let values = |w: &str| Typed::of(&[("workers", w), ("keepalive", "on")]);
         assert!(Apache.diffs(&file, &values("150")).unwrap().is_empty());
         let diffs = Apache.diffs(&file, &values("300")).unwrap();
         assert_eq!(diffs.len(), 1);
@@ -844,8 +852,7 @@ mod tests {
 
     #[test]
     fn the_recommendation_says_where_the_apps_directives_go() {
-        let values =
-            |place: &str| vec![("app_config".to_string(), place.to_string()), ("PerlSetVar Debug".into(), "0".into())];
+        let values = |place: &str| Typed::of(&[("app_config", place), ("PerlSetVar Debug", "0")]);
         let file = TargetFile::parse("[target]\nadapter = \"apache\"\n", Path::new("t.toml")).unwrap();
         let server = Apache.recommend(&file, &values("server"));
         assert!(

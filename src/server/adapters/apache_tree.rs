@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::server::backends::{self, Backend, Reach};
-use crate::server::tree::{Edits, MAX_FILES, UserTree};
+use crate::server::tree::{CopyPlace, Edits, MAX_FILES, UserTree};
 
 /// How deep includes may nest (Apache's own limit is 128).
 const MAX_DEPTH: usize = 64;
@@ -903,24 +903,6 @@ fn port_of(addr: &str) -> Option<u16> {
     port.parse().ok()
 }
 
-/// How a launch places the copy.
-pub struct Placing<'a> {
-    /// The run directory.
-    pub dir: &'a Path,
-    /// Where the copy of the tree is (its ServerRoot).
-    pub copy: &'a Path,
-    /// The loopback address every listener moves to.
-    pub host: &'a str,
-    /// The port webtune loads: the picked virtual host's.
-    pub load_port: u16,
-    /// `[target] site`, which must name a virtual host.
-    pub site: Option<&'a str>,
-    /// `[load]`'s Host header, which picks a virtual host when one answers to it.
-    pub host_header: Option<&'a str>,
-    /// Whether webtune runs as root (User and Group stay).
-    pub root: bool,
-}
-
 /// The run's rewrites of the copy, and webtune's own lines beside it.
 pub struct Placed {
     pub ops: Ops,
@@ -936,8 +918,8 @@ impl Placed {
     /// webtune's own directives, read after the tree: the run's files, an error log when the
     /// tree has none at server level, the load's listener when `listen` names its host, the
     /// status page.
-    fn own_directives(&mut self, p: &Placing, server_error_log: bool, listen: Option<&str>) {
-        let d = p.dir.display();
+    fn own_directives(&mut self, p: &CopyPlace, server_error_log: bool, listen: Option<&str>) {
+        let d = p.run_dir.display();
         let mut own = format!(
             "# webtune's own directives, read after the tree (apache2 -c): the run's files, its status page.\n\
              PidFile {d}/apache2.pid\nDefaultRuntimeDir {d}\n"
@@ -1010,7 +992,7 @@ impl ApacheTree {
     /// moves to, and whether the picked virtual host needs a listener of its own.
     fn listener_ports(
         &self,
-        p: &Placing,
+        p: &CopyPlace,
         vhosts: &[VHost],
         picked: Option<usize>,
         free: &mut dyn FnMut() -> anyhow::Result<u16>,
@@ -1060,7 +1042,7 @@ impl ApacheTree {
 
     /// The virtual host the load goes to: the `site` named, else the one answering the Host
     /// header the load sends, else the first (None without any).
-    fn picked(&self, p: &Placing, vhosts: &[VHost]) -> anyhow::Result<Option<usize>> {
+    fn picked(&self, p: &CopyPlace, vhosts: &[VHost]) -> anyhow::Result<Option<usize>> {
         Ok(match (p.site, p.host_header) {
             (Some(site), _) => Some(self.site(site).map_err(anyhow::Error::msg)?),
             (None, Some(h)) => {
@@ -1075,8 +1057,8 @@ impl ApacheTree {
     /// load port), virtual hosts following their listeners, pid, runtime, mutex, scoreboard
     /// and log paths in the run directory, User and Group gone unless root. `free` gives a
     /// free port for each other listener.
-    pub fn place(&self, p: &Placing, free: &mut dyn FnMut() -> anyhow::Result<u16>) -> anyhow::Result<Placed> {
-        let d = p.dir.display().to_string();
+    pub fn place(&self, p: &CopyPlace, free: &mut dyn FnMut() -> anyhow::Result<u16>) -> anyhow::Result<Placed> {
+        let d = p.run_dir.display().to_string();
         let host = super::adapter::bracket(p.host);
         let vhosts = self.vhosts();
         let picked = self.picked(p, &vhosts)?;
@@ -1125,7 +1107,7 @@ impl ApacheTree {
                 }
                 Kind::Plain if x.is("PidFile") => Some(format!("{indent}{} {d}/apache2.pid", x.name)),
                 Kind::Plain if x.is("DefaultRuntimeDir") => Some(format!("{indent}{} {d}", x.name)),
-                Kind::Plain if x.is("ServerRoot") => Some(format!("{indent}{} \"{}\"", x.name, p.copy.display())),
+                Kind::Plain if x.is("ServerRoot") => Some(format!("{indent}{} \"{}\"", x.name, p.copy_dir.display())),
                 Kind::Plain if x.is("ScoreBoardFile") => {
                     let name = Path::new(&first)
                         .file_name()
@@ -1152,14 +1134,14 @@ impl ApacheTree {
                     }
                     Some(format!("{indent}{} \"{path}\"{rest}", x.name))
                 }
-                Kind::Plain if (x.is("User") || x.is("Group")) && !p.root => {
+                Kind::Plain if (x.is("User") || x.is("Group")) && !p.as_root => {
                     Some(format!("{indent}# {} (webtune: not root, the copy runs as this user)", old_line.trim()))
                 }
                 Kind::Plain if x.is("Include") || x.is("IncludeOptional") => {
                     let (raw, _) = split_first_raw(&x.args);
                     let raw = raw.trim_matches('"').trim_matches('\'');
                     Path::new(raw).is_absolute().then(|| {
-                        format!("{indent}{} \"{}\"", x.name, self.tree.copied(p.copy, Path::new(raw)).display())
+                        format!("{indent}{} \"{}\"", x.name, self.tree.copied(p.copy_dir, Path::new(raw)).display())
                     })
                 }
                 _ => None,
@@ -1314,14 +1296,15 @@ mod tests {
             next += 1;
             Ok(next)
         };
-        let placing = |site: Option<&'static str>| Placing {
-            dir: &run,
-            copy: &copy,
+        let placing = |site: Option<&'static str>| CopyPlace {
+            run_dir: &run,
+            copy_dir: &copy,
             host: "127.0.0.1",
             load_port: 8000,
             site,
             host_header: None,
-            root: false,
+            moved: &[],
+            as_root: false,
         };
         // The first host of *:80 is its default: Listen 80 becomes the load port.
         let placed = t.place(&placing(None), &mut free).unwrap();
@@ -1360,14 +1343,15 @@ mod tests {
         let (dir, t) = tree("", extra);
         let run = dir.path().join("run");
         let copy = run.join("conf");
-        let placing = Placing {
-            dir: &run,
-            copy: &copy,
+        let placing = CopyPlace {
+            run_dir: &run,
+            copy_dir: &copy,
             host: "127.0.0.1",
             load_port: 8000,
             site: None,
             host_header: None,
-            root: false,
+            moved: &[],
+            as_root: false,
         };
         let mut next = 9000;
         let placed = t

@@ -4,6 +4,7 @@
 use super::adapter::{Adapter, Ctx, Prepared};
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
+use crate::server::settings::Typed;
 
 /// The adapter for any server started from a `command` template.
 pub struct Command;
@@ -17,17 +18,17 @@ impl Adapter for Command {
         None
     }
 
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+    fn prepare(&self, ctx: &Ctx, values: &Typed) -> anyhow::Result<Prepared> {
         let template = ctx.file.command.as_deref().unwrap_or_default();
         // Split first, then fill in: a value with a space (an app path) stays one argument,
         // and a value cannot add arguments of its own.
         let mut fills = vec![
             ("{host}".to_string(), ctx.host.to_string()),
             ("{port}".to_string(), ctx.port.to_string()),
-            ("{dir}".to_string(), ctx.d()),
+            ("{dir}".to_string(), ctx.run_dir_text()),
             ("{app}".to_string(), ctx.app().map(|a| a.display().to_string()).unwrap_or_default()),
         ];
-        fills.extend(values.iter().map(|(k, v)| (format!("{{{k}}}"), v.clone())));
+        fills.extend(values.pairs().map(|(k, v)| (format!("{{{k}}}"), v.to_string())));
         let fill = |word: &str| fills.iter().fold(word.to_string(), |w, (k, v)| w.replace(k.as_str(), v));
         let template_words = shell_words(template)?;
         for word in &template_words {
@@ -56,12 +57,12 @@ impl Adapter for Command {
         })
     }
 
-    fn expected_workers(&self, _values: &[(String, String)]) -> Option<usize> {
+    fn expected_workers(&self, _values: &Typed) -> Option<usize> {
         None
     }
 
-    fn recommend(&self, _file: &TargetFile, values: &[(String, String)]) -> String {
-        values.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join("\n")
+    fn recommend(&self, _file: &TargetFile, values: &Typed) -> String {
+        values.pairs().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join("\n")
     }
 }
 

@@ -3,18 +3,18 @@
 
 use super::adapter::{Ctx, write};
 use crate::server::process::{Spawn, find_program};
+use crate::server::settings::Typed;
 
 /// webtune's own nginx front for a pool on `sock`: the app directory (or the run
 /// directory's html/) as the root, *.php to the pool. Its process and its configuration.
-pub fn own_front(ctx: &Ctx, values: &[(String, String)], sock: &str) -> anyhow::Result<(Spawn, String)> {
-    let d = ctx.d();
+pub fn own_front(ctx: &Ctx, values: &Typed, sock: &str) -> anyhow::Result<(Spawn, String)> {
+    let d = ctx.run_dir_text();
     let root = match ctx.app() {
         Some(a) => a.display().to_string(),
         None => format!("{d}/html"),
     };
     // Keep-alive, worker count and the like of the front are not what is tuned here.
-    let front_values: Vec<(String, String)> =
-        values.iter().filter(|(k, _)| k == "keepalive" || k == "keepalive_timeout").cloned().collect();
+    let front_values = values.only(&["keepalive", "keepalive_timeout"]);
     let body = format!(
         "root {root};\n    index index.php index.html;\n    \
          location ~ ^/fpm-status$ {{ include /etc/nginx/fastcgi_params; fastcgi_param SCRIPT_NAME /fpm-status; \

@@ -5,35 +5,22 @@
 
 use std::path::Path;
 
-use super::adapter::{Adapter, Ctx, Prepared, native_flags, on, seconds, write};
+use super::adapter::{Adapter, Ctx, PoolFlags, Prepared, pool_flags, write};
 use crate::server::file::App;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
+use crate::server::settings::Typed;
 
 /// The gunicorn adapter (sync workers).
 pub struct Gunicorn;
 
-fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    for (k, v) in values {
-        match k.as_str() {
-            "workers" => out.extend(["--workers".into(), v.clone()]),
-            "max_requests" => out.extend(["--max-requests".into(), v.clone()]),
-            "backlog" => out.extend(["--backlog".into(), v.clone()]),
-            "keepalive_timeout" => out.extend(["--keep-alive".into(), seconds(v)?.to_string()]),
-            "keepalive" if !on(v) => out.extend(["--keep-alive".into(), "0".into()]),
-            "keepalive" => {}
-            "preload" if on(v) => out.push("--preload".into()),
-            "preload" => {}
-            "start_workers" | "min_spare" | "max_spare" => {
-                anyhow::bail!("gunicorn has a fixed pool: {k} does not apply")
-            }
-            _ => {}
-        }
-    }
-    out.extend(native_flags(values));
-    Ok(out)
-}
+/// Its spelling of the canonical knobs.
+const FLAGS: PoolFlags = PoolFlags {
+    server: "gunicorn",
+    keepalive_timeout: "--keep-alive",
+    keepalive_off: &["--keep-alive", "0"],
+    preload: "--preload",
+};
 
 /// gunicorn's `module:callable` for a path app: a file's stem, or app.py in a directory.
 fn path_entry(app: &Path) -> String {
@@ -113,7 +100,7 @@ impl Adapter for Gunicorn {
         })
     }
 
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+    fn prepare(&self, ctx: &Ctx, values: &Typed) -> anyhow::Result<Prepared> {
         let file = ctx.file;
         let config = file.config.file().map(|c| c.path.as_path());
         if file.app.is_none() && config.is_none() {
@@ -133,7 +120,7 @@ impl Adapter for Gunicorn {
         if let Some(a) = app_dir.filter(|_| file.chdir.is_some()) {
             pythonpath.insert(0, a.display().to_string());
         }
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         let wrapper_text = wrapper(config.or(default_config.as_deref()), &d, &pythonpath);
         let wrapper_path = write(ctx.dir, "gunicorn.conf.py", &wrapper_text)?;
         let mut args = vec![
@@ -145,7 +132,7 @@ impl Adapter for Gunicorn {
         if let Some(c) = &chdir {
             args.extend(["--chdir".into(), c.display().to_string()]);
         }
-        args.extend(flags(values)?);
+        args.extend(pool_flags(&FLAGS, values)?);
         args.extend(entry(file));
         let spawn = Spawn::new("gunicorn", file.program.as_deref().unwrap_or("gunicorn"), args);
         Ok(Prepared {
@@ -158,7 +145,7 @@ impl Adapter for Gunicorn {
         })
     }
 
-    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String {
+    fn recommend(&self, file: &TargetFile, values: &Typed) -> String {
         let mut words = vec!["gunicorn".to_string()];
         if let Some(c) = file.config.file() {
             words.extend(["--config".into(), c.written.clone()]);
@@ -192,7 +179,7 @@ impl Adapter for Gunicorn {
         } else if !pythonpath.is_empty() {
             words.extend(["--pythonpath".into(), pythonpath.join(",")]);
         }
-        words.extend(flags(values).unwrap_or_default());
+        words.extend(pool_flags(&FLAGS, values).unwrap_or_default());
         words.extend(entry(file));
         words.join(" ")
     }

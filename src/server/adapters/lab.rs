@@ -3,6 +3,7 @@
 use super::adapter::{Adapter, Ctx, Prepared};
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
+use crate::server::settings::{Count, Typed};
 
 /// The adapter for `webtune lab`, the embedded server.
 pub struct Lab;
@@ -85,16 +86,17 @@ impl Adapter for Lab {
         NATIVE.iter().find(|(k, _)| *k == knob).map(|(_, f)| *f)
     }
 
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+    fn prepare(&self, ctx: &Ctx, values: &Typed) -> anyhow::Result<Prepared> {
         // `program` names another webtune binary (tests run the library from theirs).
         let exe = match &ctx.file.program {
             Some(p) => p.clone(),
             None => std::env::current_exe()?.display().to_string(),
         };
         let mut args = vec!["lab".to_string(), "--listen".into(), format!("{}:{}", ctx.host, ctx.port)];
-        for (k, v) in values {
+        // Every knob a flag, its value as written (the lab reads it).
+        for (k, v) in values.pairs() {
             args.push(format!("--{}", flag(k)));
-            args.push(v.clone());
+            args.push(v.to_string());
         }
         let spawn = Spawn::new("lab", &exe, args);
         Ok(Prepared {
@@ -144,8 +146,8 @@ impl Adapter for Lab {
         checked.map_err(|why| format!("{name} = {value:?}: {why}"))
     }
 
-    fn recommend(&self, _file: &TargetFile, values: &[(String, String)]) -> String {
-        let flags: Vec<String> = values.iter().map(|(k, v)| format!("--{} {v}", flag(k))).collect();
+    fn recommend(&self, _file: &TargetFile, values: &Typed) -> String {
+        let flags: Vec<String> = values.pairs().map(|(k, v)| format!("--{} {v}", flag(k))).collect();
         format!("webtune lab {}", flags.join(" "))
     }
 
@@ -160,11 +162,7 @@ impl Adapter for Lab {
         &["server reached --workers"]
     }
 
-    fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
-        super::adapter::get(values, "start_workers")
-            .or(super::adapter::get(values, "workers"))
-            .unwrap_or("4")
-            .parse()
-            .ok()
+    fn expected_workers(&self, values: &Typed) -> Option<usize> {
+        values.start_workers().or(values.workers()).map_or(Some(4), Count::number)
     }
 }

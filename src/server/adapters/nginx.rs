@@ -4,27 +4,27 @@
 
 use std::path::Path;
 
-use super::adapter::{Adapter, Ctx, Prepared, get, natives, on, seconds, write};
+use super::adapter::{Adapter, Ctx, Prepared, write};
 use super::nginx_tree;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
+use crate::server::settings::Typed;
 
 /// The nginx adapter, for static files.
 pub struct Nginx;
 
 /// The http block's directives for `values` (canonical knobs translated).
-fn http_directives(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
+fn http_directives(values: &Typed) -> anyhow::Result<Vec<String>> {
     let mut out = Vec::new();
-    let keepalive = get(values, "keepalive").is_none_or(on);
-    match (keepalive, get(values, "keepalive_timeout")) {
+    match (values.keepalive().unwrap_or(true), values.keepalive_timeout()) {
         (false, _) => out.push("keepalive_timeout 0;".to_string()),
-        (true, Some(t)) => out.push(format!("keepalive_timeout {}s;", seconds(t)?)),
+        (true, Some(t)) => out.push(format!("keepalive_timeout {}s;", t.seconds()?)),
         (true, None) => {}
     }
-    if let Some(n) = get(values, "max_requests") {
+    if let Some(n) = values.max_requests() {
         anyhow::bail!("nginx workers are not recycled (max_requests {n}): drop the knob for nginx");
     }
-    for (k, v) in natives(values).filter(|(k, _)| *k != "access_log") {
+    for (k, v) in values.natives().filter(|(k, _)| *k != "access_log") {
         out.push(format!("{k} {v};"));
     }
     Ok(out)
@@ -96,7 +96,7 @@ impl Adapter for Nginx {
         crate::server::backends::check(&t.backends(&[], loaded), &file.upstreams).map_err(|e| ("upstreams", e))
     }
 
-    fn diffs(&self, file: &TargetFile, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+    fn diffs(&self, file: &TargetFile, values: &Typed) -> anyhow::Result<Vec<(String, String)>> {
         match file.config.file() {
             Some(main) => nginx_tree::diffs(file, &main.path, values),
             None => Ok(Vec::new()),
@@ -110,11 +110,11 @@ impl Adapter for Nginx {
         }
     }
 
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+    fn prepare(&self, ctx: &Ctx, values: &Typed) -> anyhow::Result<Prepared> {
         if let Some(main) = ctx.file.config.file() {
             return nginx_tree::prepare(ctx, values, &main.path);
         }
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         let root = ctx.app().map_or_else(|| format!("{d}/html"), |a| a.display().to_string());
         if ctx.app().is_none() {
             std::fs::create_dir_all(format!("{d}/html"))?;
@@ -137,20 +137,20 @@ impl Adapter for Nginx {
         })
     }
 
-    fn recommend(&self, _file: &TargetFile, values: &[(String, String)]) -> String {
+    fn recommend(&self, _file: &TargetFile, values: &Typed) -> String {
         let mut lines = Vec::new();
-        if let Some(w) = get(values, "workers") {
+        if let Some(w) = values.workers() {
             lines.push(format!("worker_processes {w};"));
         }
         lines.extend(http_directives(values).unwrap_or_default());
-        if let Some(a) = get(values, "access_log") {
+        if let Some(a) = values.native("access_log") {
             lines.push(if a == "off" {
                 "access_log off;".into()
             } else {
                 format!("access_log /var/log/nginx/access.log combined {a};")
             });
         }
-        if let Some(b) = get(values, "backlog") {
+        if let Some(b) = values.backlog() {
             lines.push(format!("listen ... backlog={b};"));
         }
         lines.join("\n")
@@ -173,15 +173,15 @@ impl Adapter for Nginx {
 
 /// A whole nginx.conf in the run directory, with `server_body` in its one server block.
 /// Shared with the php-fpm adapter's front.
-pub fn server_conf(ctx: &Ctx, values: &[(String, String)], server_body: &str) -> anyhow::Result<String> {
-    let d = ctx.d();
-    let workers = get(values, "workers").unwrap_or("1");
+pub fn server_conf(ctx: &Ctx, values: &Typed, server_body: &str) -> anyhow::Result<String> {
+    let d = ctx.run_dir_text();
+    let workers = values.workers().map_or("1", |w| w.text());
     let user = if nix::unistd::geteuid().is_root() { "user root;\n" } else { "" };
-    let backlog = get(values, "backlog").map_or(String::new(), |b| format!(" backlog={b}"));
+    let backlog = values.backlog().map_or(String::new(), |b| format!(" backlog={b}"));
     let listen = format!("{}:{}", super::adapter::bracket(ctx.host), ctx.port);
     let http = http_directives(values)?.join("\n  ");
     // access_log "off" or its options ("buffer=32k flush=5s"); the file is the run directory's.
-    let access = match get(values, "access_log") {
+    let access = match values.native("access_log") {
         Some("off") => "access_log off;".to_string(),
         Some(opts) => format!("access_log {d}/access.log combined {opts};"),
         None => format!("access_log {d}/access.log;"),

@@ -8,11 +8,12 @@ use crate::server::backends::{self, Backend, Reach};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use super::adapter::{Ctx, Prepared, bracket, get, natives, on, seconds};
+use super::adapter::{Ctx, Prepared, bracket};
 pub use super::edit::Edit;
 use super::edit::apply;
 use crate::server::process::Spawn;
-use crate::server::tree::{Edits, UserTree};
+use crate::server::settings::{Count, Typed};
+use crate::server::tree::{CopyPlace, Edits, UserTree};
 
 /// How deep includes may nest (nginx has no limit but a cycle would never end).
 const MAX_DEPTH: usize = 16;
@@ -68,21 +69,6 @@ pub struct NginxTree {
     /// Each block's own directives (indices of nodes): a search of every node for each
     /// server block was quadratic in a tree of many virtual hosts.
     kids: Vec<Vec<usize>>,
-}
-
-/// What the run's layer needs to know: where the copy is, which port the load uses, what
-/// else moved.
-pub struct RunPlace<'a> {
-    /// The run directory.
-    pub dir: &'a Path,
-    /// Where the tree is copied (inside `dir`).
-    pub root: &'a Path,
-    pub host: &'a str,
-    pub port: u16,
-    /// The server block to load (`site`, the load's Host), None for the default one.
-    pub site: Option<&'a str>,
-    /// Addresses that moved (`unix:/run/php/php8.2-fpm.sock` -> `unix:RUN/fpm.sock`).
-    pub moved: &'a [(String, String)],
 }
 
 /// "FILE:LINE" of a node, for errors.
@@ -256,21 +242,20 @@ impl NginxTree {
 
     /// The knobs' edits: `values` on the user's own directives (main, events, http and server
     /// level; a location's own value is the user's choice), else added where nginx reads them.
-    pub fn knob_edits(&self, values: &[(String, String)], site: Option<&str>) -> anyhow::Result<Vec<Edit>> {
+    pub fn knob_edits(&self, values: &Typed, site: Option<&str>) -> anyhow::Result<Vec<Edit>> {
         let mut set: Vec<(String, String)> = Vec::new();
-        if let Some(w) = get(values, "workers") {
+        if let Some(w) = values.workers() {
             set.push(("worker_processes".into(), w.to_string()));
         }
-        let keepalive = get(values, "keepalive").is_none_or(on);
-        match (keepalive, get(values, "keepalive_timeout")) {
+        match (values.keepalive().unwrap_or(true), values.keepalive_timeout()) {
             (false, _) => set.push(("keepalive_timeout".into(), "0".into())),
-            (true, Some(t)) => set.push(("keepalive_timeout".into(), format!("{}s", seconds(t)?))),
+            (true, Some(t)) => set.push(("keepalive_timeout".into(), format!("{}s", t.seconds()?))),
             (true, None) => {}
         }
-        if let Some(n) = get(values, "max_requests") {
+        if let Some(n) = values.max_requests() {
             anyhow::bail!("nginx workers are not recycled (max_requests {n}): drop the knob for nginx");
         }
-        for (k, v) in natives(values) {
+        for (k, v) in values.natives() {
             if k == "access_log" || TEMP_PATHS.contains(&k) || k == "lock_file" {
                 anyhow::bail!(
                     "{k}: with your own configuration, webtune moves this path into its run directory itself"
@@ -299,7 +284,7 @@ impl NginxTree {
                 edits.push(Edit { file, at: pos..pos, text });
             }
         }
-        if let Some(b) = get(values, "backlog") {
+        if let Some(b) = values.backlog() {
             let s = self.loaded_server(site).map_err(|e| anyhow::anyhow!(e))?;
             if let Some(l) = self.children(s, "listen").next() {
                 let mut words: Vec<String> = l.args.iter().map(|a| a.text.clone()).collect();
@@ -316,9 +301,8 @@ impl NginxTree {
     /// cache paths in the run directory, absolute includes to the copy, moved sockets
     /// followed, `user` dropped unless root. `backlog` keeps the knob's. The `-g` directives
     /// the command line adds.
-    pub fn run_edits(&self, place: &RunPlace, backlog: Option<&str>) -> Result<(Vec<Edit>, String), String> {
-        let d = place.dir.display();
-        let root = nix::unistd::geteuid().is_root();
+    pub fn run_edits(&self, place: &CopyPlace, backlog: Option<&str>) -> Result<(Vec<Edit>, String), String> {
+        let d = place.run_dir.display();
         let mut edits = Vec::new();
         let arg = |n: &Node, text: String| n.args.first().map(|a| Edit { file: n.file, at: a.span.clone(), text });
         let loaded = self.loaded_server(place.site)?;
@@ -335,7 +319,7 @@ impl NginxTree {
                     if Path::new(written).is_absolute() {
                         let dir = Path::new(written).parent().unwrap_or(Path::new("/"));
                         let name = Path::new(written).file_name().unwrap_or_default();
-                        let to = self.tree.copied(place.root, dir).join(name);
+                        let to = self.tree.copied(place.copy_dir, dir).join(name);
                         edits.extend(arg(n, quote(&to.display().to_string())));
                     }
                 }
@@ -343,7 +327,7 @@ impl NginxTree {
                     // The command line's -g sets the first three; the lock is the run's.
                     edits.push(Edit { file: n.file, at: n.span.clone(), text: String::new() });
                 }
-                "user" if ctx.is_empty() && !root => {
+                "user" if ctx.is_empty() && !place.as_root => {
                     edits.push(Edit { file: n.file, at: n.span.clone(), text: String::new() });
                 }
                 // A syslog or stderr log goes to the run's file too: the tune's traffic is not
@@ -396,7 +380,7 @@ impl NginxTree {
                 }
                 "server" if n.block && ctx == ["http"] && self.children(i, "listen").next().is_none() => {
                     // No listen: nginx's *:80 (*:8000 unprivileged), here on loopback.
-                    let key = ("*".to_string(), if root { 80 } else { 8000 });
+                    let key = ("*".to_string(), if place.as_root { 80 } else { 8000 });
                     let port = ports.port(&key)?;
                     let mut text = format!("\n\tlisten {}:{port}", bracket(place.host));
                     if i == loaded && key == ports.loaded {
@@ -458,14 +442,14 @@ impl NginxTree {
 
 /// The ports of the copy's listeners: one per distinct address of the user's.
 struct Listeners<'a> {
-    place: &'a RunPlace<'a>,
+    place: &'a CopyPlace<'a>,
     loaded: (String, u16),
     chosen: Vec<((String, u16), u16)>,
 }
 
 impl<'a> Listeners<'a> {
-    fn new(place: &'a RunPlace<'a>, loaded: (String, u16)) -> Self {
-        Listeners { place, chosen: vec![(loaded.clone(), place.port)], loaded }
+    fn new(place: &'a CopyPlace<'a>, loaded: (String, u16)) -> Self {
+        Listeners { place, chosen: vec![(loaded.clone(), place.load_port)], loaded }
     }
 
     fn port(&mut self, key: &(String, u16)) -> Result<u16, String> {
@@ -616,7 +600,16 @@ pub fn check(main: &Path, file: &crate::server::file::TargetFile) -> Result<Ngin
     let site = t.site_for(file);
     let site = site.as_deref();
     let dir = PathBuf::from("/nonexistent-run");
-    let place = RunPlace { dir: &dir, root: &dir, host: "127.0.0.1", port: 1, site, moved: &[] };
+    let place = CopyPlace {
+        run_dir: &dir,
+        copy_dir: &dir,
+        host: "127.0.0.1",
+        load_port: 1,
+        site,
+        host_header: None,
+        moved: &[],
+        as_root: nix::unistd::geteuid().is_root(),
+    };
     t.run_edits(&place, None)?;
     Ok(t)
 }
@@ -720,8 +713,16 @@ impl NginxTree {
         let site = self.site_for(ctx.file);
         let loaded = self.loaded_server(site.as_deref()).map_err(anyhow::Error::msg)?;
         backends::check(&self.backends(moved, loaded), &ctx.file.upstreams).map_err(anyhow::Error::msg)?;
-        let place =
-            RunPlace { dir: &ctx.dir.path, root: &root, host: ctx.host, port: ctx.port, site: site.as_deref(), moved };
+        let place = CopyPlace {
+            run_dir: &ctx.dir.path,
+            copy_dir: &root,
+            host: ctx.host,
+            load_port: ctx.port,
+            site: site.as_deref(),
+            host_header: None,
+            moved,
+            as_root: nix::unistd::geteuid().is_root(),
+        };
         let (run, g) = self.run_edits(&place, backlog).map_err(anyhow::Error::msg)?;
         let texts = self.copy_texts(knobs, &run);
         let main = self.tree.write_copy(&root, &texts)?;
@@ -729,7 +730,7 @@ impl NginxTree {
             crate::server::file::AdapterName::Nginx => ctx.file.program.as_deref().unwrap_or("nginx"),
             _ => "nginx",
         };
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         let spawn = Spawn::new(
             "nginx",
             program,
@@ -752,10 +753,10 @@ impl NginxTree {
 }
 
 /// nginx from the user's tree: the knobs on their directives, the copy started.
-pub fn prepare(ctx: &Ctx, values: &[(String, String)], main: &Path) -> anyhow::Result<Prepared> {
+pub fn prepare(ctx: &Ctx, values: &Typed, main: &Path) -> anyhow::Result<Prepared> {
     let t = NginxTree::read(main).map_err(anyhow::Error::msg)?;
     let knobs = t.knob_edits(values, t.site_for(ctx.file).as_deref())?;
-    let (spawn, config_text) = t.start(ctx, &knobs, get(values, "backlog"), &[])?;
+    let (spawn, config_text) = t.start(ctx, &knobs, values.backlog().map(Count::text), &[])?;
     Ok(Prepared {
         spawns: vec![spawn],
         master: 0,
@@ -770,7 +771,7 @@ pub fn prepare(ctx: &Ctx, values: &[(String, String)], main: &Path) -> anyhow::R
 pub fn diffs(
     file: &crate::server::file::TargetFile,
     main: &Path,
-    values: &[(String, String)],
+    values: &Typed,
 ) -> anyhow::Result<Vec<(String, String)>> {
     let t = NginxTree::read(main).map_err(anyhow::Error::msg)?;
     let knobs = t.knob_edits(values, t.site_for(file).as_deref())?;
@@ -780,6 +781,21 @@ pub fn diffs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A copy placed in `run` itself, loaded on `port`.
+    fn test_place<'a>(run: &'a Path, port: u16, moved: &'a [(String, String)]) -> CopyPlace<'a> {
+        let root = nix::unistd::geteuid().is_root();
+        CopyPlace {
+            run_dir: run,
+            copy_dir: run,
+            host: "127.0.0.1",
+            load_port: port,
+            site: None,
+            host_header: None,
+            moved,
+            as_root: root,
+        }
+    }
 
     fn tree(files: &[(&str, &str)]) -> (tempfile::TempDir, NginxTree) {
         let dir = tempfile::tempdir().unwrap();
@@ -829,9 +845,9 @@ mod tests {
         assert_eq!(t.loaded_server(Some("b.example")).unwrap(), t.servers()[1]);
         assert_eq!(t.loaded_server(None).unwrap(), t.servers()[0]);
         assert!(t.loaded_server(Some("c.example")).unwrap_err().contains("a.example, b.example"));
-        let v = |p: &[(&str, &str)]| p.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
-        let knobs =
-            t.knob_edits(&v(&[("workers", "4"), ("keepalive_timeout", "5"), ("sendfile", "on")]), None).unwrap();
+        let knobs = t
+            .knob_edits(&Typed::of(&[("workers", "4"), ("keepalive_timeout", "5"), ("sendfile", "on")]), None)
+            .unwrap();
         let diff = t.tree.diff(&t.apply(&knobs)).unwrap();
         assert!(diff.contains("-worker_processes auto;\n+worker_processes 4;\n"), "{diff}");
         assert!(diff.contains(" http {\n+\tkeepalive_timeout 5s;\n"), "{diff}");
@@ -839,7 +855,7 @@ mod tests {
 
         let run = dir.path().join("run");
         let moved = [("unix:/run/php/x.sock".to_string(), format!("unix:{}/fpm.sock", run.display()))];
-        let place = RunPlace { dir: &run, root: &run, host: "127.0.0.1", port: 8123, site: None, moved: &moved };
+        let place = test_place(&run, 8123, &moved);
         let (edits, g) = t.run_edits(&place, None).unwrap();
         assert!(g.contains("daemon off;"));
         let copy = t.copy_texts(&knobs, &edits);
@@ -860,7 +876,7 @@ mod tests {
     fn what_cannot_be_rewritten_is_refused_with_its_line() {
         let (_d, t) = tree(&[("n.conf", "events {}\nhttp {\n server {\n  listen unix:/run/x.sock;\n }\n}\n")]);
         let run = PathBuf::from("/r");
-        let place = RunPlace { dir: &run, root: &run, host: "127.0.0.1", port: 1, site: None, moved: &[] };
+        let place = test_place(&run, 1, &[]);
         let e = t.run_edits(&place, None).unwrap_err();
         assert!(e.contains("n.conf:4: listen unix:/run/x.sock"), "{e}");
         let dir = tempfile::tempdir().unwrap();

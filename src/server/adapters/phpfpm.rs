@@ -4,11 +4,12 @@
 
 use std::path::Path;
 
-use super::adapter::{Adapter, Ctx, Prepared, get, natives, write};
+use super::adapter::{Adapter, Ctx, Prepared, write};
 use super::fpm::{fpm_program, own_front};
 use super::phpfpm_tree;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
+use crate::server::settings::{Count, Typed};
 
 /// The PHP-FPM adapter (one pool, behind an nginx front).
 pub struct PhpFpm;
@@ -22,29 +23,29 @@ const NATIVE: [(&str, &str); 5] = [
 ];
 
 /// The pool's directives for `values`.
-fn pool_lines(values: &[(String, String)]) -> anyhow::Result<String> {
-    if get(values, "preload").is_some() {
+fn pool_lines(values: &Typed) -> anyhow::Result<String> {
+    if values.preload().is_some() {
         anyhow::bail!("php-fpm has no preload to switch (opcache.preload is a php.ini setting)");
     }
-    let pm = get(values, "pm").unwrap_or("static");
-    let w = get(values, "workers").unwrap_or("5");
+    let pm = values.native("pm").unwrap_or("static");
+    let w = values.workers().map_or("5", Count::text);
     let mut out = format!("pm = {pm}\npm.max_children = {w}\n");
     if pm == "dynamic" {
         out += &format!(
             "pm.start_servers = {}\npm.min_spare_servers = {}\npm.max_spare_servers = {}\n",
-            get(values, "start_workers").unwrap_or("1"),
-            get(values, "min_spare").unwrap_or("1"),
-            get(values, "max_spare").unwrap_or(w)
+            values.start_workers().map_or("1", Count::text),
+            values.min_spare().map_or("1", Count::text),
+            values.max_spare().map_or(w, Count::text)
         );
     }
-    if let Some(b) = get(values, "backlog") {
+    if let Some(b) = values.backlog() {
         out += &format!("listen.backlog = {b}\n");
     }
-    if let Some(n) = get(values, "max_requests") {
+    if let Some(n) = values.max_requests() {
         out += &format!("pm.max_requests = {n}\n");
     }
     // keep-alive belongs to the nginx front.
-    for (k, v) in natives(values).filter(|(k, _)| *k != "pm") {
+    for (k, v) in values.natives().filter(|(k, _)| *k != "pm") {
         out += &format!("{k} = {v}\n");
     }
     Ok(out)
@@ -93,7 +94,7 @@ impl Adapter for PhpFpm {
         phpfpm_tree::check_target(file)
     }
 
-    fn diffs(&self, file: &TargetFile, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+    fn diffs(&self, file: &TargetFile, values: &Typed) -> anyhow::Result<Vec<(String, String)>> {
         match file.config.file() {
             Some(main) => phpfpm_tree::diffs(file, &main.path, values),
             None => Ok(Vec::new()),
@@ -107,17 +108,17 @@ impl Adapter for PhpFpm {
         Ok(t.current(&pool))
     }
 
-    fn expected_workers_in(&self, file: &TargetFile, values: &[(String, String)]) -> Option<usize> {
+    fn expected_workers_in(&self, file: &TargetFile, values: &Typed) -> Option<usize> {
         let Some(main) = file.config.file() else { return self.expected_workers(values) };
         let t = phpfpm_tree::FpmTree::read(&main.path).ok()?;
         t.start_workers(&t.pool(file.pool.as_deref()).ok()?, values)
     }
 
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+    fn prepare(&self, ctx: &Ctx, values: &Typed) -> anyhow::Result<Prepared> {
         if let Some(main) = ctx.file.config.file() {
             return phpfpm_tree::prepare(ctx, values, &main.path);
         }
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         if ctx.app().is_none() {
             std::fs::create_dir_all(format!("{d}/html"))?;
             write(ctx.dir, "html/index.php", "<?php echo \"webtune php-fpm target\\n\";\n")?;
@@ -150,7 +151,7 @@ impl Adapter for PhpFpm {
         })
     }
 
-    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String {
+    fn recommend(&self, file: &TargetFile, values: &Typed) -> String {
         if let Some(lines) = file.config.file().and_then(|main| phpfpm_tree::recommend(file, &main.path, values)) {
             return lines;
         }
@@ -174,11 +175,11 @@ impl Adapter for PhpFpm {
         &["reached pm.max_children", "reached max_children"]
     }
 
-    fn expected_workers(&self, values: &[(String, String)]) -> Option<usize> {
-        match get(values, "pm").unwrap_or("static") {
-            "dynamic" => get(values, "start_workers").unwrap_or("1").parse().ok(),
+    fn expected_workers(&self, values: &Typed) -> Option<usize> {
+        match values.native("pm").unwrap_or("static") {
+            "dynamic" => values.start_workers().map_or(Some(1), Count::number),
             "ondemand" => Some(0),
-            _ => get(values, "workers").unwrap_or("5").parse().ok(),
+            _ => values.workers().map_or(Some(5), Count::number),
         }
     }
 }

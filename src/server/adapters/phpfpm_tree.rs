@@ -7,12 +7,12 @@
 use std::ops::Range;
 use std::path::Path;
 
-use super::adapter::get;
 use super::adapter::{Ctx, Prepared};
 use super::edit::{Edit, apply, layered};
 use super::nginx_tree;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
+use crate::server::settings::Typed;
 use crate::server::tree::{Edits, UserTree};
 
 /// How deep includes may nest.
@@ -193,19 +193,20 @@ impl FpmTree {
     /// The pool settings `values` ask for (canonical knobs under php-fpm's names), with pm's
     /// spare servers made to fit max_children so that php-fpm accepts the pool
     /// (max_spare <= max_children, min_spare <= start <= max_spare).
-    fn wanted(&self, pool: &str, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
-        if get(values, "preload").is_some() {
+    fn wanted(&self, pool: &str, values: &Typed) -> anyhow::Result<Vec<(String, String)>> {
+        if values.preload().is_some() {
             anyhow::bail!("php-fpm has no preload to switch (opcache.preload is a php.ini setting)");
         }
         let mut want: Vec<(String, String)> = Vec::new();
-        for (knob, value) in values {
+        // Every knob under its pool key, as written (counts and pm alike).
+        for (knob, value) in values.pairs() {
             // keep-alive is the front's.
-            if ["keepalive", "keepalive_timeout"].contains(&knob.as_str()) {
+            if ["keepalive", "keepalive_timeout"].contains(&knob) {
                 continue;
             }
-            let key = NATIVE.iter().find(|(k, _)| k == knob).map_or(knob.as_str(), |(_, n)| n);
+            let key = NATIVE.iter().find(|(k, _)| *k == knob).map_or(knob, |(_, n)| n);
             want.retain(|(k, _)| k != key);
-            want.push((key.to_string(), value.clone()));
+            want.push((key.to_string(), value.to_string()));
         }
         if self.effective(pool, &want, "pm").as_deref() == Some("dynamic")
             && let Some(max) = self.number(pool, &want, "pm.max_children")
@@ -242,7 +243,7 @@ impl FpmTree {
 
     /// The knobs' edits, in `pool`'s own lines: a setting the pool has is changed there (no
     /// edit when the value is the user's), one it does not is added under its header.
-    pub fn knob_edits(&self, pool: &str, values: &[(String, String)]) -> anyhow::Result<Vec<Edit>> {
+    pub fn knob_edits(&self, pool: &str, values: &Typed) -> anyhow::Result<Vec<Edit>> {
         let header = self.sections.iter().find(|s| s.name == pool).ok_or_else(|| anyhow::anyhow!("no pool {pool}"))?;
         let mut edits = Vec::new();
         for (key, value) in self.wanted(pool, values)? {
@@ -265,7 +266,7 @@ impl FpmTree {
 
     /// How many workers `pool` starts with `values`: static max_children, dynamic
     /// start_servers, ondemand none.
-    pub fn start_workers(&self, pool: &str, values: &[(String, String)]) -> Option<usize> {
+    pub fn start_workers(&self, pool: &str, values: &Typed) -> Option<usize> {
         let want = self.wanted(pool, values).ok()?;
         let n = |k: &str| self.number(pool, &want, k).map(|n| n as usize);
         match self.effective(pool, &want, "pm").as_deref().unwrap_or("static") {
@@ -277,10 +278,15 @@ impl FpmTree {
 
     /// The run's edits: the global pid and error log into `dir`, every pool's socket moved
     /// (`socket(pool)`) and open to the front, its slow and access logs and PHP's error_log
-    /// into `dir`, users dropped unless root, absolute includes to the copy at `root`. A
+    /// into `run_dir`, users dropped unless root, absolute includes to the copy at `copy_dir`. A
     /// chroot is refused (FILE:LINE).
-    pub fn run_edits(&self, dir: &Path, root: &Path, socket: &dyn Fn(&str) -> String) -> Result<Vec<Edit>, String> {
-        let d = dir.display();
+    pub fn run_edits(
+        &self,
+        run_dir: &Path,
+        copy_dir: &Path,
+        socket: &dyn Fn(&str) -> String,
+    ) -> Result<Vec<Edit>, String> {
+        let d = run_dir.display();
         let is_root = nix::unistd::geteuid().is_root();
         let mut edits = Vec::new();
         let mut global = (false, false);
@@ -294,7 +300,7 @@ impl FpmTree {
                     let p = &Path::new("/usr").join(&s.value);
                     let to = self
                         .tree
-                        .copied(root, p.parent().unwrap_or(Path::new("/")))
+                        .copied(copy_dir, p.parent().unwrap_or(Path::new("/")))
                         .join(p.file_name().unwrap_or_default());
                     edits.push(set(to.display().to_string()));
                 }
@@ -398,10 +404,10 @@ pub fn check_target(file: &TargetFile) -> Result<(), (&'static str, String)> {
 /// php-fpm from the user's tree, the knobs in the pool's own lines, every pool's socket in
 /// the run directory; and its front: the user's nginx (`front_config`) with its fastcgi_pass
 /// following the pool's socket, else webtune's own.
-pub fn prepare(ctx: &Ctx, values: &[(String, String)], main: &Path) -> anyhow::Result<Prepared> {
+pub fn prepare(ctx: &Ctx, values: &Typed, main: &Path) -> anyhow::Result<Prepared> {
     let t = FpmTree::read(main).map_err(anyhow::Error::msg)?;
     let pool = t.pool(ctx.file.pool.as_deref()).map_err(anyhow::Error::msg)?;
-    let d = ctx.d();
+    let d = ctx.run_dir_text();
     let sock = format!("{d}/fpm.sock");
     let socket = |p: &str| if p == pool { sock.clone() } else { format!("{d}/fpm-{p}.sock") };
     let knobs = t.knob_edits(&pool, values)?;
@@ -437,7 +443,7 @@ pub fn prepare(ctx: &Ctx, values: &[(String, String)], main: &Path) -> anyhow::R
 }
 
 /// The unified diff of the user's php-fpm files for `values` (the front is not tuned).
-pub fn diffs(file: &TargetFile, main: &Path, values: &[(String, String)]) -> anyhow::Result<Vec<(String, String)>> {
+pub fn diffs(file: &TargetFile, main: &Path, values: &Typed) -> anyhow::Result<Vec<(String, String)>> {
     let t = FpmTree::read(main).map_err(anyhow::Error::msg)?;
     let pool = t.pool(file.pool.as_deref()).map_err(anyhow::Error::msg)?;
     let knobs = t.knob_edits(&pool, values)?;
@@ -445,7 +451,7 @@ pub fn diffs(file: &TargetFile, main: &Path, values: &[(String, String)]) -> any
 }
 
 /// The pool settings `values` ask for, as lines of the pool's file.
-pub fn recommend(file: &TargetFile, main: &Path, values: &[(String, String)]) -> Option<String> {
+pub fn recommend(file: &TargetFile, main: &Path, values: &Typed) -> Option<String> {
     let t = FpmTree::read(main).ok()?;
     let pool = t.pool(file.pool.as_deref()).ok()?;
     let want = t.wanted(&pool, values).ok()?;
@@ -470,10 +476,6 @@ fn value_of(rest: &str) -> (String, usize) {
 mod tests {
     use super::*;
 
-    fn v(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
-    }
-
     #[test]
     fn the_pools_own_lines_change_and_spares_follow_max_children() {
         let dir = tempfile::tempdir().unwrap();
@@ -494,7 +496,7 @@ mod tests {
         assert_eq!(t.pool(None).unwrap(), "www");
         assert!(t.pool(Some("api")).unwrap_err().contains("its pools: www ("));
         assert_eq!(t.listen("www").unwrap(), ["unix:/run/php/php8.2-fpm.sock"]);
-        let edits = t.knob_edits("www", &v(&[("workers", "2"), ("max_requests", "500")])).unwrap();
+        let edits = t.knob_edits("www", &Typed::of(&[("workers", "2"), ("max_requests", "500")])).unwrap();
         let diff = t.tree.diff(&t.apply(&edits)).unwrap();
         assert_eq!(crate::server::tree::changed_files(&diff), ["pool.d/www.conf"]);
         assert!(diff.contains("-pm.max_children = 5\n+pm.max_children = 2\n"), "{diff}");
@@ -503,7 +505,7 @@ mod tests {
             "{diff}"
         );
         assert!(!diff.contains("+pm.start_servers"), "2 is within [1, 2]: {diff}");
-        assert_eq!(t.start_workers("www", &v(&[("workers", "2")])), Some(2));
+        assert_eq!(t.start_workers("www", &Typed::of(&[("workers", "2")])), Some(2));
         assert_eq!(t.current("www")[1], ("workers".into(), "5".into()));
 
         let run = dir.path().join("run");

@@ -1,35 +1,22 @@
 //! Starman, the pre-forking PSGI server: --workers, --max-requests, --preload-app. The app is a
 //! .psgi file, whatever its name (or a directory with app.psgi).
 
-use super::adapter::{Adapter, Ctx, Prepared, native_flags, on};
+use super::adapter::{Adapter, Ctx, PoolFlags, Prepared, pool_flags};
 use crate::server::file::App;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
+use crate::server::settings::Typed;
 
 /// The Starman (PSGI) adapter.
 pub struct Starman;
 
-fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
-    for (k, v) in values {
-        match k.as_str() {
-            "workers" => out.extend(["--workers".into(), v.clone()]),
-            "max_requests" => out.extend(["--max-requests".into(), v.clone()]),
-            "backlog" => out.extend(["--backlog".into(), v.clone()]),
-            "keepalive_timeout" => out.extend(["--keepalive-timeout".into(), super::adapter::seconds(v)?.to_string()]),
-            "keepalive" if !on(v) => out.push("--disable-keepalive".into()),
-            "keepalive" => {}
-            "preload" if on(v) => out.push("--preload-app".into()),
-            "preload" => {}
-            "start_workers" | "min_spare" | "max_spare" => {
-                anyhow::bail!("starman has a fixed pool: {k} does not apply")
-            }
-            _ => {}
-        }
-    }
-    out.extend(native_flags(values));
-    Ok(out)
-}
+/// Its spelling of the canonical knobs.
+const FLAGS: PoolFlags = PoolFlags {
+    server: "starman",
+    keepalive_timeout: "--keepalive-timeout",
+    keepalive_off: &["--disable-keepalive"],
+    preload: "--preload-app",
+};
 
 impl Adapter for Starman {
     fn name(&self) -> &'static str {
@@ -63,11 +50,11 @@ impl Adapter for Starman {
         })
     }
 
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+    fn prepare(&self, ctx: &Ctx, values: &Typed) -> anyhow::Result<Prepared> {
         let app = ctx.app().ok_or_else(|| anyhow::anyhow!("starman needs app = a .psgi file or directory"))?;
         let file = if app.is_dir() { app.join("app.psgi") } else { app.to_path_buf() };
         let mut args = vec!["--listen".into(), format!("{}:{}", ctx.host, ctx.port)];
-        args.extend(flags(values)?);
+        args.extend(pool_flags(&FLAGS, values)?);
         args.push(file.display().to_string());
         let spawn = Spawn::new("starman", ctx.file.program.as_deref().unwrap_or("starman"), args);
         Ok(Prepared {
@@ -80,7 +67,7 @@ impl Adapter for Starman {
         })
     }
 
-    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String {
+    fn recommend(&self, file: &TargetFile, values: &Typed) -> String {
         // The app as the user wrote it: any .psgi file, or a directory with app.psgi.
         let app = match &file.app {
             Some(App::Path(p)) if p.path.is_dir() => format!("{}/app.psgi", p.written.trim_end_matches('/')),
@@ -88,8 +75,42 @@ impl Adapter for Starman {
             _ => "app.psgi".into(),
         };
         let mut words = vec!["starman".to_string()];
-        words.extend(flags(values).unwrap_or_default());
+        words.extend(pool_flags(&FLAGS, values).unwrap_or_default());
         words.push(app);
         words.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_canonical_knobs_are_flags_in_their_order_and_the_spares_are_refused() {
+        let values = Typed::of(&[
+            ("preload", "on"),
+            ("workers", "4"),
+            ("keepalive", "off"),
+            ("keepalive_timeout", "2s"),
+            ("max_requests", "100"),
+            ("user", "www"),
+        ]);
+        let flags = pool_flags(&FLAGS, &values).unwrap().join(" ");
+        assert_eq!(
+            flags,
+            "--preload-app --workers 4 --disable-keepalive --keepalive-timeout 2 --max-requests 100 --user www"
+        );
+        let gunicorn = PoolFlags {
+            server: "gunicorn",
+            keepalive_timeout: "--keep-alive",
+            keepalive_off: &["--keep-alive", "0"],
+            preload: "--preload",
+        };
+        assert_eq!(
+            pool_flags(&gunicorn, &values).unwrap().join(" "),
+            "--preload --workers 4 --keep-alive 0 --keep-alive 2 --max-requests 100 --user www"
+        );
+        let e = pool_flags(&FLAGS, &Typed::of(&[("min_spare", "1")])).unwrap_err();
+        assert_eq!(e.to_string(), "starman has a fixed pool: min_spare does not apply");
     }
 }

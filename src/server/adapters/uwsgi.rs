@@ -5,29 +5,32 @@
 
 use std::path::Path;
 
-use super::adapter::{Adapter, Ctx, Prepared, native_flags, on};
+use super::adapter::{Adapter, Ctx, Prepared, native_flags};
 use crate::server::file::App;
 use crate::server::file::TargetFile;
 use crate::server::process::Spawn;
+use crate::server::settings::{Knob, Typed};
 
 /// The uWSGI (Python 3) adapter.
 pub struct Uwsgi;
 
-fn flags(values: &[(String, String)]) -> anyhow::Result<Vec<String>> {
+fn flags(values: &Typed) -> anyhow::Result<Vec<String>> {
     let mut out = Vec::new();
-    for (k, v) in values {
-        match k.as_str() {
-            "workers" => out.extend(["--processes".into(), v.clone()]),
-            "max_requests" => out.extend(["--max-requests".into(), v.clone()]),
-            "backlog" => out.extend(["--listen".into(), v.clone()]),
-            "min_spare" => out.extend(["--cheaper".into(), v.clone()]),
-            "start_workers" => out.extend(["--cheaper-initial".into(), v.clone()]),
-            "preload" if !on(v) => out.push("--lazy-apps".into()),
-            "preload" => {}
-            "keepalive" if on(v) => out.push("--http-keepalive".into()),
-            "keepalive" => {}
-            "keepalive_timeout" | "max_spare" => anyhow::bail!("uwsgi: {k} does not apply (try cheaper, cheaper-step)"),
-            _ => {}
+    for knob in values.knobs() {
+        match knob {
+            Knob::Workers(n) => out.extend(["--processes".into(), n.to_string()]),
+            Knob::MaxRequests(n) => out.extend(["--max-requests".into(), n.to_string()]),
+            Knob::Backlog(n) => out.extend(["--listen".into(), n.to_string()]),
+            Knob::MinSpare(n) => out.extend(["--cheaper".into(), n.to_string()]),
+            Knob::StartWorkers(n) => out.extend(["--cheaper-initial".into(), n.to_string()]),
+            Knob::Preload(false) => out.push("--lazy-apps".into()),
+            Knob::Preload(true) => {}
+            Knob::Keepalive(true) => out.push("--http-keepalive".into()),
+            Knob::Keepalive(false) => {}
+            Knob::KeepaliveTimeout(_) | Knob::MaxSpare(_) => {
+                anyhow::bail!("uwsgi: {} does not apply (try cheaper, cheaper-step)", knob.name())
+            }
+            Knob::Native(..) => {}
         }
     }
     out.extend(native_flags(values));
@@ -62,13 +65,13 @@ impl Adapter for Uwsgi {
         })
     }
 
-    fn prepare(&self, ctx: &Ctx, values: &[(String, String)]) -> anyhow::Result<Prepared> {
+    fn prepare(&self, ctx: &Ctx, values: &Typed) -> anyhow::Result<Prepared> {
         let file = ctx.file;
         let ini = file.config.file().map(|c| c.path.as_path());
         if file.app.is_none() && ini.is_none() {
             anyhow::bail!("uwsgi needs app = a WSGI file, directory or module path (pkg.module:callable)");
         }
-        let d = ctx.d();
+        let d = ctx.run_dir_text();
         let mut args = Vec::new();
         // First, so that every option of webtune's after it wins.
         if let Some(i) = ini {
@@ -111,7 +114,7 @@ impl Adapter for Uwsgi {
         })
     }
 
-    fn recommend(&self, file: &TargetFile, values: &[(String, String)]) -> String {
+    fn recommend(&self, file: &TargetFile, values: &Typed) -> String {
         let mut words = vec!["uwsgi".to_string()];
         if let Some(c) = file.config.file() {
             words.extend(["--ini".into(), c.written.clone()]);
