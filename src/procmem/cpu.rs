@@ -62,6 +62,33 @@ fn tree_ticks(roots: &[i32]) -> u64 {
         .sum()
 }
 
+/// The time each thread of the server's trees has waited runnable for a CPU so far, ns, by
+/// thread id (/proc/PID/task/TID/schedstat's second field); None where the kernel keeps no
+/// such count (built without schedstats).
+fn tree_run_waits(roots: &[i32]) -> Option<std::collections::HashMap<i32, u64>> {
+    let mut waits = std::collections::HashMap::new();
+    let mut read_any = false;
+    for pid in roots.iter().flat_map(|&r| select(&Selector::Pid(r)).unwrap_or_default()) {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        for task in tasks.flatten() {
+            let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<i32>().ok()) else { continue };
+            let Some(wait) =
+                std::fs::read_to_string(task.path().join("schedstat")).ok().and_then(|s| parse_run_wait(&s))
+            else {
+                continue;
+            };
+            read_any = true;
+            waits.insert(tid, wait);
+        }
+    }
+    read_any.then_some(waits)
+}
+
+/// The run-queue wait, ns, from schedstat text ("on-CPU ns, waiting ns, timeslices").
+pub fn parse_run_wait(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// CPU taken by others during a window, as shares of the whole machine (0-1).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Interference {
@@ -80,6 +107,11 @@ pub struct Interference {
     /// anything on them served was what the CPU time it got could buy.
     #[serde(default)]
     pub idle: f64,
+    /// The server's threads runnable but waiting for a CPU, on average over the window (its
+    /// run-queue wait over the wall time: Little's law); None without schedstats. Of N
+    /// workers kept busy, about N less this many could work at once without queueing.
+    #[serde(default)]
+    pub server_waiting: Option<f64>,
 }
 
 /// A window being watched.
@@ -92,6 +124,8 @@ pub struct CpuWatch {
     /// This process's CPU times (getrusage: microseconds, finer than ticks) and the clock.
     own_times: crate::sys::CpuTimes,
     started: std::time::Instant,
+    /// The server's threads' run-queue waits at the start (`tree_run_waits`).
+    run_waits: Option<std::collections::HashMap<i32, u64>>,
 }
 
 impl CpuWatch {
@@ -104,6 +138,7 @@ impl CpuWatch {
             own: process_ticks("self"),
             own_times: crate::sys::CpuTimes::now(),
             started: std::time::Instant::now(),
+            run_waits: tree_run_waits(roots),
         }
     }
 
@@ -120,12 +155,19 @@ impl CpuWatch {
         let server = tree_ticks(&self.roots).saturating_sub(self.server);
         let own = process_ticks("self").saturating_sub(self.own);
         let others = busy.saturating_sub(server + own) + steal;
+        // Threads gone by the end took their waits with them (a recycled worker's): a little less.
+        let server_waiting = self.run_waits.as_ref().zip(tree_run_waits(&self.roots)).map(|(before, after)| {
+            let waited: u64 =
+                after.iter().map(|(tid, &w)| w.saturating_sub(before.get(tid).copied().unwrap_or(0))).sum();
+            waited as f64 / 1e9 / wall
+        });
         Some(Interference {
             others: (others as f64 / total).clamp(0.0, 1.0),
             steal: (steal as f64 / total).clamp(0.0, 1.0),
             own: own_share.clamp(0.0, 1.0),
             server_s: server as f64 / ticks_per_second(),
             idle: (total - (busy + steal).min(total as u64) as f64) / total,
+            server_waiting,
         })
     }
 }
@@ -142,6 +184,8 @@ mod tests {
         let t = parse_process_ticks("42 (a b) S 1 42 42 0 -1 0 0 0 0 0 30 12 100 8 20 0").unwrap();
         assert_eq!(t, 150);
         assert_eq!(parse_process_ticks("garbage"), None);
+        assert_eq!(parse_run_wait("217750890 17002037 857\n"), Some(17_002_037));
+        assert_eq!(parse_run_wait("12"), None);
     }
 
     #[test]

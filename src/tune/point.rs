@@ -149,6 +149,11 @@ pub struct Sample {
     /// got could buy. None in points stored before it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_idle: Option<f64>,
+    /// The server's threads runnable but waiting for a CPU, on average over the window (the
+    /// kernel's run-queue wait): of N workers kept busy, about N less this many could work at
+    /// once without queueing for the CPUs. None without the kernel's schedstats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_waiting: Option<f64>,
     /// The container's accounting, when the server ran in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<ContainerUse>,

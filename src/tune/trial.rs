@@ -848,6 +848,7 @@ fn measure_once(server: &dyn Launched, w: &WindowPlan) -> anyhow::Result<Window>
                 cpu_s.filter(|_| report.result.succeeded > 0).map(|s| s * 1000.0 / report.result.succeeded as f64)
             },
             cpu_idle: interference.map(|i| i.idle),
+            server_waiting: interference.and_then(|i| i.server_waiting),
             container,
         },
         trend,

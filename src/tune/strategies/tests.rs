@@ -33,6 +33,8 @@ struct Model<F: Fn(&Settings, usize) -> (f64, f64, u64)> {
     pss_per_worker: Option<u64>,
     /// The server's CPU ms a request and the machine's idle share, by settings and window.
     cpu: Option<CpuOf>,
+    /// The server's threads waiting runnable for a CPU on average, by settings.
+    waiting: Option<fn(&Settings) -> f64>,
 }
 
 /// The server's CPU ms a request and the machine's idle share, by settings and window.
@@ -51,6 +53,7 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
             per_connection: None,
             pss_per_worker: None,
             cpu: None,
+            waiting: None,
         }
     }
 }
@@ -68,6 +71,7 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Model<F> {
             per_connection: None,
             pss_per_worker: None,
             cpu: None,
+            waiting: None,
         }
     }
 }
@@ -104,6 +108,7 @@ impl<F: Fn(&Settings, usize) -> (f64, f64, u64)> Measure for Model<F> {
                     connections,
                     server_cpu_ms_per_request: cpu.map(|c| c.0),
                     cpu_idle: cpu.map(|c| c.1),
+                    server_waiting: self.waiting.map(|w| w(settings)),
                     ..Sample::default()
                 }
             })
@@ -1824,4 +1829,48 @@ fn where_the_cpus_were_full_a_change_of_nothing_is_judged_by_the_cpu_time_a_requ
     assert!(!step.evidence.contains("by the requests a second of the server's CPU"), "{}", step.evidence);
     assert!(step.evidence.contains("no more rounds could settle it"), "{}", step.evidence);
     assert_eq!(found.recommended.get("tokens"), Some("on"));
+}
+
+/// Grid (f) of bench/verdicts.py as its quiet run read it: a PHP pool on 2 CPUs whose
+/// waiters burn CPU, best at 2 workers and falling past them.
+fn grid_f(w: u64) -> f64 {
+    match w {
+        1 => 370.0,
+        2 => 744.0,
+        3 => 720.0,
+        4 => 700.0,
+        6 => 650.0,
+        8 => 600.0,
+        12 => 560.0,
+        16 => 534.0,
+        24 => 480.0,
+        _ => 439.0,
+    }
+}
+
+#[test]
+fn a_pool_whose_workers_wait_for_the_cpus_is_searched_below_half_its_size() {
+    let counts = ["1", "2", "3", "4", "6", "8", "12", "16", "24", "32"];
+    let search = |waiting: Option<fn(&Settings) -> f64>| {
+        let mut m = scattering(grid_f, 0.02);
+        m.waiting = waiting;
+        let found = search_workers(&mut m, &counts);
+        (found, m.measured)
+    };
+    // Without the kernel's run queue: halving from 32 to 1, ten windows.
+    let (found, halving) = search(None);
+    assert_eq!(found.recommended.get("workers"), Some("2"), "{:?}", found.evidence);
+    assert_eq!(halving.len(), 10, "{halving:?}");
+    // 32 workers with 29.6 of them waiting for a CPU: about 2.4 could work at once, so 3 is
+    // measured next, not 16; then 1, and 2 between them. Seven windows, the same answer.
+    let (found, measured) = search(Some(|s: &Settings| (workers_of(s) - 2.4).max(0.0)));
+    assert_eq!(found.recommended.get("workers"), Some("2"), "{:?}", found.evidence);
+    let launched: Vec<&str> = measured.iter().filter(|w| !w.contains('#')).map(String::as_str).collect();
+    assert_eq!(launched, ["workers=32", "workers=3", "workers=1", "workers=2"], "{measured:?}");
+    assert_eq!(measured.len(), 7, "{measured:?}");
+    let why = &found.evidence[0].why;
+    assert!(why.contains("; 3 workers measured after 32, not half of it: of 32 kept busy about 2.4 could work at once (the rest waited for a CPU, the kernel's run queue said)"), "{why}");
+    // A pool that waits on I/O, not the CPUs: nobody queues, and halving goes on as before.
+    let (_, quiet) = search(Some(|_: &Settings| 0.0));
+    assert_eq!(quiet, halving);
 }

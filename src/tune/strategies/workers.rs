@@ -258,6 +258,26 @@ struct Sweep<'a> {
     measured: Vec<(u64, Point)>,
     /// The counts not launched because the count below could not scale up to the knee.
     spared: Vec<Spared>,
+    /// Where the search went below half a count, as its windows' run queue told.
+    jumps: Vec<Jump>,
+}
+
+/// A step down past halving: of `from` workers kept busy, only about `at_once` could work at
+/// once (the rest waited runnable for a CPU, on average over its windows), so the next count
+/// measured is `to`, the smallest listed that many. On a PHP pool on 2 CPUs, 32 workers had
+/// about 30 waiting: halving to 16 and 8 cost two windows on a pool whose best was 2 to 4.
+struct Jump {
+    from: u64,
+    at_once: f64,
+    to: u64,
+}
+
+/// The workers of `p` that could work at once: its count less its threads waiting runnable
+/// for a CPU (median over its windows); None where the kernel keeps no run-queue count.
+fn at_once(p: &Point) -> Option<f64> {
+    let n = p.settings.get("workers")?.parse::<f64>().ok()?;
+    let waiting: Vec<f64> = p.samples.iter().filter_map(|s| s.server_waiting).collect();
+    (!waiting.is_empty()).then(|| (n - crate::stats::median(&waiting)).max(1.0))
 }
 
 /// A count spared its launch (`Sweep::within_reach`).
@@ -281,7 +301,16 @@ impl<'a> Sweep<'a> {
         if counts.is_empty() {
             return None;
         }
-        Some(Sweep { base, load, counts, tolerance, repeats: repeats.max(1), measured: Vec::new(), spared: Vec::new() })
+        Some(Sweep {
+            base,
+            load,
+            counts,
+            tolerance,
+            repeats: repeats.max(1),
+            measured: Vec::new(),
+            spared: Vec::new(),
+            jumps: Vec::new(),
+        })
     }
 
     /// Each count first gets one window: a count far below the best needs no more. The
@@ -337,10 +366,7 @@ impl<'a> Sweep<'a> {
             let below = self.measured.iter().map(|(n, _)| *n).filter(|&n| n < knee).max();
             let next = match below {
                 Some(below) => self.toward_the_crossing(below, knee),
-                None => {
-                    let smaller = self.counts.iter().copied().filter(|&n| n < knee);
-                    smaller.clone().filter(|&n| 2 * n <= knee).max().or_else(|| smaller.max())
-                }
+                None => self.below_the_smallest(knee),
             };
             let Some(n) = next else { break };
             // The readings the launch between two counts is chosen from, read twice first: the
@@ -356,6 +382,21 @@ impl<'a> Sweep<'a> {
             if !self.measure(t, n) {
                 break;
             }
+        }
+    }
+
+    /// The count to measure below `knee`, the smallest measured: half its size (else the next
+    /// listed below), or lower where its windows say fewer workers could work at once (`Jump`).
+    fn below_the_smallest(&mut self, knee: u64) -> Option<u64> {
+        let smaller = self.counts.iter().copied().filter(|&n| n < knee);
+        let halving = smaller.clone().filter(|&n| 2 * n <= knee).max().or_else(|| smaller.clone().max())?;
+        let Some(at_once) = self.at(knee).and_then(|p| at_once(&p)) else { return Some(halving) };
+        match smaller.filter(|&n| n as f64 >= at_once).min() {
+            Some(n) if n < halving => {
+                self.jumps.push(Jump { from: knee, at_once, to: n });
+                Some(n)
+            }
+            _ => Some(halving),
         }
     }
 
@@ -465,6 +506,16 @@ impl<'a> Sweep<'a> {
             if !as_good(&self.measured, self.tolerance).contains(&smallest) {
                 let unsure = cannot_tell(&self.measured, self.tolerance, scatter).contains(&smallest);
                 if unsure && once(self, smallest) && self.once_more(t, smallest) {
+                    continue;
+                }
+                // After a step down past halving (`Jump`), a count listed between it and the
+                // smallest as good, not measured, that could reach the knee's line: the jump
+                // may have passed the knee. (Halving's own gaps stay as bench/ measured them.)
+                let pick = as_good(&self.measured, self.tolerance).first().copied().filter(|_| !self.jumps.is_empty());
+                let next = pick.and_then(|pick| self.toward_the_crossing(smallest, pick));
+                if let Some(n) = next.filter(|n| self.at(*n).is_none())
+                    && self.measure(t, n)
+                {
                     continue;
                 }
                 return;
@@ -630,6 +681,12 @@ impl Pick {
                 knee_point.samples.len(),
                 sweep.tolerance * 100.0,
                 SETTLED_CONFIDENCE * 100.0
+            );
+        }
+        for j in &sweep.jumps {
+            line += &format!(
+                "; {} workers measured after {}, not half of it: of {} kept busy about {:.1} could work at once (the rest waited for a CPU, the kernel's run queue said)",
+                j.to, j.from, j.from, j.at_once
             );
         }
         for s in sweep.spared.iter().filter(|s| s.count < knee) {
