@@ -141,6 +141,7 @@ Usage
 Exit status: 0 when every target was met, 1 when one was missed, 2 on a setup error, 130
 when interrupted. Everything it starts is stopped at the end, on error and on Ctrl-C/SIGTERM.
 """
+
 import argparse
 import json
 import os
