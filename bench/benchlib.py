@@ -1,9 +1,16 @@
-"""What bench/ scripts share: stopping what they started, whatever ends them, and their
-PASS/FAIL and progress lines."""
+"""What bench/ scripts share: launching a target and running a webtune bounded in time,
+stopping what they started, whatever ends them, two statistics, and their PASS/FAIL and
+progress lines."""
 
+import contextlib
+import math
 import os
+import re
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -24,12 +31,29 @@ def t_quantile(level, df):
     return table[min(df, len(table)) - 1]
 
 
+def wilson(k, n, z=1.959964):
+    """The 95% Wilson score interval of k successes in n."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
 class Interrupted(Exception):
     """Raised from the SIGINT/SIGTERM/SIGHUP handler so that every finally block runs."""
 
 
 class SetupError(Exception):
     """Something the benchmark needs is missing or did not start."""
+
+
+def require_webtune(path):
+    """A SetupError unless `path` is an executable (the webtune binary a bench runs)."""
+    if not os.access(path, os.X_OK):
+        raise SetupError(f"no webtune binary at {path} (cargo build --release)")
 
 
 def install_signal_handlers():
@@ -77,6 +101,59 @@ def stop_group(proc, grace=5.0):
     signal_group(pgid, signal.SIGKILL)  # stragglers, or the leader itself after the grace
     _, status = os.waitpid(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
+
+
+@contextlib.contextmanager
+def scratch(prefix):
+    """A temp directory and a list for the processes a bench starts: however the block ends,
+    every process still listed is stopped and the directory removed."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    started = []
+    try:
+        yield tmp, started
+    finally:
+        for proc in list(started):
+            stop_group(proc)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def launch(webtune, file, args, started):
+    """`webtune launch FILE ARGS` in its own session, appended to `started` (the caller stops
+    it): (the process, its address once ready, or None when it ended before)."""
+    proc = subprocess.Popen([webtune, "launch", file] + args, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    started.append(proc)
+    for line in proc.stdout:
+        m = re.search(r"ready at (http://127\.0\.0\.1:\d+)", line)
+        if m:
+            return proc, m.group(1)
+    return proc, None
+
+
+def run_bounded(argv, timeout, cwd=None, env=None, after=None):
+    """Runs `argv` in its own session, its output in temp files, for `timeout` seconds at most,
+    then stops its group (a webtune may take 10 s to stop its servers) and calls `after`
+    (whatever ends it): (stdout, stderr, exit status or None when timed out, wall seconds)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=err, start_new_session=True)
+        timed_out = False
+        try:
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+        finally:
+            stop_group(proc, grace=15.0)
+            if after:
+                after()
+        wall = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace")
+        stderr = err.read().decode(errors="replace")
+    return stdout, stderr, None if timed_out else proc.returncode, wall
 
 
 def signal_group(pgid, sig):

@@ -67,7 +67,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from benchlib import SetupError, check, progress, run_main, stop_group
+from benchlib import SetupError, check, progress, require_webtune, run_main, stop_group
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NGINX = "/usr/sbin/nginx"
@@ -704,8 +704,7 @@ def main(argv=None):
 
 def run(a):
     """Every comparison `a` asks for; True when all passed."""
-    if not os.access(a.webtune, os.X_OK):
-        raise SetupError(f"no webtune binary at {a.webtune} (cargo build --release)")
+    require_webtune(a.webtune)
     if not shutil.which("taskset"):
         raise SetupError("taskset not found (util-linux)")
     if not (a.memory or a.h2_only):

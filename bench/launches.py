@@ -37,15 +37,14 @@ import argparse
 import json
 import math
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import SetupError, progress, run_main, stop_group, t_quantile  # noqa: E402
+import benchlib  # noqa: E402
+from benchlib import SetupError, progress, run_main, scratch, stop_group, t_quantile  # noqa: E402
 
 LAUNCH_TIMEOUT_S = 60
 WINDOW_TIMEOUT_S = 30
@@ -77,14 +76,10 @@ def target(tmp, server):
 
 def launch(webtune, file, started):
     """`webtune launch FILE` in its own session; its address once ready."""
-    proc = subprocess.Popen([webtune, "launch", file, "--for", "30m"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    started.append(proc)
-    for line in proc.stdout:
-        m = re.search(r"ready at (http://127\.0\.0\.1:\d+)", line)
-        if m:
-            return proc, m.group(1)
-    raise SetupError(f"webtune launch {file} ended before its server was ready")
+    proc, url = benchlib.launch(webtune, file, ["--for", "30m"], started)
+    if url is None:
+        raise SetupError(f"webtune launch {file} ended before its server was ready")
+    return proc, url
 
 
 def window(webtune, url):
@@ -130,9 +125,7 @@ def main():
         return 2
 
     def body():
-        tmp = tempfile.mkdtemp(prefix="webtune-launches-")
-        started = []
-        try:
+        with scratch("webtune-launches-") as (tmp, started):
             file, path = target(tmp, a.server)
             t = t_quantile(0.99, a.rounds - 1)
             means, ses, sure = [], [], 0
@@ -154,10 +147,6 @@ def main():
                   f"exclude zero (about 1% should); the pairs' means spread {between:.2f}% (sd), "
                   f"the windows alone would give {windows:.2f}%; launch to launch {launches:.2f}%")
             return True
-        finally:
-            for proc in started:
-                stop_group(proc)
-            shutil.rmtree(tmp, ignore_errors=True)
 
     return run_main(body)
 

@@ -148,21 +148,7 @@ def webtune_tune(ctx, target, args, timeout, tag):
     n = ctx["n"] = ctx["n"] + 1
     argv = [ctx["webtune"], "--db", ctx["db"], "tune", target, "--json",
             "--journal", os.path.join(ctx["tmp"], f"j{n}.jsonl")] + args
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.monotonic()
-        proc = subprocess.Popen(argv, cwd=ctx["tmp"], stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err, start_new_session=True)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            timed_out = proc.returncode is None
-            benchlib.stop_group(proc, grace=15.0)  # webtune may take 10 s to stop its servers
-        wall = time.monotonic() - started
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+    stdout, stderr, code, wall = benchlib.run_bounded(argv, timeout, cwd=ctx["tmp"])
     if ctx["logs"]:
         for ext, text in (("json", stdout), ("stderr", stderr)):
             with open(os.path.join(ctx["logs"], f"{n:03}-{tag}.{ext}"), "w") as f:
@@ -171,7 +157,7 @@ def webtune_tune(ctx, target, args, timeout, tag):
         outcome = json.loads(stdout)
     except ValueError:
         outcome = None
-    return outcome, None if timed_out else proc.returncode, wall, stderr
+    return outcome, code, wall, stderr
 
 
 def measure_truth(ctx, case, rounds):

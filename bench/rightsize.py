@@ -32,16 +32,13 @@ Usage
 import argparse
 import json
 import os
-import re
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import SetupError, check, progress, run_main, stop_group  # noqa: E402
+from benchlib import SetupError, check, launch, progress, run_main, scratch, stop_group  # noqa: E402
 
 BUSY_APP = """def app(environ, start_response):
     n = 0
@@ -74,16 +71,8 @@ def measure_size(webtune, file, size, rate, window, started):
     sets = ["--set", f"container_cpus={cpus}", "--set", f"workers={workers}"]
     if memory:
         sets += ["--set", f"container_memory={memory}"]
-    proc = subprocess.Popen([webtune, "launch", file, "--for", "10m"] + sets, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    started.append(proc)
+    proc, url = launch(webtune, file, ["--for", "10m"] + sets, started)
     try:
-        url = None
-        for line in proc.stdout:
-            m = re.search(r"ready at (http://127\.0\.0\.1:\d+)", line)
-            if m:
-                url = m.group(1)
-                break
         if url is None:
             return 0.0, float("inf")
         out = subprocess.run([webtune, "bench", "--rate", str(rate), "-c", "16", "-d", f"{window}s", "--json",
@@ -119,9 +108,7 @@ def main():
         return 2
 
     def body():
-        tmp = tempfile.mkdtemp(prefix="webtune-rightsize-")
-        started = []
-        try:
+        with scratch("webtune-rightsize-") as (tmp, started):
             file = target(tmp, a.server)
             sizes = [(c, w, m) for c in cpus for w in workers for m in memory]
             readings = {s: [] for s in sizes}
@@ -175,10 +162,6 @@ def main():
             step = abs(cpus.index(answer[0]) - cpus.index(best[0])) if answer[0] in cpus else 99
             ok = check(answer[0] >= best[0] and step <= 1, f"CPUs {answer[0]:g} within one step above the grid's {best[0]:g}")
             return check(windows <= grid_windows / 2, f"{windows} windows <= half the grid's {grid_windows}") and ok
-        finally:
-            for proc in list(started):
-                stop_group(proc)
-            shutil.rmtree(tmp, ignore_errors=True)
 
     return run_main(body)
 

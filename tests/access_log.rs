@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use webtune::bench::access_log::grouped;
 
 use crate::support::nginx::Nginx;
-use crate::support::{bench_json, float, num, webtune};
+use crate::support::{bench_json, float, num, webtune, write_lab_target};
 
 /// nginx logs each request's time (ms), method and target here, beside its usual log.
 const PATHS_LOG: &str = "log_format paths '$msec $request_method $request_uri';";
@@ -264,15 +264,11 @@ fn a_tune_loads_the_lab_with_its_log_read_once_from_beside_the_target_file() {
         (0..1800).map(|i| combined(i / 30, "GET", if i % 4 == 0 { "/hello?io=5ms" } else { "/hello" }, 200)).collect();
     std::fs::write(dir.path().join("lab.log"), lines.join("\n")).unwrap();
     let target = dir.path().join("lab.toml");
-    std::fs::write(
+    write_lab_target(
         &target,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 2\n[knobs]\nworkers = [1, 2]\n\
-             [load]\naccess_log = \"lab.log\"\nrate = \"log*2\"\nduration = \"1s\"\n",
-            env!("CARGO_BIN_EXE_webtune")
-        ),
-    )
-    .unwrap();
+        "[target.config]\nworkers = 2\n[knobs]\nworkers = [1, 2]\n\
+         [load]\naccess_log = \"lab.log\"\nrate = \"log*2\"\nduration = \"1s\"\n",
+    );
     let journal = dir.path().join("j.jsonl");
     let r = crate::support::webtune_with_limit(
         &[

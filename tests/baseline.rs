@@ -11,21 +11,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{self, json, missing, quick_tune, webtune_with_limit};
+use crate::support::{self, json, missing, quick_tune, webtune_with_limit, write_lab_target};
 
 /// A lab target whose configuration sets workers = 4 and a 20 ms sleep per request, loaded by
 /// 4 clients: 2 workers serve half of 4's requests, 1 a quarter, 6 the same.
 fn lab_target(dir: &Path, workers: &str) -> PathBuf {
     let f = dir.join("lab.toml");
-    std::fs::write(
+    write_lab_target(
         &f,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 4\nio_wait = \"20ms\"\n\
+        &format!(
+            "[target.config]\nworkers = 4\nio_wait = \"20ms\"\n\
              [knobs]\nworkers = {workers}\n[load]\nconnections = 4\nduration = \"1s\"\n",
-            env!("CARGO_BIN_EXE_webtune")
         ),
-    )
-    .unwrap();
+    );
     f
 }
 

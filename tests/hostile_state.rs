@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{NOBODY, alive, webtune_as_nobody};
+use crate::support::{NOBODY, alive, tune_args, webtune_as_nobody, write_lab_target};
 
 /// A shell script run in its own process group, killed (the whole group) on drop.
 struct Group {
@@ -276,15 +276,13 @@ fn concurrent_launches_all_succeed_and_are_cleaned() {
 /// A small lab tuning: one knob, short windows.
 fn small_tune_file(dir: &std::path::Path, knobs: &str) -> String {
     let f = dir.join("small.toml");
-    std::fs::write(
+    write_lab_target(
         &f,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 2\ncpu = \"1ms\"\n\
+        &format!(
+            "[target.config]\nworkers = 2\ncpu = \"1ms\"\n\
              [knobs]\n{knobs}\n[load]\nconnections = 2\nduration = \"400ms\"\n",
-            env!("CARGO_BIN_EXE_webtune")
         ),
-    )
-    .unwrap();
+    );
     f.display().to_string()
 }
 
@@ -464,16 +462,7 @@ fn the_tuner_fails_a_point_whose_memory_it_cannot_read() {
     let wrapper: Vec<&str> = NOBODY.iter().copied().chain(["env"]).chain(env.iter().map(String::as_str)).collect();
     let run = crate::support::webtune_via(
         &wrapper,
-        &[
-            "tune",
-            target.to_str().unwrap(),
-            "--json",
-            "--quiet",
-            "--repeats",
-            "1",
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
+        &tune_args(target.to_str().unwrap(), &journal, &[]),
         Duration::from_secs(120),
     );
     assert_eq!(run.code, 1, "{}", run.stderr);

@@ -8,19 +8,12 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::support::alive;
+use crate::support::{alive, write_lab_target};
 
 /// A lab target file in `dir`, whose lab is this build's webtune.
 pub(crate) fn lab_file(dir: &std::path::Path) -> std::path::PathBuf {
     let f = dir.join("lab.toml");
-    std::fs::write(
-        &f,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 3\n",
-            env!("CARGO_BIN_EXE_webtune")
-        ),
-    )
-    .unwrap();
+    write_lab_target(&f, "[target.config]\nworkers = 3\n");
     f
 }
 
@@ -133,14 +126,7 @@ fn a_server_that_fails_to_start_leaves_nothing_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("bad.toml");
     // The lab refuses knobs that are each valid but not together; its own words come back.
-    std::fs::write(
-        &f,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 2\nstart_workers = 3\n",
-            env!("CARGO_BIN_EXE_webtune")
-        ),
-    )
-    .unwrap();
+    write_lab_target(&f, "[target.config]\nworkers = 2\nstart_workers = 3\n");
     let run = Command::new(env!("CARGO_BIN_EXE_webtune"))
         .args(["launch", f.to_str().unwrap(), "--for", "0s"])
         .env("XDG_RUNTIME_DIR", dir.path())

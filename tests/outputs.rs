@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::support::lab::Lab;
-use crate::support::{assert_schema, json, wt};
+use crate::support::{assert_schema, json, write_lab_target, wt};
 
 fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -188,15 +188,11 @@ fn tune_writes_json_and_markdown_files_while_its_tables_stay_on_stdout() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
     let target = dir.path().join("lab.toml");
-    std::fs::write(
+    write_lab_target(
         &target,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 2\n[knobs]\nworkers = [1, 2]\n\
-             [load]\nconnections = 4\nduration = \"300ms\"\n",
-            env!("CARGO_BIN_EXE_webtune")
-        ),
-    )
-    .unwrap();
+        "[target.config]\nworkers = 2\n[knobs]\nworkers = [1, 2]\n\
+         [load]\nconnections = 4\nduration = \"300ms\"\n",
+    );
     let p = |name: &str| dir.path().join(name).display().to_string();
     let args = ["tune", target.to_str().unwrap(), "--quiet", "--repeats", "1", "--max-rounds", "2", "--journal"];
     let mut full = args.to_vec();
@@ -278,14 +274,7 @@ fn tune_checks_its_diff_directory_before_the_first_launch() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
     let target = dir.path().join("lab.toml");
-    std::fs::write(
-        &target,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2]\n[load]\nduration = \"300ms\"\n",
-            env!("CARGO_BIN_EXE_webtune")
-        ),
-    )
-    .unwrap();
+    write_lab_target(&target, "[knobs]\nworkers = [1, 2]\n[load]\nduration = \"300ms\"\n");
     let a_file = dir.path().join("file");
     std::fs::write(&a_file, "mine").unwrap();
     let linked = dir.path().join("linked");

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::nginx::Nginx;
 use crate::support::sshd::{HostKind, SshLab, agents};
-use crate::support::{assert_valid, num};
+use crate::support::{assert_valid, num, tune_args, write_lab_target};
 
 fn lab_of(kinds: &[HostKind]) -> Option<(SshLab, Vec<String>)> {
     let mut lab = SshLab::new()?;
@@ -209,33 +209,16 @@ fn a_tune_with_remote_hosts_completes_and_its_points_say_where_the_load_came_fro
     let Some((lab, hosts)) = lab_of(&[HostKind::Real, HostKind::Real]) else { return };
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lab.toml");
-    std::fs::write(
+    write_lab_target(
         &file,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\ncpu = \"1ms\"\n[knobs]\nworkers = [1, 2]\n\
+        &format!(
+            "[target.config]\ncpu = \"1ms\"\n[knobs]\nworkers = [1, 2]\n\
              [load]\nconnections = 4\nduration = \"700ms\"\nremote = [\"{}\", \"{}\"]\nremote_only = true\n",
-            env!("CARGO_BIN_EXE_webtune"),
-            hosts[0],
-            hosts[1]
+            hosts[0], hosts[1]
         ),
-    )
-    .unwrap();
-    let journal = dir.path().join("journal.jsonl");
-    let run = lab.run(
-        &[
-            "tune",
-            file.to_str().unwrap(),
-            "--json",
-            "--quiet",
-            "--repeats",
-            "1",
-            "--max-rounds",
-            "2",
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
-        Duration::from_secs(300),
     );
+    let journal = dir.path().join("journal.jsonl");
+    let run = lab.run(&tune_args(file.to_str().unwrap(), &journal, &["--max-rounds", "2"]), Duration::from_secs(300));
     assert_eq!(run.code, 0, "stderr: {}", run.stderr);
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let points = v["points"].as_array().unwrap();
@@ -259,15 +242,13 @@ fn tune_under_way(
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lab.toml");
     let marker = format!("{name}-{}", std::process::id());
-    std::fs::write(
+    write_lab_target(
         &file,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2, 3]\n\
+        &format!(
+            "[knobs]\nworkers = [1, 2, 3]\n\
              [load]\nconnections = 2\nduration = \"2s\"\nheader = [\"X-Test: {marker}\"]\nremote = [\"{host}\"]\n",
-            env!("CARGO_BIN_EXE_webtune"),
         ),
-    )
-    .unwrap();
+    );
     let journal = dir.path().join("journal.jsonl");
     let child = lab
         .webtune(

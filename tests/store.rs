@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::support::nginx::Nginx;
-use crate::support::{find_program, json, missing, wt};
+use crate::support::{find_program, json, missing, write_lab_target, wt};
 
 #[test]
 fn bench_runs_are_stored_listed_shown_compared_and_exported() {
@@ -179,15 +179,11 @@ fn a_tune_experiment_is_stored_and_its_html_report_renders_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
     let file = dir.path().join("lab.toml");
-    std::fs::write(
+    write_lab_target(
         &file,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 1\ncpu = \"1ms\"\nio_wait = \"2ms\"\n\
-             [knobs]\nworkers = [1, 4]\nkeepalive = [\"on\", \"off\"]\n[load]\nconnections = 8\nduration = \"500ms\"\n",
-            env!("CARGO_BIN_EXE_webtune")
-        ),
-    )
-    .unwrap();
+        "[target.config]\nworkers = 1\ncpu = \"1ms\"\nio_wait = \"2ms\"\n\
+         [knobs]\nworkers = [1, 4]\nkeepalive = [\"on\", \"off\"]\n[load]\nconnections = 8\nduration = \"500ms\"\n",
+    );
     let journal = dir.path().join("j.jsonl");
     let outcome_file = dir.path().join("outcome.json");
     let (code, text, err) = wt(
@@ -562,15 +558,11 @@ fn a_tune_ends_with_its_answer_and_says_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
     let file = dir.path().join("lab.toml");
-    std::fs::write(
+    write_lab_target(
         &file,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\nworkers = 1\ncpu = \"1ms\"\nio_wait = \"4ms\"\n\
-             [knobs]\nworkers = [1, 4]\n[load]\nconnections = 8\nduration = \"400ms\"\n",
-            env!("CARGO_BIN_EXE_webtune")
-        ),
-    )
-    .unwrap();
+        "[target.config]\nworkers = 1\ncpu = \"1ms\"\nio_wait = \"4ms\"\n\
+         [knobs]\nworkers = [1, 4]\n[load]\nconnections = 8\nduration = \"400ms\"\n",
+    );
     let journal = dir.path().join("j.jsonl");
     let args = ["tune", file.to_str().unwrap(), "--quiet", "--repeats", "2", "--journal", journal.to_str().unwrap()];
     let (code, text, err) = wt(&db, &args);
@@ -701,14 +693,7 @@ fn journals_live_beside_the_history_named_by_run() {
     let db = dir.path().join("data").join("h.db");
     std::fs::create_dir_all(db.parent().unwrap()).unwrap();
     let file = dir.path().join("lab.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2]\n[load]\nconnections = 4\nduration = \"300ms\"\n",
-            env!("CARGO_BIN_EXE_webtune")
-        ),
-    )
-    .unwrap();
+    write_lab_target(&file, "[knobs]\nworkers = [1, 2]\n[load]\nconnections = 4\nduration = \"300ms\"\n");
     let tune = |extra: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_webtune"))
             .args(["tune", file.to_str().unwrap(), "--repeats", "1", "--max-rounds", "2"])
@@ -774,14 +759,7 @@ fn the_comparison_suggested_after_a_run_works_when_a_tune_ran_between() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(err, format!("bench: stored as run 1 in {} (webtune show 1)\n", db.display()));
     let file = dir.path().join("lab.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2]\n[load]\nconnections = 2\nduration = \"300ms\"\n",
-            env!("CARGO_BIN_EXE_webtune")
-        ),
-    )
-    .unwrap();
+    write_lab_target(&file, "[knobs]\nworkers = [1, 2]\n[load]\nconnections = 2\nduration = \"300ms\"\n");
     let (code, _, err) = wt(&db, &["tune", file.to_str().unwrap(), "--repeats", "1", "--max-rounds", "2"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.ends_with(&format!("tune: stored as run 2 in {} (webtune show 2)\n", db.display())), "{err}");
@@ -827,15 +805,8 @@ fn runs_lists_one_time_format_and_target_files_apart() {
     };
     run(&["bench", "--quiet", "-c", "1", "-n", "20", &lab.url("/")]);
     for dir in [here.as_path(), elsewhere.path()] {
-        std::fs::write(
-            dir.join("target.toml"),
-            format!(
-                "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[knobs]\nworkers = [1, 2]\n[load]\nconnections = 2\nduration = \"300ms\"\n",
-                env!("CARGO_BIN_EXE_webtune")
-            ),
-        )
-        .unwrap();
         let file = dir.join("target.toml");
+        write_lab_target(&file, "[knobs]\nworkers = [1, 2]\n[load]\nconnections = 2\nduration = \"300ms\"\n");
         run(&["tune", file.to_str().unwrap(), "--quiet", "--repeats", "1", "--max-rounds", "2"]);
     }
     let listing = run(&["runs"]);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use webtune::server::{self, Running, TargetFile};
 
-use crate::support::{alive, bench_json, have, missing};
+use crate::support::{alive, bench_json, have, missing, write_lab_target};
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
@@ -416,15 +416,13 @@ fn the_labs_dirty_knob_has_one_name_everywhere() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lab.toml");
     let write = |config: &str, knobs: &str| {
-        std::fs::write(
+        write_lab_target(
             &file,
-            format!(
-                "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\npreload = \"8MiB\"\n{config}\n\
+            &format!(
+                "[target.config]\npreload = \"8MiB\"\n{config}\n\
                  [knobs]\n{knobs}\n[load]\nconnections = 4\nduration = \"300ms\"\n",
-                env!("CARGO_BIN_EXE_webtune")
             ),
-        )
-        .unwrap();
+        );
     };
     let recommended = |extra: &[&str]| {
         let run = crate::support::quick_tune(&file, extra);

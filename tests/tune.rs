@@ -10,7 +10,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::webtune_with_limit;
+use support::{tune_args, webtune_with_limit, write_lab_target};
 
 /// Throughput is the measurement here: one tuning at a time, alone on the machine (this
 /// binary runs after the other tests, as cargo runs test binaries in turn).
@@ -22,15 +22,13 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
 
 fn lab_target(dir: &std::path::Path, config: &str, knobs: &str, extra: &str) -> String {
     let f = dir.join("lab.toml");
-    std::fs::write(
+    write_lab_target(
         &f,
-        format!(
-            "[target]\nadapter = \"lab\"\nprogram = \"{}\"\n[target.config]\n{config}\n[knobs]\n{knobs}\n\
+        &format!(
+            "[target.config]\n{config}\n[knobs]\n{knobs}\n\
              [load]\nconnections = 16\nduration = \"1500ms\"\n{extra}",
-            env!("CARGO_BIN_EXE_webtune")
         ),
-    )
-    .unwrap();
+    );
     f.display().to_string()
 }
 
@@ -530,21 +528,7 @@ fn issue_17_the_default_placement_on_a_small_machine_is_shared_and_every_point_s
     let dir = tempfile::tempdir().unwrap();
     let f = lab_target(dir.path(), "workers = 2\ncpu = \"1ms\"", "workers = [1, 2]", "");
     let journal = dir.path().join("default.jsonl");
-    let run = webtune_with_limit(
-        &[
-            "tune",
-            &f,
-            "--json",
-            "--quiet",
-            "--repeats",
-            "1",
-            "--strategy",
-            "workers",
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
-        Duration::from_secs(300),
-    );
+    let run = webtune_with_limit(&tune_args(&f, &journal, &["--strategy", "workers"]), Duration::from_secs(300));
     assert_eq!(run.code, 0, "{}", run.stderr);
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
     let points = v["points"].as_array().unwrap();

@@ -12,6 +12,7 @@ mod coalesce;
 pub mod h2;
 pub mod jar;
 mod plan;
+mod readiness;
 pub mod record;
 pub mod request;
 pub mod response;

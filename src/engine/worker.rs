@@ -18,6 +18,7 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 
 use super::coalesce::{self, Coalescer};
 use super::plan::{Gate, Order, Pacing, Plan, Shared, Stop, Template};
+use super::readiness;
 use super::record::{ConnEvent, ErrorClass, Record};
 use super::response::{ParseError, Progress, ResponseReader};
 use super::schedule::{Arrivals, Schedule};
@@ -394,21 +395,13 @@ impl<S: Sink> Worker<S> {
             if wake < next_tick && !wait.is_zero() {
                 wait = self.arm(wake, wait);
             }
-            if let Some(co) = &mut self.coalescer {
-                co.pause_before(now, self.running, wait);
-            }
-            if let Err(e) = self.poll.poll(&mut events, Some(wait))
-                && e.kind() != ErrorKind::Interrupted
-            {
-                return Err(e.into());
-            }
+            readiness::wait(&mut self.poll, &mut events, self.coalescer.as_mut(), now, self.running, wait)?;
             for ev in events.iter() {
-                let token = ev.token().0;
-                if token == TIMER_TOKEN {
+                if ev.token() == Token(TIMER_TOKEN) {
                     self.disarm();
                     continue;
                 }
-                let (idx, generation) = (token & 0xffff_ffff, (token >> 32) as u32);
+                let (idx, generation) = readiness::conn_of(ev.token());
                 if self.conns[idx].generation != generation {
                     continue;
                 }
@@ -738,7 +731,7 @@ impl<S: Sink> Worker<S> {
             Ok(s) => s,
             Err(e) => return self.fail(i, ErrorClass::from_io(&e)),
         };
-        let token = Token(i | ((c.generation as usize) << 32));
+        let token = readiness::token(i, c.generation);
         if let Err(e) = self.poll.registry().register(&mut sock, token, Interest::READABLE | Interest::WRITABLE) {
             return self.fail(i, ErrorClass::from_io(&e));
         }

@@ -105,6 +105,21 @@ pub fn webtune_with_limit(args: &[&str], limit: Duration) -> Run {
     webtune_via(&[], args, limit)
 }
 
+/// Writes a lab target at `file` that this webtune runs (`program`), `rest` after its
+/// `[target]` lines: the `[target.config]`, `[knobs]` and `[load]` tables.
+pub fn write_lab_target(file: &std::path::Path, rest: &str) {
+    let text = format!("[target]\nadapter = \"lab\"\nprogram = \"{}\"\n{rest}", env!("CARGO_BIN_EXE_webtune"));
+    std::fs::write(file, text).unwrap();
+}
+
+/// `tune TARGET --json --quiet --repeats 1 --journal JOURNAL`, then `extra`: a tune of one
+/// window a point, as the tests run one.
+pub fn tune_args<'a>(target: &'a str, journal: &'a std::path::Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["tune", target, "--json", "--quiet", "--repeats", "1", "--journal", journal.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// A short tune of `target` as the tests run one: `--json --quiet --repeats 1 --max-rounds 2`,
 /// then `extra`, within 300 s.
 pub fn quick_tune(target: &std::path::Path, extra: &[&str]) -> Run {

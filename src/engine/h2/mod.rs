@@ -25,12 +25,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll};
 
 use self::session::{Event, Session};
 use super::coalesce::{self, Coalescer};
 pub use super::plan::Http2;
 use super::plan::{Gate, Order, Plan, Shared, Stop};
+use super::readiness;
 use super::record::{ConnEvent, ErrorClass, Record};
 use super::response::MAX_INTERIM_HEADS;
 use super::sink::Sink;
@@ -298,17 +299,9 @@ impl<S: Sink> Worker<S> {
                 break;
             }
             let wait = if self.queue.is_empty() { wake.saturating_duration_since(now) } else { Duration::ZERO };
-            if let Some(co) = &mut self.coalescer {
-                co.pause_before(now, self.running, wait);
-            }
-            if let Err(e) = self.poll.poll(&mut events, Some(wait))
-                && e.kind() != ErrorKind::Interrupted
-            {
-                return Err(e.into());
-            }
+            readiness::wait(&mut self.poll, &mut events, self.coalescer.as_mut(), now, self.running, wait)?;
             for ev in events.iter() {
-                let token = ev.token().0;
-                let (ci, generation) = (token & 0xffff_ffff, (token >> 32) as u32);
+                let (ci, generation) = readiness::conn_of(ev.token());
                 if self.conns[ci].generation != generation {
                     continue;
                 }
@@ -474,7 +467,7 @@ impl<S: Sink> Worker<S> {
             Ok(s) => s,
             Err(e) => return self.failed(ci, ErrorClass::from_io(&e), now),
         };
-        let token = Token(ci | ((c.generation as usize) << 32));
+        let token = readiness::token(ci, c.generation);
         if let Err(e) = self.poll.registry().register(&mut sock, token, Interest::READABLE | Interest::WRITABLE) {
             return self.failed(ci, ErrorClass::from_io(&e), now);
         }

@@ -155,6 +155,45 @@ fn search_workers<M: Measure>(m: &mut M, counts: &[&str]) -> Found {
     workers(&mut t, &knobs("workers", counts), &Settings::default(), KneeRule::at(0.03))
 }
 
+/// Asserts the windows a model measured, in order, each `knob`=one of `windows` ("24",
+/// "12 #2" for a count's second window, "0 after 500").
+#[track_caller]
+fn assert_windows(measured: &[String], knob: &str, windows: &[&str]) {
+    let want: Vec<String> = windows.iter().map(|w| format!("{knob}={w}")).collect();
+    assert_eq!(measured, want.as_slice());
+}
+
+/// Asserts that no window of `knob`=each of `values` was measured ("workers=6", "workers=6 #2").
+#[track_caller]
+fn assert_never_measured(measured: &[String], knob: &str, values: &[&str]) {
+    for v in values {
+        let never = format!("{knob}={v}");
+        assert!(!measured.iter().any(|s| s.split(' ').next() == Some(never.as_str())), "{never}: {measured:?}");
+    }
+}
+
+/// A leaking worker's USS (KiB) at repeat `r`: 5000 fresh, then 100 KiB a request, each repeat
+/// serving 2500 requests (625 per worker of 4) beyond the warm-up.
+fn leaked_kib(r: usize) -> u64 {
+    5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64
+}
+
+/// The leaking pool's memory budget. Room per worker: (211 MiB - 11000 KiB) / 4 - 5000 KiB
+/// fresh, at 100 KiB per request: 700 requests.
+const LEAKING_BUDGET_KIB: u64 = 11_000 + 4 * (5000 + 100 * 700);
+
+/// 4 workers that leak (`leaked_kib`), serving `rps(every, repeat)` req/s when recycled every
+/// `every` requests (0: never).
+fn leaking(rps: impl Fn(f64, usize) -> f64) -> Model<impl Fn(&Settings, usize) -> (f64, f64, u64)> {
+    Model::new(
+        move |s: &Settings, r| {
+            let every: f64 = s.get("max_requests").unwrap().parse().unwrap();
+            (rps(every, r), 10.0, leaked_kib(r))
+        },
+        None,
+    )
+}
+
 #[test]
 fn workers_finds_the_knee_of_a_cpu_bound_server_without_the_whole_grid() {
     // 2 cores, 5 ms of CPU per request: 200/s per worker up to 400/s; a little jitter.
@@ -200,15 +239,7 @@ fn workers_from_the_top_never_measure_the_counts_far_below_a_high_knee() {
     drop(t);
     // 24, then 12 (on the plateau), 6 (under it), then between them: 8 or 10. From the
     // smallest up the sweep took 1, 2, 4, 8, 16 and 24 before the search between.
-    for never in ["workers=1", "workers=2", "workers=3", "workers=4"] {
-        assert!(
-            !m.measured
-                .iter()
-                .any(|s| s.starts_with(never) && !s[never.len()..].starts_with(|c: char| c.is_ascii_digit())),
-            "{never}: {:?}",
-            m.measured
-        );
-    }
+    assert_never_measured(&m.measured, "workers", &["1", "2", "3", "4"]);
     let launched: std::collections::BTreeSet<&str> = m.measured.iter().map(|s| s.split(' ').next().unwrap()).collect();
     assert!(launched.len() <= 5, "{launched:?} of {:?}", m.measured);
 }
@@ -234,19 +265,7 @@ fn a_knee_settled_by_a_narrow_scatter_takes_no_third_windows_and_no_check() {
     // 24 and 12, both once more (the scatter known before a count between them is launched),
     // 20 and 16, then the knee and the count above it once more: 8 windows on 4 launches,
     // where their third windows and the check took 10.
-    assert_eq!(
-        m.measured,
-        [
-            "workers=24",
-            "workers=12",
-            "workers=24 #2",
-            "workers=12 #2",
-            "workers=20",
-            "workers=16",
-            "workers=20 #2",
-            "workers=16 #2"
-        ]
-    );
+    assert_windows(&m.measured, "workers", &["24", "12", "24 #2", "12 #2", "20", "16", "20 #2", "16 #2"]);
 }
 
 #[test]
@@ -273,9 +292,7 @@ fn a_knee_read_near_the_tolerance_edge_is_confirmed_before_counts_below_it() {
     let counts = ["1", "2", "3", "4", "6", "8", "10", "12", "16", "20", "24"];
     let found = search_workers(&mut m, &counts);
     assert_eq!(found.recommended.get("workers"), Some("16"), "{:?}", found.evidence);
-    for never in ["workers=6", "workers=8", "workers=10"] {
-        assert!(!m.measured.iter().any(|s| s.split(' ').next() == Some(never)), "{never}: {:?}", m.measured);
-    }
+    assert_never_measured(&m.measured, "workers", &["6", "8", "10"]);
 }
 
 #[test]
@@ -413,19 +430,10 @@ fn interleaved_rounds_cancel_drift_that_back_to_back_blocks_read_as_an_effect() 
 #[test]
 fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
     // 4 workers leak 100 KiB per request each; a fork costs throughput when frequent.
-    let mut m = Model::new(
-        |s: &Settings, r| {
-            let every: f64 = s.get("max_requests").unwrap().parse().unwrap();
-            let rps = if every == 0.0 { 500.0 } else { 500.0 * (1.0 - 10.0 / every).max(0.02) };
-            // Each repeat serves 2500 requests (625 per worker) beyond the warm-up.
-            (rps, 10.0, 5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64)
-        },
-        None,
-    );
+    let mut m = leaking(|every, _| if every == 0.0 { 500.0 } else { 500.0 * (1.0 - 10.0 / every).max(0.02) });
     let mut save = |_: &Point| {};
     let mut t = tuner(&mut m, load(), &mut save);
-    // Room per worker: (211 MiB - 11000 KiB) / 4 - 5000 KiB fresh, at 100 KiB per request.
-    t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
+    t.budget_kib = Some(LEAKING_BUDGET_KIB);
     let k = knobs("max_requests", &["1", "10", "100", "500", "1000", "5000"]);
     let found = recycle(&mut t, &k, &Settings::default());
     let chosen: u64 = found.recommended.get("max_requests").unwrap().parse().unwrap();
@@ -437,17 +445,11 @@ fn recycle_keeps_a_leaking_pool_within_budget_and_never_picks_1() {
 fn recycle_reads_never_recycling_on_both_sides_so_a_drift_is_not_a_cost() {
     // The leak above; never recycling reads 10% high in its first three windows (the machine
     // drifted between it and the candidates), and a fork every 500 requests truly costs 2%.
-    let mut m = Model::new(
-        |s: &Settings, r| {
-            let every: f64 = s.get("max_requests").unwrap().parse().unwrap();
-            let rps = if every == 0.0 { if r < 3 { 550.0 } else { 500.0 } } else { 500.0 * (1.0 - 10.0 / every) };
-            (rps, 10.0, 5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64)
-        },
-        None,
-    );
+    let mut m =
+        leaking(|every, r| if every == 0.0 { if r < 3 { 550.0 } else { 500.0 } } else { 500.0 * (1.0 - 10.0 / every) });
     let mut save = |_: &Point| {};
     let mut t = tuner(&mut m, load(), &mut save);
-    t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
+    t.budget_kib = Some(LEAKING_BUDGET_KIB);
     let found = recycle(&mut t, &knobs("max_requests", &["100", "500"]), &Settings::default());
     // Read against the first three windows alone, 500 cost 10.9% and 100 18.2%: both rejected.
     assert_eq!(found.recommended.get("max_requests"), Some("500"), "{:?}", found.evidence);
@@ -465,17 +467,10 @@ fn recycle_reads_never_recycling_on_both_sides_so_a_drift_is_not_a_cost() {
 fn recycle_rejects_a_cost_read_on_both_sides_and_measures_never_between_candidates() {
     // The leak above; a fork every 500 requests costs 8%, every 100 requests 40%: both over
     // the bar against both readings of never recycling, which are measured between them.
-    let mut m = Model::new(
-        |s: &Settings, r| {
-            let every: f64 = s.get("max_requests").unwrap().parse().unwrap();
-            let rps = if every == 0.0 { 500.0 } else { 500.0 * (1.0 - 40.0 / every) };
-            (rps, 10.0, 5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64)
-        },
-        None,
-    );
+    let mut m = leaking(|every, _| if every == 0.0 { 500.0 } else { 500.0 * (1.0 - 40.0 / every) });
     let mut save = |_: &Point| {};
     let mut t = tuner(&mut m, load(), &mut save);
-    t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
+    t.budget_kib = Some(LEAKING_BUDGET_KIB);
     let found = recycle(&mut t, &knobs("max_requests", &["10", "100", "500"]), &Settings::default());
     assert_eq!(found.recommended.get("max_requests"), Some("0"), "{:?}", found.evidence);
     let e = &found.evidence[0].why;
@@ -488,16 +483,7 @@ fn recycle_rejects_a_cost_read_on_both_sides_and_measures_never_between_candidat
     );
     drop(t);
     // Two rejections in a row end the search: 10 is never measured.
-    assert_eq!(
-        m.measured,
-        [
-            "max_requests=0",
-            "max_requests=500",
-            "max_requests=0 after 500",
-            "max_requests=100",
-            "max_requests=0 after 100"
-        ]
-    );
+    assert_windows(&m.measured, "max_requests", &["0", "500", "0 after 500", "100", "0 after 100"]);
 }
 
 #[test]
@@ -505,18 +491,11 @@ fn recycle_counts_connections_where_the_server_does() {
     // The leak above, on a server whose max_requests counts connections (Apache's
     // MaxConnectionsPerChild), each carrying 10 requests: a worker fits 700 requests, so 70
     // connections, not 700. A fork every 500 requests costs 2%.
-    let mut m = Model::new(
-        |s: &Settings, r| {
-            let every: f64 = s.get("max_requests").unwrap().parse().unwrap();
-            let rps = if every == 0.0 { 500.0 } else { 500.0 * (1.0 - 1.0 / every).max(0.02) };
-            (rps, 10.0, 5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64)
-        },
-        None,
-    );
+    let mut m = leaking(|every, _| if every == 0.0 { 500.0 } else { 500.0 * (1.0 - 1.0 / every).max(0.02) });
     m.per_connection = Some(10);
     let mut save = |_: &Point| {};
     let mut t = tuner(&mut m, load(), &mut save);
-    t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
+    t.budget_kib = Some(LEAKING_BUDGET_KIB);
     let k = knobs("max_requests", &["5", "50", "100", "500"]);
     let found = recycle(&mut t, &k, &Settings::default());
     assert_eq!(found.recommended.get("max_requests"), Some("50"), "{:?}", found.evidence);
@@ -556,14 +535,11 @@ fn the_time_budget_stops_with_the_best_so_far() {
 #[test]
 fn a_recycle_search_cut_short_claims_no_interval_fails() {
     // It leaks, so intervals are to be tried; the budget ends after the first point.
-    let mut m = Model::paced(
-        |_: &Settings, r| (500.0, 10.0, 5000 + (100.0 * 625.0 * (r as f64 + 0.5)) as u64),
-        Duration::from_millis(300),
-    );
+    let mut m = Model::paced(|_: &Settings, r| (500.0, 10.0, leaked_kib(r)), Duration::from_millis(300));
     let mut save = |_: &Point| {};
     let mut t = tuner(&mut m, load(), &mut save);
     t.deadline = Some(std::time::Instant::now() + Duration::from_millis(450));
-    t.budget_kib = Some(11_000 + 4 * (5000 + 100 * 700));
+    t.budget_kib = Some(LEAKING_BUDGET_KIB);
     let k = knobs("max_requests", &["100", "500", "1000"]);
     let found = Strategy::Recycle.run(&mut t, &k, &crate::tune::baseline::Baseline::default(), KneeRule::at(0.95));
     assert_eq!(t.stopped.as_deref(), Some("the time budget is spent"));
@@ -1440,9 +1416,7 @@ fn many_ordered_values_are_searched_coarse_to_fine() {
     let e = &found.evidence[0].why;
     assert_eq!(found.recommended.get("workers"), Some("12"), "{e}");
     // Powers of two first (1 2 4 8 16 24), then only around the best: 3 and 6 never.
-    for never in ["workers=3", "workers=6"] {
-        assert!(!m.measured.iter().any(|s| s == never || s.starts_with(&format!("{never} "))), "{:?}", m.measured);
-    }
+    assert_never_measured(&m.measured, "workers", &["3", "6"]);
     assert!(e.contains("not measured, coarse to fine"), "{e}");
     // 21 windows here; the grid at 3 repeats is 33.
     assert!(m.measured.len() <= 22, "{} windows: {:?}", m.measured.len(), m.measured);
@@ -1510,10 +1484,7 @@ fn a_knee_too_scattered_to_read_gives_the_smallest_count_whose_windows_read_with
     let mut m = replay(&[(16, [515.0, 690.0, 694.0]), (8, [613.0, 656.0, 633.0]), (12, [832.0, 749.0, 635.0])]);
     let found = search_workers(&mut m, &counts);
     assert_eq!(found.recommended.get("workers"), Some("8"), "{:?} {:?}", found.evidence, m.measured);
-    assert_eq!(
-        m.measured,
-        ["workers=16", "workers=8", "workers=4", "workers=8 #2", "workers=16 #2", "workers=8 #3", "workers=16 #3"]
-    );
+    assert_windows(&m.measured, "workers", &["16", "8", "4", "8 #2", "16 #2", "8 #3", "16 #3"]);
 }
 
 #[test]
@@ -1538,7 +1509,7 @@ fn a_knee_confirmed_into_a_scatter_too_wide_launches_nothing_more() {
     let found = search_workers(&mut m, &["1", "2", "3", "4", "6", "8", "12", "16"]);
     assert_eq!(found.recommended.get("workers"), Some("16"), "{:?}", found.evidence);
     assert!(found.evidence[0].why.contains("but the windows scatter by 8.4%"), "{}", found.evidence[0].why);
-    assert_eq!(m.measured, ["workers=16", "workers=8", "workers=16 #2", "workers=8 #2"]);
+    assert_windows(&m.measured, "workers", &["16", "8", "16 #2", "8 #2"]);
 }
 
 #[test]
@@ -1557,20 +1528,10 @@ fn a_count_the_one_below_could_not_scale_up_to_the_knee_is_not_launched() {
     ]);
     let found = search_workers(&mut m, &counts);
     assert_eq!(found.recommended.get("workers"), Some("10"), "{:?} {:?}", found.evidence, m.measured);
-    assert_eq!(
-        m.measured,
-        [
-            "workers=24",
-            "workers=12",
-            "workers=24 #2",
-            "workers=12 #2",
-            "workers=12 #3",
-            "workers=24 #3",
-            "workers=6",
-            "workers=10",
-            "workers=10 #2",
-            "workers=10 #3"
-        ]
+    assert_windows(
+        &m.measured,
+        "workers",
+        &["24", "12", "24 #2", "12 #2", "12 #3", "24 #3", "6", "10", "10 #2", "10 #3"],
     );
     let why = &found.evidence[0].why;
     assert!(
@@ -1656,8 +1617,7 @@ fn past_the_knee_the_smallest_count_as_good_is_picked_and_the_decline_named() {
     // In the step table too: the sweep's step carries the line.
     assert_eq!((found.steps.len(), found.steps[0].after_value.as_str()), (1, "4"));
     assert!(found.steps[0].evidence.contains(decline), "{}", found.steps[0].evidence);
-    let windows = ["16", "8", "4", "2", "4 #2", "16 #2", "4 #3", "16 #3"].map(|w| format!("workers={w}"));
-    assert_eq!(m.measured, windows);
+    assert_windows(&m.measured, "workers", &["16", "8", "4", "2", "4 #2", "16 #2", "4 #3", "16 #3"]);
 
     // Windows scattering by 1%: the knee is read, 6 workers within 1.1% of 8's best and 4
     // under the tolerance; 16 serve 9.1% less (8.2% in its one window), surely.
@@ -1699,8 +1659,7 @@ fn on_a_flat_curve_the_smallest_count_as_good_is_picked_and_no_decline_named() {
     assert!(why.starts_with("8 workers reach 443.6 req/s, 97.5% of the best (455.0 req/s at 16)"), "{why}");
     assert!(why.contains("; the smallest count the windows cannot tell from the best: 8; 16 served no more, as far as the windows tell (a worker costs memory, and more contend for the CPUs); 8 workers use 32.0 MiB less than 16 (42.7 against 74.7 MiB of the server's PSS)"), "{why}");
     assert!(!why.contains("contention"), "{why}");
-    let windows = ["16", "8", "16 #2", "8 #2", "4", "2", "4 #2"].map(|w| format!("workers={w}"));
-    assert_eq!(m.measured, windows);
+    assert_windows(&m.measured, "workers", &["16", "8", "16 #2", "8 #2", "4", "2", "4 #2"]);
 
     let mut m = scattering(flat_past_the_knee, 0.01);
     let found = search_workers(&mut m, &KNEE_COUNTS);

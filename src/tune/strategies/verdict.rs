@@ -231,7 +231,7 @@ pub fn judge_growing(
     name_of: &dyn Fn(&str) -> String,
     grow: &mut Grow,
 ) -> Option<Judgement> {
-    judge_rounds(t, load, incumbent_name, incumbent, challengers, name_of, grow, None)
+    judge_rounds(t, Comparison { load, incumbent_name, incumbent, name_of, family: 0 }, challengers, grow, None)
 }
 
 /// As `judge`, from windows a strategy measured already in interleaved rounds (`seed`: the
@@ -250,25 +250,23 @@ pub fn judge_seeded(
 ) -> Option<Judgement> {
     let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
     let seed = seed.into_iter().map(|w| w.into_iter().map(Some).collect()).collect();
-    judge_rounds(t, load, incumbent_name, incumbent, challengers.to_vec(), name_of, none, Some(seed))
+    let asked = Comparison { load, incumbent_name, incumbent, name_of, family: 0 };
+    judge_rounds(t, asked, challengers.to_vec(), none, Some(seed))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn judge_rounds(
     t: &mut Tuner,
-    load: &Load,
-    incumbent_name: &str,
-    incumbent: &Settings,
+    asked: Comparison,
     challengers: Vec<Challenger>,
-    name_of: &dyn Fn(&str) -> String,
     grow: &mut Grow,
     seed: Option<Vec<Vec<Option<Point>>>>,
 ) -> Option<Judgement> {
+    let Comparison { incumbent_name, incumbent, name_of, .. } = asked;
     // A window seen over the budget settles its configuration (see `assess`): it ends there.
-    let load = load.settling_over_budget();
+    let load = asked.load.settling_over_budget();
     let seeded = seed.is_some();
     // The challengers share the step's error rate (Bonferroni), the later attempt included.
-    let pilot = Rounds::run(t, &load, incumbent_name, incumbent, challengers, name_of, grow, 0, seed)?;
+    let pilot = Rounds::run(t, &Comparison { load: &load, ..asked }, challengers, grow, seed)?;
     let family = pilot.challengers.len();
     let mut judged = pilot.judge(t, family, name_of);
     let mut incumbent_point = pilot.incumbent(incumbent_name)?;
@@ -290,9 +288,8 @@ fn judge_rounds(
         let long_name = |v: &str| format!("{} ({secs:.0} s windows)", name_of(v));
         let long_incumbent = format!("{incumbent_name} ({secs:.0} s windows)");
         let factor = secs / load.duration().as_secs_f64();
-        if let Some(second) =
-            lengthened_rounds(t, longer, &long_incumbent, incumbent, again, &long_name, family, factor, &pilot)
-        {
+        let long = Comparison { load: longer, incumbent_name: &long_incumbent, incumbent, name_of: &long_name, family };
+        if let Some(second) = lengthened_rounds(t, &long, again, factor, &pilot) {
             let mut better = second.judge(t, family, name_of);
             if let Some(p) = second.incumbent(incumbent_name) {
                 incumbent_point = p;
@@ -323,7 +320,10 @@ fn judge_rounds(
 /// to launch"). Two sets of launches judged alone must agree.
 const LAUNCH_MARGIN_PCT: f64 = 8.0;
 
-/// What a comparison's fresh rounds need of it.
+/// What a comparison's rounds measure and how they name their points: the load, the incumbent
+/// (its name and settings), a challenger's name from its value, and `family`: the challengers
+/// of the whole comparison when more than the rounds' own (0: theirs).
+#[derive(Clone, Copy)]
 struct Comparison<'a> {
     load: &'a Load,
     incumbent_name: &'a str,
@@ -359,8 +359,8 @@ impl Comparison<'_> {
         let name_of = |v: &str| format!("{} (fresh launch)", (self.name_of)(v));
         let incumbent_name = format!("{} (fresh launch)", self.incumbent_name);
         let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
-        let fresh =
-            Rounds::run(t, self.load, &incumbent_name, self.incumbent, again, &name_of, none, self.family, None);
+        let fresh_names = Comparison { incumbent_name: &incumbent_name, name_of: &name_of, ..*self };
+        let fresh = Rounds::run(t, &fresh_names, again, none, None);
         let read = fresh.as_ref().map_or_else(Vec::new, |r| r.judge(t, self.family, &name_of));
         for i in due {
             let c = &mut j.challengers[i];
@@ -389,16 +389,11 @@ impl Comparison<'_> {
 const NARROWED: f64 = 0.7;
 
 /// The rounds of the lengthened attempt (see `NARROWED`); `factor`: how many times longer its
-/// windows are than the pilot's.
-#[allow(clippy::too_many_arguments)]
+/// windows are than the pilot's; `long`: the comparison in the longer windows.
 fn lengthened_rounds(
     t: &mut Tuner,
-    longer: &Load,
-    incumbent_name: &str,
-    incumbent: &Settings,
+    long: &Comparison,
     again: Vec<Challenger>,
-    name_of: &dyn Fn(&str) -> String,
-    family: usize,
     factor: f64,
     pilot: &Rounds,
 ) -> Option<Rounds> {
@@ -406,7 +401,7 @@ fn lengthened_rounds(
     let judging = t.judging;
     // The probe: the cap lowered to the least rounds for this one run, restored at once.
     t.judging.max_rounds = judging.min_rounds;
-    let probe = Rounds::run(t, longer, incumbent_name, incumbent, again, name_of, none, family, None);
+    let probe = Rounds::run(t, long, again, none, None);
     t.judging = judging;
     let probe = probe?;
     // The expected fall at this factor must be clearly below NARROWED to be told from none.
@@ -422,13 +417,14 @@ fn lengthened_rounds(
         });
     if !narrowed {
         t.note(&format!(
-            "{incumbent_name}: the longer windows scattered as widely as the short ones (not noise that averages out): no more rounds of them"
+            "{}: the longer windows scattered as widely as the short ones (not noise that averages out): no more rounds of them",
+            long.incumbent_name
         ));
         return Some(probe);
     }
     let seed: Vec<Vec<Option<Point>>> = probe.windows;
     let challengers = probe.challengers;
-    Rounds::run(t, longer, incumbent_name, incumbent, challengers, name_of, none, family, Some(seed))
+    Rounds::run(t, long, challengers, none, Some(seed))
 }
 
 /// The standard deviation of the paired log ratios of the objective's score (challenger over
@@ -512,21 +508,17 @@ struct Rounds {
 }
 
 impl Rounds {
-    /// Measures rounds until every challenger is settled or at the cap. `family`: challengers
-    /// of the whole comparison, when more than these (0: these). `seed`: windows measured
-    /// already in interleaved rounds, the incumbent's first, then each challenger's, by round.
-    #[allow(clippy::too_many_arguments)]
+    /// Measures rounds of `c` until every challenger is settled or at the cap. `seed`: windows
+    /// measured already in interleaved rounds, the incumbent's first, then each challenger's,
+    /// by round.
     fn run(
         t: &mut Tuner,
-        load: &Load,
-        incumbent_name: &str,
-        incumbent: &Settings,
+        c: &Comparison,
         mut challengers: Vec<Challenger>,
-        name_of: &dyn Fn(&str) -> String,
         grow: &mut Grow,
-        family: usize,
         seed: Option<Vec<Vec<Option<Point>>>>,
     ) -> Option<Rounds> {
+        let Comparison { load, incumbent_name, incumbent, name_of, family } = *c;
         let j = t.judging;
         let own = |w: &[Option<Point>]| w.iter().flatten().count();
         let all = |w: &[Option<Point>]| w.iter().flatten().cloned().collect::<Vec<_>>();
