@@ -1749,6 +1749,7 @@ fn beside_a_hog(idle: f64) -> Model<impl Fn(&Settings, usize) -> (f64, f64, u64)
         [1.0, 0.55, 0.8, 0.65, 0.95, 0.5, 0.9, 0.6, 0.75, 0.7, 0.85][(r * 3 + salt) % 11]
     };
     let mut m = Model::new(move |s: &Settings, r| (400.0 * share(s, r), 10.0, 3000), None);
+    m.waiting = Some(|_: &Settings| 2.0);
     m.cpu = Some(if idle < 0.1 {
         |_: &Settings, r| (5.0 * [1.0, 1.01, 0.99][r % 3], 0.02)
     } else {
@@ -1759,8 +1760,9 @@ fn beside_a_hog(idle: f64) -> Model<impl Fn(&Settings, usize) -> (f64, f64, u64)
 
 #[test]
 fn where_the_cpus_were_full_a_change_of_nothing_is_judged_by_the_cpu_time_a_request() {
-    // The machine's CPUs full in every window: req/s cannot settle it, the requests a CPU
-    // second served can, within the 2% threshold: no effect, at the least rounds.
+    // The machine's CPUs full in every window and the server's workers waiting for them:
+    // req/s cannot settle it, the requests a CPU second served can, within the 2% threshold:
+    // no effect, at the least rounds.
     let mut m = beside_a_hog(0.02);
     let found = tune_one(&mut m, "tokens", &["on", "off"]);
     let step = &found.steps[0];
@@ -1773,11 +1775,17 @@ fn where_the_cpus_were_full_a_change_of_nothing_is_judged_by_the_cpu_time_a_requ
     );
     assert!(
         step.evidence
-            .contains("(the machine's CPUs full in every window of both: each served what its CPU time bought)"),
+            .contains("(in every window of both the machine's CPUs were full and the server waited for them: each served what its CPU time bought)"),
         "{}",
         step.evidence
     );
     assert_eq!(found.recommended.get("tokens"), Some("on"));
+    // The CPUs full of others' work while the server's workers wait on I/O, not for a CPU:
+    // its CPU time a request says nothing of what it serves, req/s alone.
+    let mut m = beside_a_hog(0.02);
+    m.waiting = Some(|_: &Settings| 0.05);
+    let found = tune_one(&mut m, "tokens", &["on", "off"]);
+    assert_eq!(found.steps[0].verdict, Some(Verdict::Undecided), "{}", found.steps[0].evidence);
     // A third of the machine idle: the server was not held by the CPU, and its CPU time a
     // request says nothing of what it could serve: req/s alone, which no number of rounds
     // could settle.

@@ -902,8 +902,14 @@ fn assess(
 /// empty.
 const CPU_FULL_IDLE: f64 = 0.1;
 
+/// The server's threads waiting runnable for a CPU, on average, from which the CPU holds it
+/// back (`by_cpu`): a pool waiting on I/O on a machine others fill queues for next to
+/// nothing, and its CPU time a request says nothing of what it serves.
+const CPU_HELD_WAITING: f64 = 0.25;
+
 /// The verdict the server's CPU time per request gives where throughput's interval could
-/// not: when the machine's CPUs were full in every paired window of both (`CPU_FULL_IDLE`),
+/// not: when the machine's CPUs were full in every paired window of both (`CPU_FULL_IDLE`)
+/// and the server's threads waited for them (`CPU_HELD_WAITING`: the CPU held it back),
 /// each configuration served what the CPU time it got could buy, and others' share of the
 /// CPU, which moves requests per second window by window, barely moves requests per CPU
 /// second. Beside a busy loop on one of two cores, the lab's windows scatter by about 20% in
@@ -911,7 +917,11 @@ const CPU_FULL_IDLE: f64 = 0.1;
 /// or a loss (wholly below zero): a gain is adopted by throughput alone, since a server not
 /// bound by its CPU can serve more at the same cost (an I/O-bound pool with more workers).
 fn by_cpu(incumbent: &[Point], challenger: &[Point], confidence: f64, threshold_pct: f64) -> Option<Assessment> {
-    let full = |p: &Point| p.samples.iter().all(|s| s.cpu_idle.is_some_and(|i| i < CPU_FULL_IDLE));
+    let full = |p: &Point| {
+        p.samples.iter().all(|s| {
+            s.cpu_idle.is_some_and(|i| i < CPU_FULL_IDLE) && s.server_waiting.is_some_and(|w| w >= CPU_HELD_WAITING)
+        })
+    };
     if !(incumbent.iter().chain(challenger).all(full)) {
         return None;
     }
@@ -1065,7 +1075,7 @@ pub fn judged_text(label: &str, c: &Judged, objective: &Objective, incumbent_adm
             incumbent.requests
         ),
         (Some(Shortcut::ByCpu { effect: by_cpu }), _) => format!(
-            "{label} {rps:.1} req/s{effect}, undecided by throughput; {} by the requests a second of the server's CPU served, {} (the machine's CPUs full in every window of both: each served what its CPU time bought)",
+            "{label} {rps:.1} req/s{effect}, undecided by throughput; {} by the requests a second of the server's CPU served, {} (in every window of both the machine's CPUs were full and the server waited for them: each served what its CPU time bought)",
             c.verdict.word(),
             effect_text(by_cpu)
         ),
