@@ -231,7 +231,7 @@ pub fn judge_growing(
     name_of: &dyn Fn(&str) -> String,
     grow: &mut Grow,
 ) -> Option<Judgement> {
-    judge_rounds(t, Comparison { load, incumbent_name, incumbent, name_of, family: 0 }, challengers, grow, None)
+    judge_rounds(t, Comparison::of(load, incumbent_name, incumbent, name_of), challengers, grow, None)
 }
 
 /// As `judge`, from windows a strategy measured already in interleaved rounds (`seed`: the
@@ -241,16 +241,12 @@ pub fn judge_growing(
 /// `--knee` counts as good (on php-fpm 8 s windows took the check to 73 s, 2.2x the grid).
 pub fn judge_seeded(
     t: &mut Tuner,
-    load: &Load,
-    incumbent_name: &str,
-    incumbent: &Settings,
+    asked: Comparison,
     challengers: &[Challenger],
-    name_of: &dyn Fn(&str) -> String,
     seed: Vec<Vec<Point>>,
 ) -> Option<Judgement> {
     let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
     let seed = seed.into_iter().map(|w| w.into_iter().map(Some).collect()).collect();
-    let asked = Comparison { load, incumbent_name, incumbent, name_of, family: 0 };
     judge_rounds(t, asked, challengers.to_vec(), none, Some(seed))
 }
 
@@ -324,12 +320,25 @@ const LAUNCH_MARGIN_PCT: f64 = 8.0;
 /// (its name and settings), a challenger's name from its value, and `family`: the challengers
 /// of the whole comparison when more than the rounds' own (0: theirs).
 #[derive(Clone, Copy)]
-struct Comparison<'a> {
+pub struct Comparison<'a> {
     load: &'a Load,
     incumbent_name: &'a str,
     incumbent: &'a Settings,
     name_of: &'a dyn Fn(&str) -> String,
     family: usize,
+}
+
+impl<'a> Comparison<'a> {
+    /// The incumbent (named `incumbent_name`) against challengers named by `name_of` their
+    /// value, each measured under `load`.
+    pub fn of(
+        load: &'a Load,
+        incumbent_name: &'a str,
+        incumbent: &'a Settings,
+        name_of: &'a dyn Fn(&str) -> String,
+    ) -> Comparison<'a> {
+        Comparison { load, incumbent_name, incumbent, name_of, family: 0 }
+    }
 }
 
 impl Comparison<'_> {

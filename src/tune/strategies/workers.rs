@@ -9,7 +9,7 @@
 //! 8, 409 at 16); a decline the windows of the counts above the pick show is named. The
 //! memory budget caps the answer, from the workers' USS measured under load.
 
-use super::verdict::{Challenger, FAR_BELOW_ONCE, Judgement, effect_text, judge, judge_seeded};
+use super::verdict::{Challenger, Comparison, FAR_BELOW_ONCE, Judgement, effect_text, judge, judge_seeded};
 use crate::server::settings::Settings;
 use crate::tune::evidence::Evidence;
 use crate::tune::point::MemUse;
@@ -819,7 +819,7 @@ fn check_the_knee(t: &mut Tuner, sweep: &Sweep, pick: &Pick) -> Option<Step> {
     // Judged at the check's threshold for this one comparison, restored at once.
     let judging = t.judging;
     t.judging.threshold_pct = check_threshold(t, sweep.tolerance);
-    let j = judge_seeded(t, &sweep.load, &incumbent_name, &knee_settings, &more, &name_of, seed);
+    let j = judge_seeded(t, Comparison::of(&sweep.load, &incumbent_name, &knee_settings, &name_of), &more, seed);
     t.judging = judging;
     let j = j?;
     let effect = j.lead().and_then(|c| c.effect);
