@@ -54,21 +54,22 @@ fn ticks_per_second() -> f64 {
 }
 
 /// The server tree's CPU ticks now (processes that vanish while being read count nothing).
-fn tree_ticks(roots: &[i32]) -> u64 {
-    roots
-        .iter()
-        .flat_map(|&r| select(&Selector::Pid(r)).unwrap_or_default())
-        .map(|p| process_ticks(&p.to_string()))
-        .sum()
+fn tree_ticks(pids: &[i32]) -> u64 {
+    pids.iter().map(|p| process_ticks(&p.to_string())).sum()
+}
+
+/// The processes of the server's trees now, read once for both their ticks and their waits.
+fn tree_pids(roots: &[i32]) -> Vec<i32> {
+    roots.iter().flat_map(|&r| select(&Selector::Pid(r)).unwrap_or_default()).collect()
 }
 
 /// The time each thread of the server's trees has waited runnable for a CPU so far, ns, by
 /// thread id (/proc/PID/task/TID/schedstat's second field); None where the kernel keeps no
 /// such count (built without schedstats).
-fn tree_run_waits(roots: &[i32]) -> Option<std::collections::HashMap<i32, u64>> {
+fn tree_run_waits(pids: &[i32]) -> Option<std::collections::HashMap<i32, u64>> {
     let mut waits = std::collections::HashMap::new();
     let mut read_any = false;
-    for pid in roots.iter().flat_map(|&r| select(&Selector::Pid(r)).unwrap_or_default()) {
+    for pid in pids {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
         for task in tasks.flatten() {
             let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<i32>().ok()) else { continue };
@@ -131,14 +132,15 @@ pub struct CpuWatch {
 impl CpuWatch {
     /// Starts watching the server whose process trees start at `roots`.
     pub fn start(roots: &[i32]) -> CpuWatch {
+        let pids = tree_pids(roots);
         CpuWatch {
             roots: roots.to_vec(),
             machine: machine_ticks().unwrap_or_default(),
-            server: tree_ticks(roots),
+            server: tree_ticks(&pids),
             own: process_ticks("self"),
             own_times: crate::sys::CpuTimes::now(),
             started: std::time::Instant::now(),
-            run_waits: tree_run_waits(roots),
+            run_waits: tree_run_waits(&pids),
         }
     }
 
@@ -152,11 +154,12 @@ impl CpuWatch {
         let total = machine.total.checked_sub(self.machine.total).filter(|&t| t > 0)? as f64;
         let busy = machine.busy.saturating_sub(self.machine.busy);
         let steal = machine.steal.saturating_sub(self.machine.steal);
-        let server = tree_ticks(&self.roots).saturating_sub(self.server);
+        let pids = tree_pids(&self.roots);
+        let server = tree_ticks(&pids).saturating_sub(self.server);
         let own = process_ticks("self").saturating_sub(self.own);
         let others = busy.saturating_sub(server + own) + steal;
         // Threads gone by the end took their waits with them (a recycled worker's): a little less.
-        let server_waiting = self.run_waits.as_ref().zip(tree_run_waits(&self.roots)).map(|(before, after)| {
+        let server_waiting = self.run_waits.as_ref().zip(tree_run_waits(&pids)).map(|(before, after)| {
             let waited: u64 =
                 after.iter().map(|(tid, &w)| w.saturating_sub(before.get(tid).copied().unwrap_or(0))).sum();
             waited as f64 / 1e9 / wall

@@ -50,9 +50,10 @@ pub enum Shortcut {
     /// The tails (p99.9 of all their windows' requests) differ by `TAIL_RATIO` or more: the
     /// challenger refused for its own, or adopted for the incumbent's.
     Tail { incumbent: Tail, challenger: Tail },
-    /// Throughput could not settle it, but the machine's CPUs were full in every window of
-    /// both, so each served what its CPU time bought: the requests a second of the server's
-    /// CPU served (`effect`, + is cheaper) settled it as no effect or a loss (`by_cpu`).
+    /// Throughput could not settle it, but in every window of both the machine's CPUs were
+    /// full and the server waited for them, so each served what its CPU time bought: the
+    /// requests a second of the server's CPU served (`effect`, + is cheaper) settled it as no
+    /// effect or a loss (`by_cpu`).
     ByCpu { effect: Effect },
 }
 
@@ -208,7 +209,12 @@ pub fn judge(
     challengers: &[Challenger],
     name_of: &dyn Fn(&str) -> String,
 ) -> Option<Judgement> {
-    judge_growing(t, load, incumbent_name, incumbent, challengers.to_vec(), name_of, &mut |_, _, _| Vec::new())
+    judge_growing(t, load, incumbent_name, incumbent, challengers.to_vec(), name_of, &mut no_more)
+}
+
+/// A comparison whose challengers are all named at the start: it asks for none more.
+fn no_more(_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]) -> Vec<Challenger> {
+    Vec::new()
 }
 
 /// What `judge_growing` asks for more challengers with: the incumbent's windows so far as one
@@ -245,9 +251,8 @@ pub fn judge_seeded(
     challengers: &[Challenger],
     seed: Vec<Vec<Point>>,
 ) -> Option<Judgement> {
-    let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
     let seed = seed.into_iter().map(|w| w.into_iter().map(Some).collect()).collect();
-    judge_rounds(t, asked, challengers.to_vec(), none, Some(seed))
+    judge_rounds(t, asked, challengers.to_vec(), &mut no_more, Some(seed))
 }
 
 fn judge_rounds(
@@ -367,9 +372,8 @@ impl Comparison<'_> {
         t.plan.add((again.len() + 1) * least, (again.len() + 1) * most);
         let name_of = |v: &str| format!("{} (fresh launch)", (self.name_of)(v));
         let incumbent_name = format!("{} (fresh launch)", self.incumbent_name);
-        let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
         let fresh_names = Comparison { incumbent_name: &incumbent_name, name_of: &name_of, ..*self };
-        let fresh = Rounds::run(t, &fresh_names, again, none, None);
+        let fresh = Rounds::run(t, &fresh_names, again, &mut no_more, None);
         let read = fresh.as_ref().map_or_else(Vec::new, |r| r.judge(t, self.family, &name_of));
         for i in due {
             let c = &mut j.challengers[i];
@@ -406,11 +410,10 @@ fn lengthened_rounds(
     factor: f64,
     pilot: &Rounds,
 ) -> Option<Rounds> {
-    let none = &mut |_: Option<&Point>, _: &[Challenger], _: &[Option<Point>]| Vec::new();
     let judging = t.judging;
     // The probe: the cap lowered to the least rounds for this one run, restored at once.
     t.judging.max_rounds = judging.min_rounds;
-    let probe = Rounds::run(t, long, again, none, None);
+    let probe = Rounds::run(t, long, again, &mut no_more, None);
     t.judging = judging;
     let probe = probe?;
     // The expected fall at this factor must be clearly below NARROWED to be told from none.
@@ -433,7 +436,7 @@ fn lengthened_rounds(
     }
     let seed: Vec<Vec<Option<Point>>> = probe.windows;
     let challengers = probe.challengers;
-    Rounds::run(t, long, challengers, none, Some(seed))
+    Rounds::run(t, long, challengers, &mut no_more, Some(seed))
 }
 
 /// The standard deviation of the paired log ratios of the objective's score (challenger over

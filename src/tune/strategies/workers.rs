@@ -373,7 +373,7 @@ impl<'a> Sweep<'a> {
             // knee and the best (or the count below). Halving below the smallest count measured
             // needs no such reading: the count half its size is launched whatever the scatter
             // (a knee read truly halves on; one read by chance, on a plateau, halves on too).
-            if let Some(again) = below.and_then(|b| self.read_once(knee, Some(b))) {
+            if let Some(again) = below.and_then(|b| self.read_once(knee, b)) {
                 if !self.once_more(t, again) {
                     break;
                 }
@@ -388,16 +388,21 @@ impl<'a> Sweep<'a> {
     /// The count to measure below `knee`, the smallest measured: half its size (else the next
     /// listed below), or lower where its windows say fewer workers could work at once (`Jump`).
     fn below_the_smallest(&mut self, knee: u64) -> Option<u64> {
-        let smaller = self.counts.iter().copied().filter(|&n| n < knee);
-        let halving = smaller.clone().filter(|&n| 2 * n <= knee).max().or_else(|| smaller.clone().max())?;
+        let halving = self.half_of(knee)?;
         let Some(at_once) = self.at(knee).and_then(|p| at_once(&p)) else { return Some(halving) };
-        match smaller.filter(|&n| n as f64 >= at_once).min() {
+        match self.counts.iter().copied().filter(|&n| n < knee && n as f64 >= at_once).min() {
             Some(n) if n < halving => {
                 self.jumps.push(Jump { from: knee, at_once, to: n });
                 Some(n)
             }
             _ => Some(halving),
         }
+    }
+
+    /// The count listed half `n`'s size, or the nearest under it (else the next listed below).
+    fn half_of(&self, n: u64) -> Option<u64> {
+        let smaller = self.counts.iter().copied().filter(|&m| m < n);
+        smaller.clone().filter(|&m| 2 * m <= n).max().or_else(|| smaller.max())
     }
 
     /// The count listed between `below` and `knee`, of those within reach (`within_reach`),
@@ -445,20 +450,18 @@ impl<'a> Sweep<'a> {
     }
 
     /// Until the windows' scatter is known over two degrees of freedom, of the counts the next
-    /// launch below `knee` is chosen from, the knee and the best (when the knee is the best,
-    /// the count below it, else the one above; none while the knee is the only count), the
-    /// first read in one window (when --repeats gives two at least). A launch costs a start
+    /// launch between `below` and `knee` is chosen from, the knee and the best (the count
+    /// below when the knee is the best), the first read in one window (when --repeats gives two at least). A launch costs a start
     /// and a window; two windows of each show the scatter, and where it is too wide to read
     /// the knee the search stops before launching counts that could not change the answer. On
     /// php-fpm, 8 workers read within 3% of 16, or 5-18% over it, in single windows, and the
     /// search launched 4 and 6 on that reading before the scatter, 6.5%, was known.
-    fn read_once(&self, knee: u64, below: Option<u64>) -> Option<u64> {
+    fn read_once(&self, knee: u64, below: u64) -> Option<u64> {
         if Scatter::pooled(self.measured.iter()).is_some_and(|s| s.df >= 2) {
             return None;
         }
         let best = best_of(&self.measured)?.0;
-        let above = self.measured.iter().map(|(n, _)| *n).find(|&n| n > knee);
-        let partner = if best != knee { best } else { below.or(above)? };
+        let partner = if best != knee { best } else { below };
         [knee, partner]
             .into_iter()
             .find(|&n| self.at(n).is_some_and(|p| p.ok() && p.samples.len() < 2.min(self.repeats)))
@@ -520,8 +523,7 @@ impl<'a> Sweep<'a> {
                 }
                 return;
             }
-            let smaller = self.counts.iter().copied().filter(|&n| n < smallest);
-            let Some(next) = smaller.clone().filter(|&n| 2 * n <= smallest).max().or_else(|| smaller.max()) else {
+            let Some(next) = self.half_of(smallest) else {
                 return;
             };
             if !self.measure(t, next) {
