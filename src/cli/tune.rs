@@ -22,7 +22,7 @@ use crate::tune::journal::{Header, Journal};
 use crate::tune::kept::Kept;
 use crate::tune::launcher::TargetLauncher;
 use crate::tune::strategies::{KneeRule, Knobs};
-use crate::tune::trial::{self, Launcher, Load, TrialOptions};
+use crate::tune::trial::{self, Launcher, Load, MAX_REMEASURED, SteadyOthers, TrialOptions};
 use crate::tune::tuner::Setup;
 use crate::tune::{
     Eta, Judging, Measure, Objective, Observer, Outcome, Plan, Point, Settings, Strategy, Tuner, fmt_secs, summary_line,
@@ -45,6 +45,8 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         warm_requests: WARM_REQUESTS_PER_WORKER,
         noisy_spread: NOISY_SPREAD,
         disturbed: DISTURBED,
+        remeasure: MAX_REMEASURED,
+        budget_kib: spec.budget_kib,
         interrupt: interrupt.clone(),
         placement: Some(spec.file.placement.clone()),
         max_throttled: spec.file.max_throttled,
@@ -59,7 +61,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
 
     let mut launcher = TargetLauncher { file: &spec.file, interrupt: interrupt.clone() };
     let mut measure =
-        Trials { launcher: &mut launcher, opts: opts.clone(), budget_kib: spec.budget_kib, kept: Kept::default() };
+        Trials { launcher: &mut launcher, opts: opts.clone(), kept: Kept::default(), others: SteadyOthers::default() };
     let plan = spec.strategy.planned_windows(&spec.knobs, &spec.objective, &spec.judging, spec.repeats);
     if !spec.quiet {
         // A window: a launch, a warm-up, one load, a stop.
@@ -536,19 +538,36 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 struct Trials<'a> {
     launcher: &'a mut dyn Launcher,
     opts: TrialOptions,
-    budget_kib: Option<u64>,
     kept: Kept,
+    /// Whether others hold the CPU steadily: then a disturbed window is not measured again.
+    others: SteadyOthers,
+}
+
+impl Trials<'_> {
+    /// The options of the next point: `repeats` windows, re-measured as the others allow.
+    fn next(&self, repeats: usize) -> TrialOptions {
+        TrialOptions { repeats, remeasure: self.others.remeasure(), ..self.opts.clone() }
+    }
+
+    /// `p`, once the others' CPU in its windows is learnt from.
+    fn seen(&mut self, p: Point, opts: &TrialOptions) -> Point {
+        self.others.saw(&p, opts);
+        p
+    }
 }
 
 impl Measure for Trials<'_> {
     fn measure(&mut self, step: &str, settings: &Settings, load: &Load, repeats: usize) -> Point {
-        let opts = TrialOptions { repeats, ..self.opts.clone() };
+        let opts = self.next(repeats);
         self.kept.make_room();
-        trial::run(self.launcher, step, settings, load, &opts, self.budget_kib)
+        let p = trial::run(self.launcher, step, settings, load, &opts);
+        self.seen(p, &opts)
     }
 
     fn window(&mut self, step: &str, settings: &Settings, load: &Load) -> Point {
-        self.kept.window(self.launcher, step, settings, load, &self.opts, self.budget_kib)
+        let opts = self.next(1);
+        let p = self.kept.window(self.launcher, step, settings, load, &opts);
+        self.seen(p, &opts)
     }
 
     fn relaunch(&mut self, settings: &Settings) {

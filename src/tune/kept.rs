@@ -72,12 +72,11 @@ impl Kept {
         settings: &Settings,
         load: &Load,
         opts: &TrialOptions,
-        budget_kib: Option<u64>,
     ) -> Point {
         let opts = &TrialOptions { repeats: 1, ..opts.clone() };
         let Some(shape) = Shape::of(settings, load).filter(|_| launcher.side_by_side()) else {
             self.make_room();
-            return trial::run(launcher, step, settings, load, opts, budget_kib);
+            return trial::run(launcher, step, settings, load, opts);
         };
         // A kept server whose queue will not drain is given up for a fresh one.
         let kept = self.servers.iter().position(|(s, _)| *s == shape).map(|i| self.servers.remove(i));
@@ -92,7 +91,7 @@ impl Kept {
                 }
             }
         };
-        let p = trial.point(step, load, opts, budget_kib);
+        let p = trial.point(step, load, opts);
         if p.ok() {
             self.servers.push((shape, trial));
         }
