@@ -2,6 +2,7 @@
 stopping what they started, whatever ends them, two statistics, and their PASS/FAIL and
 progress lines."""
 
+import argparse
 import contextlib
 import math
 import os
@@ -115,6 +116,15 @@ def scratch(prefix):
         for proc in list(started):
             stop_group(proc)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def server_parser(doc, servers):
+    """The argument parser of a script that launches one of `servers` (the first by default)
+    and measures it with the webtune at --webtune; its description is `doc`'s first paragraph."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--webtune", required=True)
+    ap.add_argument("--server", choices=servers, default=servers[0])
+    return ap
 
 
 def launch(webtune, file, args, started):

@@ -33,7 +33,6 @@ Exit status: 0 when it ran, 2 on a setup error, 130 when interrupted. Everything
 is stopped at the end, on error and on Ctrl-C/SIGTERM; its temp directory is removed.
 """
 
-import argparse
 import json
 import math
 import os
@@ -44,7 +43,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
-from benchlib import SetupError, progress, run_main, scratch, stop_group, t_quantile  # noqa: E402
+from benchlib import SetupError, progress, run_main, scratch, server_parser, stop_group, t_quantile  # noqa: E402
 
 LAUNCH_TIMEOUT_S = 60
 WINDOW_TIMEOUT_S = 30
@@ -114,9 +113,7 @@ def one_pair(webtune, file, path, rounds, started):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--webtune", required=True)
-    ap.add_argument("--server", choices=["nginx", "lab"], default="nginx")
+    ap = server_parser(__doc__, ["nginx", "lab"])
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=8)
     a = ap.parse_args()

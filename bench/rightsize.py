@@ -29,7 +29,6 @@ Usage
     and on Ctrl-C; the temp directory is removed.
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -38,7 +37,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import SetupError, check, launch, progress, run_main, scratch, stop_group  # noqa: E402
+from benchlib import SetupError, check, launch, progress, run_main, scratch, server_parser, stop_group  # noqa: E402
 
 BUSY_APP = """def app(environ, start_response):
     n = 0
@@ -88,9 +87,7 @@ def measure_size(webtune, file, size, rate, window, started):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--webtune", required=True)
-    ap.add_argument("--server", choices=["gunicorn", "lab"], default="gunicorn")
+    ap = server_parser(__doc__, ["gunicorn", "lab"])
     ap.add_argument("--rate", type=float, default=40.0)
     ap.add_argument("--slo", default="300ms")
     ap.add_argument("--cpus", default="0.25,0.5,0.75,1,1.5,2")

@@ -8,10 +8,13 @@ use std::fmt::Write;
 
 /// The width every chart is drawn at, px: one per row within a 1280 px window.
 pub const W: f64 = 1200.0;
+/// The height every chart is drawn at, px; rows of a wrapped legend take their room from the plot.
 const H: f64 = 400.0;
+/// The room left of the plot for the y axis's tick labels and title, px; and right of it,
+/// for the last x tick label.
 const LEFT: f64 = 84.0;
 const RIGHT: f64 = 24.0;
-/// Ticks, category labels and legends.
+/// Ticks, category labels and legends, px; the chart's title a size up.
 const FONT: f64 = 12.0;
 const TITLE_FONT: f64 = 16.0;
 /// The smallest text any chart may have, px.
