@@ -390,7 +390,7 @@ fn windows_hold_several_recycles_and_disturbed_windows_are_measured_again_until_
 
     // A process spinning on one of the two cores takes about half the machine: the first
     // window is disturbed, measured again twice, then kept with a note; the spinner held the
-    // CPU through every try, so later disturbed windows are kept at once (a steady load).
+    // CPU through every try, so later windows at its share are kept at once (a steady load).
     let mut spin = Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
     let f = lab_target(dir.path(), "workers = 2\ncpu = \"1ms\"\nio_wait = \"10ms\"", "backlog = [64, 511]", "");
     // Half a second is enough to see the spinner take its core (the first part's window is
@@ -408,13 +408,13 @@ fn windows_hold_several_recycles_and_disturbed_windows_are_measured_again_until_
     assert!(p["interference"].as_f64().unwrap() > 0.25, "{p}");
     assert_eq!(p["remeasured"], 2, "{p}");
     assert!(p["notes"].to_string().contains("measured 3 times: kept, but disturbed"), "{p}");
+    // (A window where the spinner's share moved by over 10 points is measured again.)
     let later = &v["points"].as_array().unwrap()[1..];
-    assert!(!later.is_empty(), "{v}");
-    for p in later {
-        assert!(p["interference"].as_f64().unwrap() > 0.25, "{p}");
-        assert_eq!(p["remeasured"], 0, "{p}");
-        assert!(p["notes"].to_string().contains("a steady load, not waited out"), "{p}");
-    }
+    assert!(later.iter().all(|p| p["interference"].as_f64().unwrap() > 0.25), "{v}");
+    let at_once = |p: &Value| {
+        p["remeasured"] == 0 && p["notes"].to_string().contains("as they did steadily since an earlier point")
+    };
+    assert!(later.iter().any(at_once), "{v}");
 }
 
 /// The CPUs a process or thread may run on, from its /proc status.

@@ -22,7 +22,7 @@ use crate::tune::journal::{Header, Journal};
 use crate::tune::kept::Kept;
 use crate::tune::launcher::TargetLauncher;
 use crate::tune::strategies::{KneeRule, Knobs};
-use crate::tune::trial::{self, Launcher, Load, MAX_REMEASURED, SteadyOthers, TrialOptions};
+use crate::tune::trial::{self, Launcher, Load, SteadyOthers, TrialOptions};
 use crate::tune::tuner::Setup;
 use crate::tune::{
     Eta, Judging, Measure, Objective, Observer, Outcome, Plan, Point, Settings, Strategy, Tuner, fmt_secs, summary_line,
@@ -45,7 +45,7 @@ pub fn run(a: &TuneArgs, db: Option<&Path>) -> anyhow::Result<ExitCode> {
         warm_requests: WARM_REQUESTS_PER_WORKER,
         noisy_spread: NOISY_SPREAD,
         disturbed: DISTURBED,
-        remeasure: MAX_REMEASURED,
+        steady_others: None,
         budget_kib: spec.budget_kib,
         interrupt: interrupt.clone(),
         placement: Some(spec.file.placement.clone()),
@@ -539,14 +539,15 @@ struct Trials<'a> {
     launcher: &'a mut dyn Launcher,
     opts: TrialOptions,
     kept: Kept,
-    /// Whether others hold the CPU steadily: then a disturbed window is not measured again.
+    /// The share of the CPU others hold steadily, if they do: a window at it is kept at once.
     others: SteadyOthers,
 }
 
 impl Trials<'_> {
-    /// The options of the next point: `repeats` windows, re-measured as the others allow.
+    /// The options of the next point: `repeats` windows, judged disturbed against the share of
+    /// the CPU others have held steadily.
     fn next(&self, repeats: usize) -> TrialOptions {
-        TrialOptions { repeats, remeasure: self.others.remeasure(), ..self.opts.clone() }
+        TrialOptions { repeats, steady_others: self.others.level(), ..self.opts.clone() }
     }
 
     /// `p`, once the others' CPU in its windows is learnt from.

@@ -191,11 +191,11 @@ pub struct TrialOptions {
     /// Repeats spreading more than this share take as many again.
     pub noisy_spread: f64,
     /// A window in which others took more than this share of the machine's CPU (0-1) is
-    /// measured again, up to `remeasure` times per point.
+    /// measured again (up to `MAX_REMEASURED` times per point), unless they took it steadily.
     pub disturbed: f64,
-    /// Disturbed windows measured again per point: `MAX_REMEASURED`, or none while others
-    /// hold the CPU steadily (`SteadyOthers`).
-    pub remeasure: u32,
+    /// The share of the machine's CPU others have held steadily, when they have
+    /// (`SteadyOthers`): a window within `disturbed` of it is kept at once.
+    pub steady_others: Option<f64>,
     /// The memory budget each window's pool is counted against (and stopped over), KiB.
     pub budget_kib: Option<u64>,
     /// Set (by Ctrl-C, or the caller) to end the trial under way.
@@ -417,12 +417,13 @@ impl Trial {
             // A window others disturbed measured the machine, not the configuration. (A burst
             // after idle cannot be taken again on the same server: it is kept, with a note.)
             if let Some(others) = sample.sample.interference.filter(|&o| o > opts.disturbed) {
-                if remeasured < opts.remeasure && steady_state {
+                let as_steady = opts.steady_others.is_some_and(|level| (others - level).abs() <= opts.disturbed);
+                if !as_steady && remeasured < MAX_REMEASURED && steady_state {
                     remeasured += 1;
                     disturbed_memory = Some(sample.sample.memory);
                     continue;
                 }
-                notes.push(disturbed_note(others, remeasured + 1, opts.remeasure == 0));
+                notes.push(disturbed_note(others, remeasured + 1, as_steady));
             }
             // Workers that recycle: a window must hold several recycles of each, or each window
             // catches a different phase of the pool's replacement.
@@ -528,34 +529,39 @@ pub const LOAD_LOST: &str = "the load could not be sent";
 const MIN_RECYCLES: f64 = 3.0;
 /// The longest window a trial lengthens itself to.
 const MAX_WINDOW: Duration = Duration::from_secs(60);
-/// Windows measured again per point because others disturbed them, while they come and go.
-pub const MAX_REMEASURED: u32 = 2;
+/// Windows measured again per point because others disturbed them.
+const MAX_REMEASURED: u32 = 2;
 
-/// Whether others hold the machine's CPU steadily, as the points measured so far saw it. A
-/// point whose disturbed windows were measured again as often as allowed, every try disturbed,
-/// met a load, not a burst to wait out: beside a CPU hog each 1 s window then took 3.3 s and
-/// read the same (grid (f) in bench/verdicts.py). While others hold the CPU, a disturbed window
-/// is kept at once, with its note; the first undisturbed window ends the spell.
+/// The share of the machine's CPU others hold steadily, as the points measured so far saw it.
+/// A point whose every try was disturbed, after all its re-measurements, met a load, not a
+/// burst to wait out: beside a CPU hog each 1 s window took 3.3 s so, and read the same (grid
+/// (f) in bench/verdicts.py). From then on a window is disturbed only when others' share moves
+/// from that level by more than the disturbance threshold: windows at the level are measured
+/// under the same load as the others, kept at once with their note; one where the neighbour
+/// took a quarter of the CPU, not half, read 50% more and is measured again. The first
+/// undisturbed window ends the spell.
 #[derive(Debug, Default)]
 pub struct SteadyOthers {
-    steady: bool,
+    level: Option<f64>,
 }
 
 impl SteadyOthers {
-    /// How many times the next point measures a disturbed window again.
-    pub fn remeasure(&self) -> u32 {
-        if self.steady { 0 } else { MAX_REMEASURED }
+    /// Others' steady share of the CPU, for the next point's `TrialOptions::steady_others`.
+    pub fn level(&self) -> Option<f64> {
+        self.level
     }
 
     /// Learns from a point measured with `opts`: steady once a point's every try was disturbed
-    /// after all its re-measurements, quiet again once any window was not.
+    /// after all its re-measurements, at the mean of its windows' shares; quiet again once any
+    /// window was undisturbed.
     pub fn saw(&mut self, p: &Point, opts: &TrialOptions) {
-        let windows: Vec<f64> = p.samples.iter().filter_map(|s| s.interference).collect();
-        if windows.is_empty() {
+        let shares: Vec<f64> = p.samples.iter().filter_map(|s| s.interference).collect();
+        if shares.is_empty() {
             return;
         }
-        let all_disturbed = windows.iter().all(|&o| o > opts.disturbed);
-        self.steady = all_disturbed && (self.steady || p.remeasured >= MAX_REMEASURED);
+        let all_disturbed = shares.iter().all(|&o| o > opts.disturbed);
+        self.level = (all_disturbed && (self.level.is_some() || p.remeasured >= MAX_REMEASURED))
+            .then(|| crate::stats::mean(&shares));
     }
 }
 
@@ -751,12 +757,12 @@ fn over_budget_note(after: f64) -> String {
 }
 
 /// The note of a window others disturbed (their share of the CPU), kept after `times` tries,
-/// or at once while they held the CPU steadily (`SteadyOthers`).
+/// or at once at the share they held steadily (`SteadyOthers`).
 fn disturbed_note(others: f64, times: u32, steady: bool) -> String {
     let pct = others * 100.0;
     if steady {
         format!(
-            "others took {pct:.0}% of the CPU in a window, as in every try of a point before: a steady load, not waited out; kept, but disturbed"
+            "others took {pct:.0}% of the CPU in a window, as they did steadily since an earlier point (a load, not waited out): kept, but disturbed"
         )
     } else {
         format!("others took {pct:.0}% of the CPU in a window measured {times} times: kept, but disturbed")
@@ -1043,7 +1049,7 @@ mod tests {
             warm_requests: 0,
             noisy_spread: 0.1,
             disturbed: 0.1,
-            remeasure: MAX_REMEASURED,
+            steady_others: None,
             budget_kib: None,
             interrupt: Arc::default(),
             placement: None,
@@ -1057,24 +1063,25 @@ mod tests {
             Point { remeasured, ..p }
         };
         let mut steady = SteadyOthers::default();
-        assert_eq!(steady.remeasure(), MAX_REMEASURED);
+        assert_eq!(steady.level(), None);
         // A burst that one re-measurement waited out, then a window kept disturbed after one
-        // try (a quiet machine's budget spent elsewhere): not yet a steady load.
+        // try: not yet a steady load.
         steady.saw(&seen(&[0.02], 1), &opts);
         steady.saw(&seen(&[0.5], 1), &opts);
-        assert_eq!(steady.remeasure(), MAX_REMEASURED);
-        // Every try of a point disturbed: later disturbed windows are kept at once ...
-        steady.saw(&seen(&[0.5, 0.48], MAX_REMEASURED), &opts);
-        assert_eq!(steady.remeasure(), 0);
-        steady.saw(&seen(&[0.51], 0), &opts);
-        assert_eq!(steady.remeasure(), 0);
+        assert_eq!(steady.level(), None);
+        // Every try of a point disturbed: others hold the CPU at the mean of its windows ...
+        steady.saw(&seen(&[0.5, 0.46], MAX_REMEASURED), &opts);
+        assert_eq!(steady.level(), Some(0.48));
+        // ... which follows them while every window is disturbed ...
+        steady.saw(&seen(&[0.52], 0), &opts);
+        assert_eq!(steady.level(), Some(0.52));
         // ... a failed point (no window) says nothing of the others ...
         steady.saw(&seen(&[], 0), &opts);
-        assert_eq!(steady.remeasure(), 0);
+        assert_eq!(steady.level(), Some(0.52));
         // ... and the first undisturbed window ends the spell.
         steady.saw(&seen(&[0.5, 0.03], 0), &opts);
-        assert_eq!(steady.remeasure(), MAX_REMEASURED);
-        assert!(disturbed_note(0.5, 1, true).contains("a steady load, not waited out"));
+        assert_eq!(steady.level(), None);
+        assert!(disturbed_note(0.5, 1, true).contains("as they did steadily since an earlier point"));
         assert!(disturbed_note(0.5, 3, false).contains("measured 3 times"));
     }
 
