@@ -263,9 +263,10 @@ fn a_knee_settled_by_a_narrow_scatter_takes_no_third_windows_and_no_check() {
     // No check of 24 against 16: the sweep is the only step.
     assert_eq!(found.steps.len(), 1, "{:?}", found.steps.iter().map(|s| &s.evidence).collect::<Vec<_>>());
     // 24 and 12, both once more (the scatter known before a count between them is launched),
-    // 20 and 16, then the knee and the count above it once more: 8 windows on 4 launches,
-    // where their third windows and the check took 10.
-    assert_windows(&m.measured, "workers", &["24", "12", "24 #2", "12 #2", "20", "16", "20 #2", "16 #2"]);
+    // then 16, where 12's workers would reach the knee's line, once more: 6 windows on 3
+    // launches. A line from 12's reading to 24's put the crossing at 22.6 and launched 20
+    // first (8 windows on 4 launches); their third windows and the check took 10.
+    assert_windows(&m.measured, "workers", &["24", "12", "24 #2", "12 #2", "16", "16 #2"]);
 }
 
 #[test]

@@ -406,21 +406,21 @@ impl<'a> Sweep<'a> {
     }
 
     /// The count listed between `below` and `knee`, of those within reach (`within_reach`),
-    /// nearest where the curve crosses the knee's line (the best less the tolerance), on the
-    /// line through the two counts' readings: a pool rises about linearly until it flattens.
-    /// The middle count when the readings do not rise. On gunicorn, 12 workers read 4.9% under
-    /// 24's plateau: the crossing is near 16, where the middle of 16 and 20 measured 20 first,
-    /// a launch for nothing.
+    /// first at or past where the curve crosses the knee's line (the best less the
+    /// tolerance), if each of `below`'s workers served as much as now: a pool rises about
+    /// linearly until it flattens, so the least count that reaches the line is `below` times
+    /// the line over `below`'s reading. The middle count when `below` served nothing. A line
+    /// drawn from `below` to the knee's reading cuts that corner of the curve and lands high:
+    /// on gunicorn, 8 workers read 646 req/s and 24 read 774, and that line put the crossing
+    /// at 21, where 20, 16, 12 and 10 were then launched in turn for a knee at 12 (8 reaching
+    /// 761 put it at 9.4: 10, then 12).
     fn toward_the_crossing(&mut self, below: u64, knee: u64) -> Option<u64> {
         let between = self.within_reach(below, knee);
-        let middle = between.get(between.len() / 2).copied();
-        let (Some(low), Some(high)) = (self.at(below), self.at(knee)) else { return middle };
-        let (rise, line) = (high.rps() - low.rps(), best_rps(&self.measured) * (1.0 - self.tolerance));
-        if rise <= 0.0 {
-            return middle;
-        }
-        let crossing = below as f64 + (knee - below) as f64 * (line - low.rps()) / rise;
-        between.into_iter().min_by(|a, b| (*a as f64 - crossing).abs().total_cmp(&(*b as f64 - crossing).abs()))
+        let Some(low) = self.at(below).map(|p| p.rps()).filter(|&r| r > 0.0) else {
+            return between.get(between.len() / 2).copied();
+        };
+        let crossing = below as f64 * best_rps(&self.measured) * (1.0 - self.tolerance) / low;
+        between.iter().copied().find(|&n| n as f64 >= crossing).or(between.last().copied())
     }
 
     /// The counts listed between `below` and `knee` that could reach the knee's line, as far
