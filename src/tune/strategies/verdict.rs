@@ -172,26 +172,6 @@ pub fn classify(e: &Effect, threshold_pct: f64) -> Verdict {
     }
 }
 
-/// A window under this share of the incumbent's in the same round is far below anything a
-/// contender's noise explains (windows scattering by +-20% give ratios down to about 0.67);
-/// two under `FAR_BELOW_TWICE` are too. One window settles such a challenger, not three.
-pub const FAR_BELOW_ONCE: f64 = 0.6;
-const FAR_BELOW_TWICE: f64 = 0.75;
-
-/// Tails (p99.9) this many times apart, and at least `TAIL_MS` apart, are a different service,
-/// whatever the throughput: half the connections waiting a second in the accept queue behind
-/// kept-alive ones is not bought by a few percent more requests per second (seed 001).
-const TAIL_RATIO: f64 = 5.0;
-const TAIL_MS: f64 = 20.0;
-/// A challenger whose tail is `TAIL_RATIO` times better is adopted for it unless it loses
-/// more than this share of the throughput, %.
-const TAIL_LOSS_PCT: f64 = 10.0;
-
-/// Windows are lengthened at most this many times, once per comparison, when they scatter
-/// too widely for any verdict within the rounds allowed; and never past `MAX_WINDOW`.
-const MAX_LENGTHEN: f64 = 8.0;
-const MAX_WINDOW: Duration = Duration::from_secs(30);
-
 /// The name of round `round` (0-based) of a measurement named `name`.
 fn round_name(name: &str, round: usize) -> String {
     if round == 0 { name.to_string() } else { format!("{name} #{}", round + 1) }
@@ -466,6 +446,11 @@ fn is_unsettleable(j: &Judged) -> bool {
 fn worth_lengthening(t: &Tuner, j: &Judged) -> bool {
     is_unsettleable(j) && j.effect.is_some_and(|e| e.pct > t.judging.threshold_pct)
 }
+
+/// Windows are lengthened at most this many times, once per comparison, when they scatter
+/// too widely for any verdict within the rounds allowed; and never past `MAX_WINDOW`.
+const MAX_LENGTHEN: f64 = 8.0;
+const MAX_WINDOW: Duration = Duration::from_secs(30);
 
 /// The longer windows to judge again with, when nothing was adopted and a challenger could
 /// not be settled because its interval, projected to the cap, is wider than the threshold
@@ -964,6 +949,12 @@ impl Assessment {
     }
 }
 
+/// A window under this share of the incumbent's in the same round is far below anything a
+/// contender's noise explains (windows scattering by +-20% give ratios down to about 0.67);
+/// two under `FAR_BELOW_TWICE` are too. One window settles such a challenger, not three.
+pub const FAR_BELOW_ONCE: f64 = 0.6;
+const FAR_BELOW_TWICE: f64 = 0.75;
+
 /// The share of the incumbent's throughput the challenger reached in its best round, when
 /// every round puts it far below (a throughput objective, the incumbent's windows within it).
 fn far_below(objective: &Objective, incumbent: &[Point], challenger: &[Point]) -> Option<f64> {
@@ -992,6 +983,15 @@ fn counts_as_rounds(a: &Point, b: &Point, rounds: usize, t: &Tuner) -> bool {
     let (Some(x), Some(y)) = (a.tail(), b.tail()) else { return false };
     rounds > 0 && y.requests * rounds as u64 >= x.requests * t.judging.min_rounds as u64
 }
+
+/// Tails (p99.9) this many times apart, and at least `TAIL_MS` apart, are a different service,
+/// whatever the throughput: half the connections waiting a second in the accept queue behind
+/// kept-alive ones is not bought by a few percent more requests per second (seed 001).
+const TAIL_RATIO: f64 = 5.0;
+const TAIL_MS: f64 = 20.0;
+/// A challenger whose tail is `TAIL_RATIO` times better is adopted for it unless it loses
+/// more than this share of the throughput, %.
+const TAIL_LOSS_PCT: f64 = 10.0;
 
 /// The verdict the tails give, when they are `TAIL_RATIO` apart (a throughput objective
 /// only: with an SLO on p99 the user chose what the tail may be). A tail much shorter is
