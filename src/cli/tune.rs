@@ -539,7 +539,7 @@ struct Trials<'a> {
     launcher: &'a mut dyn Launcher,
     opts: TrialOptions,
     kept: Kept,
-    /// The share of the CPU others hold steadily, if they do: a window at it is kept at once.
+    /// The share of the CPU others hold steadily, if they do: a window at it is not waited out.
     others: SteadyOthers,
 }
 

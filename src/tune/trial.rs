@@ -194,7 +194,8 @@ pub struct TrialOptions {
     /// measured again (up to `MAX_REMEASURED` times per point), unless they took it steadily.
     pub disturbed: f64,
     /// The share of the machine's CPU others have held steadily, when they have
-    /// (`SteadyOthers`): a window within `disturbed` of it is kept at once.
+    /// (`SteadyOthers`): a window within `disturbed` of it is not measured again (a point's
+    /// first is taken after a second of that load).
     pub steady_others: Option<f64>,
     /// The memory budget each window's pool is counted against (and stopped over), KiB.
     pub budget_kib: Option<u64>,
