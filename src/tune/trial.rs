@@ -3,6 +3,7 @@
 //! The steps stand apart (`Trial::start`, `windows`, `finish`) so that a comparison's rounds
 //! can measure their windows on a server kept running (`super::kept`).
 
+use std::mem::take;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -421,12 +422,9 @@ impl Trial {
             // after idle cannot be taken again on the same server: it is kept, with a note.)
             if let Some(others) = sample.sample.interference.filter(|&o| o > opts.disturbed) {
                 let as_steady = opts.steady_others.is_some_and(|level| (others - level).abs() <= opts.disturbed);
-                if !as_steady && remeasured < MAX_REMEASURED && steady_state {
-                    remeasured += 1;
-                    disturbed_memory = Some(sample.sample.memory);
-                    continue;
-                }
-                if as_steady && std::mem::take(&mut settling) {
+                let again = if as_steady { take(&mut settling) } else { remeasured < MAX_REMEASURED && steady_state };
+                if again {
+                    remeasured += u32::from(!as_steady);
                     disturbed_memory = Some(sample.sample.memory);
                     continue;
                 }

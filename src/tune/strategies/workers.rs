@@ -455,9 +455,10 @@ impl<'a> Sweep<'a> {
 
     /// Until the windows' scatter is known over two degrees of freedom, of the counts the next
     /// launch between `below` and `knee` is chosen from, the knee and the best (the count
-    /// below when the knee is the best), the first read in one window (when --repeats gives two at least). A launch costs a start
-    /// and a window; two windows of each show the scatter, and where it is too wide to read
-    /// the knee the search stops before launching counts that could not change the answer. On
+    /// below when the knee is the best), the first read in one window (when --repeats gives
+    /// two at least). A launch costs a start and a window; two windows of each show the
+    /// scatter, and where it is too wide to read the knee the search stops before launching
+    /// counts that could not change the answer. On
     /// php-fpm, 8 workers read within 3% of 16, or 5-18% over it, in single windows, and the
     /// search launched 4 and 6 on that reading before the scatter, 6.5%, was known.
     fn read_once(&self, knee: u64, below: u64) -> Option<u64> {
