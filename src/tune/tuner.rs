@@ -191,6 +191,10 @@ pub struct Judging {
     pub max_rounds: usize,
     /// The smallest change worth adopting, and the half-width of "no effect", % (e.g. 2).
     pub threshold_pct: f64,
+    /// How far above zero a gain's interval must lie for it to be adopted, %: 0 (surely a
+    /// gain), but the threshold itself where a gain under it leaves the incumbent within the
+    /// windows' resolution of the challenger (the knee's check).
+    pub sure_by_pct: f64,
     /// The confidence of the intervals (e.g. 0.99), shared by the challengers of a step.
     pub confidence: f64,
     /// A sure verdict read on servers kept between windows is read again on fresh launches
@@ -200,7 +204,14 @@ pub struct Judging {
 
 impl Default for Judging {
     fn default() -> Self {
-        Judging { min_rounds: 3, max_rounds: 10, threshold_pct: 2.0, confidence: 0.99, fresh_launches: true }
+        Judging {
+            min_rounds: 3,
+            max_rounds: 10,
+            threshold_pct: 2.0,
+            sure_by_pct: 0.0,
+            confidence: 0.99,
+            fresh_launches: true,
+        }
     }
 }
 

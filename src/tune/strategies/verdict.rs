@@ -12,7 +12,7 @@ use crate::tune::point::Point;
 use crate::tune::point::{Tail, compared_memory, own_pages_read};
 use crate::tune::step::Verdict;
 use crate::tune::trial::Load;
-use crate::tune::tuner::Tuner;
+use crate::tune::tuner::{Judging, Tuner};
 
 /// A value to try, and the configuration with it.
 #[derive(Clone)]
@@ -169,6 +169,15 @@ pub fn classify(e: &Effect, threshold_pct: f64) -> Verdict {
         Verdict::NoEffect
     } else {
         Verdict::Undecided
+    }
+}
+
+/// `classify` under the tuner's way of judging: a gain is adopted only when its interval's
+/// low end also clears `Judging::sure_by_pct`.
+fn verdict_of(judging: &Judging, e: &Effect) -> Verdict {
+    match classify(e, judging.threshold_pct) {
+        Verdict::Adopted if e.low_pct <= judging.sure_by_pct => Verdict::Undecided,
+        v => v,
     }
 }
 
@@ -874,7 +883,7 @@ fn assess(
             if let Some(tail) = tail_verdict(objective, &a, &b, Some(&e)).filter(|_| tail_counts) {
                 return tail;
             }
-            let v = classify(&e, t.judging.threshold_pct);
+            let v = verdict_of(&t.judging, &e);
             if v != Verdict::Undecided {
                 return Assessment { effect, verdict: v, settled: true, shortcut: None };
             }
@@ -882,7 +891,7 @@ fn assess(
                 return by_cpu.with_effect(effect);
             }
             match projected(&e, inc.len(), t.judging.max_rounds, confidence) {
-                Some(p) if classify(&p, t.judging.threshold_pct) == Verdict::Undecided => Assessment {
+                Some(p) if verdict_of(&t.judging, &p) == Verdict::Undecided => Assessment {
                     effect,
                     verdict: Verdict::Undecided,
                     settled: true,
