@@ -25,8 +25,9 @@ const POOL: &str = "workers";
 /// each worker smaller (recycling, say) is worth only as much as the workers it lets fit. So
 /// for each challenger measured within the budget, the most workers its figures say fit (of
 /// the listed counts, more than it has) are tried with it; and a challenger with more workers
-/// that the budget refused is tried again with fewer, as its own figures say fit. One knob at a
-/// time could not find such a pair: each half alone only costs.
+/// that the budget refused is tried again with fewer, as its own figures say fit (any refused
+/// one, when the incumbent misses the budget too). One knob at a time could not find such a
+/// pair: each half alone only costs.
 fn pool_within_budget(
     knob: &str,
     counts: &[String],
@@ -42,16 +43,21 @@ fn pool_within_budget(
     if fit_here >= most {
         return Vec::new();
     }
+    let here_fits = fits(here);
     let mut more = Vec::new();
     for (c, p) in challengers.iter().zip(points) {
         let (Some(p), Some(has)) = (p.as_ref().filter(|p| p.ok()), count(&c.settings)) else { continue };
         let Some(fit) = fit(p) else { continue };
         // Within the budget: grow to what fits; refused with more than the incumbent's
-        // workers: shrink, never back to the incumbent's own count.
+        // workers: shrink, never back to the incumbent's own count. When the incumbent misses
+        // the budget too (the user's pool is already too large for it), any refused value is
+        // worth what its own figures say fits, below the incumbent's count as well.
         let (above, room) = if fits(p) {
             (has, fit)
         } else if has > now {
             (now, fit.min(has - 1))
+        } else if !here_fits {
+            (0, fit.min(has - 1))
         } else {
             continue;
         };

@@ -609,6 +609,41 @@ fn the_pool_follows_the_memory_budget_when_recycling_shrinks_the_workers() {
 }
 
 #[test]
+fn from_a_pool_over_the_budget_a_recycled_value_is_tried_with_the_fewer_workers_that_fit() {
+    // Grid (a) of bench/verdicts.py at 60 MiB, from the user's workers=4 max_requests=0: never
+    // recycled (or every 500) no worker fits at all, so no count alone helps; recycled every
+    // 20 requests two fit, every 100 one. Each recycled value is refused at the user's four
+    // workers: only with the fewer its own figures say fit does it meet the budget.
+    let per_worker = |mr: &str| match mr {
+        "0" => (423.0, 52_000),
+        "20" => (200.0, 17_800),
+        "100" => (324.0, 26_000),
+        _ => (400.0, 53_000),
+    };
+    let mut m = Model::new(
+        |s: &Settings, r| {
+            let (rps, uss) = per_worker(s.get("max_requests").unwrap());
+            (rps * workers_of(s) + [0.0, 1.5, -1.5][r % 3], 10.0, uss)
+        },
+        Some(60 * 1024),
+    );
+    let counts = ["1", "2", "3", "4", "6", "8"];
+    let k: Knobs = vec![
+        ("workers".into(), counts.iter().map(|c| c.to_string()).collect()),
+        ("max_requests".into(), ["0", "20", "100", "500"].iter().map(|c| c.to_string()).collect()),
+    ];
+    let mut save = |_: &Point| {};
+    let mut t = tuner(&mut m, load(), &mut save);
+    let base = Settings::default().with("workers", "4").with("max_requests", "0");
+    let found = one_at_a_time(&mut t, &k, &base);
+    assert_eq!(found.recommended.label(), "workers=2 max_requests=20", "{:#?}", found.evidence);
+    let step = found.steps.iter().find(|s| s.knob == "max_requests").unwrap();
+    assert_eq!(step.verdict, Some(Verdict::Adopted), "{}", step.evidence);
+    assert!(step.evidence.contains("20 with workers=2"), "{}", step.evidence);
+    assert!(step.evidence.contains("100 with workers=1"), "{}", step.evidence);
+}
+
+#[test]
 fn over_the_budget_the_best_value_within_it_is_adopted_and_said_to_meet_it() {
     // One big worker does not fit; recycled at 20 it fits at half the speed, at 100 at 80%.
     let mut m = Model::new(
