@@ -573,32 +573,40 @@ fn one_at_a_time_crosses_the_memory_budget_with_two_knobs_at_once() {
     assert!(found.steps[1].evidence.contains("with workers=4"), "{}", found.steps[1].evidence);
 }
 
-#[test]
-fn the_pool_follows_the_memory_budget_when_recycling_shrinks_the_workers() {
-    // Grid (a) of bench/verdicts.py in miniature: never recycled, a worker grows to 26 MiB and
-    // only one fits; recycled every 100 requests it stays near 8 MiB for a fifth less
-    // throughput, and six fit. Neither knob alone gains: only the pair does.
-    let per_worker = |mr: &str| match mr {
-        "0" => (409.0, 26_000),
-        "20" => (199.0, 17_200),
-        "100" => (323.0, 8_000),
-        _ => (379.0, 36_000),
-    };
-    let mut m = Model::new(
-        |s: &Settings, r| {
+/// Grid (a) of bench/verdicts.py in miniature, under a 60 MiB budget: `per_worker` gives each
+/// max_requests value its req/s a worker and its worker's USS (KiB).
+fn lab_at_60_mib(per_worker: fn(&str) -> (f64, u64)) -> Model<impl Fn(&Settings, usize) -> (f64, f64, u64)> {
+    Model::new(
+        move |s: &Settings, r| {
             let (rps, uss) = per_worker(s.get("max_requests").unwrap());
             (rps * workers_of(s) + [0.0, 1.5, -1.5][r % 3], 10.0, uss)
         },
         Some(60 * 1024),
-    );
-    let counts = ["1", "2", "3", "4", "6", "8"];
-    let k: Knobs = vec![
-        ("workers".into(), counts.iter().map(|c| c.to_string()).collect()),
+    )
+}
+
+/// Grid (a)'s knobs: workers and max_requests.
+fn lab_knobs() -> Knobs {
+    vec![
+        ("workers".into(), ["1", "2", "3", "4", "6", "8"].iter().map(|c| c.to_string()).collect()),
         ("max_requests".into(), ["0", "20", "100", "500"].iter().map(|c| c.to_string()).collect()),
-    ];
+    ]
+}
+
+#[test]
+fn the_pool_follows_the_memory_budget_when_recycling_shrinks_the_workers() {
+    // Grid (a) in miniature: never recycled, a worker grows to 26 MiB and
+    // only one fits; recycled every 100 requests it stays near 8 MiB for a fifth less
+    // throughput, and six fit. Neither knob alone gains: only the pair does.
+    let mut m = lab_at_60_mib(|mr| match mr {
+        "0" => (409.0, 26_000),
+        "20" => (199.0, 17_200),
+        "100" => (323.0, 8_000),
+        _ => (379.0, 36_000),
+    });
     let mut save = |_: &Point| {};
     let mut t = tuner(&mut m, load(), &mut save);
-    let found = one_at_a_time(&mut t, &k, &Settings::default());
+    let found = one_at_a_time(&mut t, &lab_knobs(), &Settings::default());
     drop(t);
     assert_eq!(found.recommended.label(), "workers=6 max_requests=100", "{:#?}", found.evidence);
     // Every larger pool is refused by the budget in its first window, not after three.
@@ -614,28 +622,16 @@ fn from_a_pool_over_the_budget_a_recycled_value_is_tried_with_the_fewer_workers_
     // recycled (or every 500) no worker fits at all, so no count alone helps; recycled every
     // 20 requests two fit, every 100 one. Each recycled value is refused at the user's four
     // workers: only with the fewer its own figures say fit does it meet the budget.
-    let per_worker = |mr: &str| match mr {
+    let mut m = lab_at_60_mib(|mr| match mr {
         "0" => (423.0, 52_000),
         "20" => (200.0, 17_800),
         "100" => (324.0, 26_000),
         _ => (400.0, 53_000),
-    };
-    let mut m = Model::new(
-        |s: &Settings, r| {
-            let (rps, uss) = per_worker(s.get("max_requests").unwrap());
-            (rps * workers_of(s) + [0.0, 1.5, -1.5][r % 3], 10.0, uss)
-        },
-        Some(60 * 1024),
-    );
-    let counts = ["1", "2", "3", "4", "6", "8"];
-    let k: Knobs = vec![
-        ("workers".into(), counts.iter().map(|c| c.to_string()).collect()),
-        ("max_requests".into(), ["0", "20", "100", "500"].iter().map(|c| c.to_string()).collect()),
-    ];
+    });
     let mut save = |_: &Point| {};
     let mut t = tuner(&mut m, load(), &mut save);
     let base = Settings::default().with("workers", "4").with("max_requests", "0");
-    let found = one_at_a_time(&mut t, &k, &base);
+    let found = one_at_a_time(&mut t, &lab_knobs(), &base);
     assert_eq!(found.recommended.label(), "workers=2 max_requests=20", "{:#?}", found.evidence);
     let step = found.steps.iter().find(|s| s.knob == "max_requests").unwrap();
     assert_eq!(step.verdict, Some(Verdict::Adopted), "{}", step.evidence);
