@@ -173,6 +173,43 @@ fn a_binding_memory_budget_caps_the_workers() {
 }
 
 #[test]
+fn from_a_pool_too_large_for_the_budget_recycling_is_tried_with_the_workers_that_fit() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    // bench/verdicts.py's grid (a) from the lab's own 4 workers: never recycled, each worker
+    // dirties its 16 MiB preload and leaks 64 KiB a request, so at 60 MiB no count fits;
+    // recycled every 20 requests each stays near 17 MiB and two fit. The user's pool misses
+    // the budget, no count alone meets it, and 20 alone is refused at 4 workers: only 20
+    // with the fewer workers its own figures say fit meets it.
+    let f = lab_target(
+        dir.path(),
+        "workers = 4\nmax_requests = 0\ncpu = \"0.2ms\"\nio_wait = \"2ms\"\npreload_mb = 16\ndirty_kb = 1024\nleak_kb = 64",
+        "workers = [1, 2, 4]\nmax_requests = [0, 20]",
+        "[budget]\nmemory = \"60MiB\"\n",
+    );
+    with_windows(&f, "1s");
+    let v = tune(&f, &["--strategy", "one-at-a-time"], dir.path());
+    let ev = evidence(&v, "max_requests");
+    assert_eq!(recommended(&v, "max_requests"), "20", "{ev}");
+    assert!(ev.contains("meets the objective the incumbent misses"), "{ev}");
+    // The recommended pool fitted the budget in every window measured of it.
+    let workers = recommended(&v, "workers");
+    let seen: Vec<bool> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            let kv = p["settings"].as_array().unwrap();
+            kv.iter().any(|kv| kv[0] == "workers" && kv[1] == workers.as_str())
+                && kv.iter().any(|kv| kv[0] == "max_requests" && kv[1] == "20")
+        })
+        .flat_map(|p| p["samples"].as_array().unwrap().iter().map(|s| s["memory"]["workers_fit"].as_u64()))
+        .map(|fit| fit.is_some_and(|fit| fit >= workers.parse::<u64>().unwrap()))
+        .collect();
+    assert!(!seen.is_empty() && seen.iter().all(|&f| f), "workers={workers} max_requests=20: {seen:?}; {ev}");
+}
+
+#[test]
 fn a_challenger_over_the_budget_ends_its_window_at_the_first_sample_over_it() {
     let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
