@@ -587,10 +587,7 @@ fn lab_at_60_mib(per_worker: fn(&str) -> (f64, u64)) -> Model<impl Fn(&Settings,
 
 /// Grid (a)'s knobs: workers and max_requests.
 fn lab_knobs() -> Knobs {
-    vec![
-        ("workers".into(), ["1", "2", "3", "4", "6", "8"].iter().map(|c| c.to_string()).collect()),
-        ("max_requests".into(), ["0", "20", "100", "500"].iter().map(|c| c.to_string()).collect()),
-    ]
+    [knobs("workers", &["1", "2", "3", "4", "6", "8"]), knobs("max_requests", &["0", "20", "100", "500"])].concat()
 }
 
 #[test]
